@@ -1,0 +1,69 @@
+/* atelierd's configuration: built-in defaults, then the INI file (libinih),
+ * then command-line flags, each overriding the one before.
+ *
+ * Every key, its meaning and its default is documented in
+ * conf/atelierd.conf.sample; keep the two in step (test_config checks that
+ * the sample loads and that it mentions every key the parser knows).
+ */
+#ifndef ATL_CONFIG_H
+#define ATL_CONFIG_H
+
+#include <stdint.h>
+
+#include <atelier/plugin.h>
+
+typedef struct {
+  /* [daemon] */
+  char *socket_dir;     /* api.sock and admin.sock; default /run/atelier */
+  char *data_dir;       /* the store; default /var/lib/atelier */
+  char *plugin_dir;     /* *.so plugins; default $(pkglibdir)/plugins */
+  char *pid_file;       /* NULL: none */
+  int foreground;       /* 0: detach (daemonize) */
+  uint32_t shutdown_timeout_ms; /* wait for in-flight calls; default 10000 */
+  /* [log] */
+  atl_log_level_t log_level; /* default info */
+  char *log_file;            /* NULL: stderr */
+  /* [api] */
+  uint32_t max_frame;   /* bytes per JSON-RPC frame; default 8 MiB */
+  uint32_t max_clients; /* default 1024 */
+  /* [plugins] */
+  int plugins_strict;   /* a plugin that fails to load stops the daemon */
+  char *plugins_disable; /* comma-separated plugin names not to load */
+  /* [tools] */
+  uint32_t tool_timeout_ms;      /* default 30000 */
+  uint32_t tool_long_timeout_ms; /* ATL_TOOL_LONG_RUNNING; default 600000 */
+  uint32_t tool_threads;         /* handler threads; default 4 */
+  int check_results;             /* validate results against result schemas */
+  /* [store] */
+  int store_synchronous; /* 1 normal, 2 full; default 2 (full) */
+  uint32_t session_cache; /* sessions kept in memory; default 1024 */
+  uint32_t max_batch;     /* transactions per group commit; default 1024 */
+} atl_config_t;
+
+/* Fills cfg with the built-in defaults (strings malloc()ed). */
+void atl_config_defaults(atl_config_t *cfg);
+/* Frees the strings. */
+void atl_config_free(atl_config_t *cfg);
+
+/* Loads an INI file over cfg. An unknown section or key, or a bad value, is
+ * an error: returns ATL_ECONFIG with *err (malloc()ed) like
+ * "atelierd.conf:12: [tools] timeout_ms: expected a whole number of
+ * milliseconds between 1 and 86400000, got 'soon'". A missing file is
+ * ATL_ENOENT with a message naming it. */
+int atl_config_load(atl_config_t *cfg, const char *path, char **err);
+
+/* Parses argv: --config FILE, --foreground, --socket-dir DIR, --data-dir DIR,
+ * --plugin-dir DIR, --log-level LEVEL, --version, --help (both forms
+ * "--x v" and "--x=v"). Defaults first, then the config file (if --config
+ * was given), then the other flags. Returns 0 to run, 1 if --help or
+ * --version was handled (text printed to stdout; exit 0), or a negative
+ * ATL_E* code with *err set (exit 2). */
+int atl_config_from_args(atl_config_t *cfg, int argc, char **argv, char **err);
+
+/* The --help text. */
+const char *atl_config_usage(void);
+
+/* The names of every key, "section.key", NULL-terminated (for tests). */
+extern const char *const atl_config_keys[];
+
+#endif

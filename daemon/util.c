@@ -1,0 +1,128 @@
+/* Small helpers shared by the daemon's modules and the tools. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+#include "util.h"
+
+const char *atl_strerror(int err) {
+  switch (err) {
+  case 0:
+    return "success";
+#define XX(name, value, msg)                                                   \
+  case ATL_##name:                                                             \
+    return msg;
+    ATL_ERRNO_MAP(XX)
+#undef XX
+  default:
+    return "unknown error";
+  }
+}
+
+const char *atl_err_name(int err) {
+  switch (err) {
+  case 0:
+    return "OK";
+#define XX(name, value, msg)                                                   \
+  case ATL_##name:                                                             \
+    return #name;
+    ATL_ERRNO_MAP(XX)
+#undef XX
+  default:
+    return "UNKNOWN";
+  }
+}
+
+int64_t atl_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t atl_mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void atl_format_time_ms(int64_t ms, char *buf, size_t len) {
+  time_t secs = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+           (int)(ms % 1000));
+}
+
+void atl_hex(const void *data, size_t len, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  const unsigned char *p = data;
+  for (size_t i = 0; i < len; i++) {
+    out[2 * i] = digits[p[i] >> 4];
+    out[2 * i + 1] = digits[p[i] & 15];
+  }
+  out[2 * len] = '\0';
+}
+
+int atl_random_id(char out[ATL_SESSION_ID_LEN + 1]) {
+  unsigned char raw[ATL_SESSION_ID_LEN / 2];
+  size_t got = 0;
+  while (got < sizeof(raw)) {
+    ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    got += (size_t)n;
+  }
+  atl_hex(raw, sizeof(raw), out);
+  return 0;
+}
+
+int atl_is_session_id(const char *s) {
+  if (s == NULL)
+    return 0;
+  for (int i = 0; i < ATL_SESSION_ID_LEN; i++) {
+    char c = s[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+      return 0;
+  }
+  return s[ATL_SESSION_ID_LEN] == '\0';
+}
+
+void atl_sha256_hex(const void *data, size_t len, char out[65]) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+  atl_hex(md, mdlen, out);
+}
+
+int atl_mkdir_p(const char *path, unsigned mode) {
+  char buf[4096];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof(buf))
+    return ATL_EINVAL;
+  memcpy(buf, path, n + 1);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(buf, mode) != 0 && errno != EEXIST)
+      return -errno;
+    *p = '/';
+  }
+  if (mkdir(buf, mode) != 0 && errno != EEXIST)
+    return -errno;
+  struct stat st;
+  if (stat(buf, &st) != 0)
+    return -errno;
+  return S_ISDIR(st.st_mode) ? 0 : ATL_EEXIST;
+}

@@ -1,0 +1,42 @@
+/* Small helpers shared by the daemon's modules and the tools. */
+#ifndef ATL_UTIL_H
+#define ATL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <atelier/error.h>
+
+#define ATL_SESSION_ID_LEN 32
+
+/* Text and symbolic name of an ATL_E* code ("unknown error" for others). */
+const char *atl_strerror(int err);
+const char *atl_err_name(int err);
+
+/* Wall-clock milliseconds since the epoch, and a monotonic clock in
+ * nanoseconds for durations. */
+int64_t atl_now_ms(void);
+uint64_t atl_mono_ns(void);
+
+/* Writes an RFC 3339 UTC timestamp with milliseconds, e.g.
+ * "2026-11-21T15:42:18.123Z", into buf (at least 25 bytes). */
+void atl_format_time_ms(int64_t ms, char *buf, size_t len);
+
+/* Lowercase hex of len bytes into out (2*len+1 bytes, NUL-terminated). */
+void atl_hex(const void *data, size_t len, char *out);
+
+/* A new 128-bit random session id from getrandom(2) as 32 hex digits
+ * (out: 33 bytes). Returns 0 or a negative ATL_E* code. */
+int atl_random_id(char out[ATL_SESSION_ID_LEN + 1]);
+
+/* 1 if s is exactly 32 lowercase hex digits. */
+int atl_is_session_id(const char *s);
+
+/* SHA-256 of data as 64 hex digits (out: 65 bytes). */
+void atl_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* Makes a directory and its parents (mode for the ones it creates).
+ * Returns 0 if it exists afterwards. */
+int atl_mkdir_p(const char *path, unsigned mode);
+
+#endif

@@ -1,0 +1,268 @@
+/* Atelier tool plugin API, ABI version 1.
+ *
+ * A plugin is a shared object that exports exactly one data symbol, named
+ * "atl_plugin", of type atl_plugin_t. The daemon dlopen()s the object with
+ * RTLD_NOW | RTLD_LOCAL and reads that descriptor *before* running any of
+ * the plugin's code: it checks the ABI version and the struct sizes, parses
+ * every tool's input schema, and only then calls init(). A plugin that fails
+ * any check is unloaded with a logged reason and the daemon goes on without
+ * it (or exits, when plugins.strict = yes).
+ *
+ * Versioning. abi_major changes when a struct member moves or changes type;
+ * the daemon loads only its own major. abi_minor grows when members are
+ * appended; a plugin built against minor N runs on any host with minor >= N
+ * because the host reads struct_size / tool_size to know which members the
+ * plugin has, and a plugin reads host->struct_size to know which host
+ * functions exist. New members are only ever appended.
+ *
+ * Threads. init(), destroy(), session_open(), session_close() and describe()
+ * run on the daemon's event loop thread and must not block. Tool handlers run
+ * on a worker thread, several at once (never two for the same session), so a
+ * handler may block for as long as its timeout allows, but any state it
+ * shares with other handlers needs its own locking.
+ *
+ * Ownership is stated on every pointer below: "host owns" means the plugin
+ * must neither free nor keep it past the call without taking a reference
+ * (json_object_get); "takes ownership" means the host frees it, even when
+ * the function fails.
+ */
+#ifndef ATELIER_PLUGIN_H
+#define ATELIER_PLUGIN_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include <atelier/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATL_PLUGIN_ABI_MAJOR 1
+#define ATL_PLUGIN_ABI_MINOR 0
+
+/* The name of the one symbol a plugin exports. */
+#define ATL_PLUGIN_SYMBOL "atl_plugin"
+
+/* Image ids are the lowercase hex SHA-256 of the image bytes. */
+#define ATL_IMAGE_ID_LEN 64
+
+#if defined(__GNUC__)
+#define ATL_PLUGIN_EXPORT __attribute__((visibility("default")))
+#define ATL_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define ATL_PLUGIN_EXPORT
+#define ATL_PRINTF(fmt, args)
+#endif
+
+typedef enum {
+  ATL_LOG_ERROR = 0,
+  ATL_LOG_WARN = 1,
+  ATL_LOG_INFO = 2,
+  ATL_LOG_DEBUG = 3,
+  ATL_LOG_TRACE = 4
+} atl_log_level_t;
+
+/* Tool flags. */
+enum {
+  /* The tool may take seconds (a render): the host gives it its own longer
+   * default timeout (tools.long_timeout_ms) and reports progress events. */
+  ATL_TOOL_LONG_RUNNING = 1u << 0,
+  /* The tool's arguments are secret: logs, traces and events show
+   * "(redacted)" in their place. */
+  ATL_TOOL_REDACT_ARGS = 1u << 1,
+  /* The tool never changes the document; the host skips writing it back. */
+  ATL_TOOL_READ_ONLY = 1u << 2
+};
+
+typedef struct atl_host_s atl_host_t;
+typedef struct atl_call_s atl_call_t;
+typedef struct atl_tool_s atl_tool_t;
+typedef struct atl_plugin_s atl_plugin_t;
+typedef struct atl_http_request_s atl_http_request_t;
+typedef struct atl_http_response_s atl_http_response_t;
+
+/* One tool call, as the handler sees it. The host allocates and owns the
+ * struct and everything it points to; all of it is valid until the handler
+ * returns, and none of it after.
+ */
+struct atl_call_s {
+  uint32_t struct_size;   /* sizeof(atl_call_t) as the host knows it */
+  const char *session_id; /* 32 lowercase hex digits */
+  const char *tool;       /* the tool's name */
+  /* The arguments, already validated against the tool's input schema, with
+   * every schema "default" filled in. Read-only. */
+  json_object *args;
+  /* The plugin's own namespace of the session document (a JSON object,
+   * empty the first time). The handler may change it in place; the host
+   * commits the change only if the call succeeds (atl_host_t.call_result),
+   * so a failed call leaves the document as it was. */
+  json_object *ns;
+  /* The whole document, for reading other plugins' namespaces. Read-only:
+   * it is a snapshot, changes to it are discarded. */
+  json_object *document;
+  void *plugin_state; /* what init() stored in *state */
+  const atl_host_t *host;
+  void *host_private; /* the host's; do not touch */
+};
+
+/* A tool handler. It reports its outcome through host->call_result() or
+ * host->call_error() (exactly one of them, once) and returns 0. A negative
+ * ATL_E* return means the plugin itself failed; the host then answers the
+ * call with an error envelope naming the plugin and the code. A handler that
+ * returns 0 without reporting an outcome gets the same treatment.
+ */
+typedef int (*atl_tool_handler_fn)(atl_call_t *call);
+
+struct atl_tool_s {
+  /* [a-z][a-z0-9_]{0,63}; unique across all loaded plugins. */
+  const char *name;
+  /* What the tool does, for the model: units, defaults, ranges. */
+  const char *description;
+  /* The input JSON Schema, as JSON text (embedded at build time). Its root
+   * must be {"type": "object", ...}. Only the keywords listed in
+   * doc/plugin-guide.md are allowed; others make the plugin fail to load. */
+  const char *input_schema;
+  /* Optional JSON Schema of the "result" member of a successful envelope.
+   * The host checks results against it when tools.check_results = yes (the
+   * test suite turns it on). NULL: no result schema. */
+  const char *result_schema;
+  uint32_t flags;      /* ATL_TOOL_* */
+  uint32_t timeout_ms; /* 0: the host default for the tool's kind */
+  atl_tool_handler_fn handler;
+};
+
+/* The plugin descriptor: the one exported data symbol. Use ATL_PLUGIN_DEFINE
+ * so that the version and size fields are always right. */
+struct atl_plugin_s {
+  uint16_t abi_major;   /* ATL_PLUGIN_ABI_MAJOR the plugin was built with */
+  uint16_t abi_minor;   /* ATL_PLUGIN_ABI_MINOR the plugin was built with */
+  uint32_t struct_size; /* sizeof(atl_plugin_t) */
+  uint32_t tool_size;   /* sizeof(atl_tool_t) */
+  const char *name;     /* [a-z][a-z0-9_]{0,31}; also the namespace key */
+  const char *version;
+  const char *description;
+  const atl_tool_t *tools;
+  uint32_t n_tools;
+
+  /* Called once after the descriptor checks pass. host stays valid until
+   * destroy() returns; keep the pointer. *state is handed back to every
+   * other hook and to handlers (call->plugin_state). Return 0 or a negative
+   * ATL_E* code, in which case the plugin is unloaded (destroy is not
+   * called). Optional. */
+  int (*init)(const atl_host_t *host, void **state);
+  /* Called once at shutdown, in reverse load order. Optional. */
+  void (*destroy)(void *state);
+  /* Called when a session is created or first loaded after a restart, and
+   * when it is deleted. Optional. */
+  int (*session_open)(void *state, const char *session_id);
+  void (*session_close)(void *state, const char *session_id);
+  /* Returns this plugin's section of the system prompt's CURRENT SCENE for
+   * the namespace ns (host owns ns, read-only), as a malloc()ed string the
+   * host frees with free(); NULL for nothing. Runs on a worker thread.
+   * Optional. */
+  char *(*describe)(void *state, json_object *ns);
+};
+
+#define ATL_PLUGIN_DEFINE(...)                                                 \
+  ATL_PLUGIN_EXPORT const atl_plugin_t atl_plugin = {                          \
+      .abi_major = ATL_PLUGIN_ABI_MAJOR,                                       \
+      .abi_minor = ATL_PLUGIN_ABI_MINOR,                                       \
+      .struct_size = sizeof(atl_plugin_t),                                     \
+      .tool_size = sizeof(atl_tool_t),                                         \
+      __VA_ARGS__}
+
+/* An HTTP request made through the daemon's libcurl. The host copies
+ * everything it needs before http_request() returns. */
+struct atl_http_request_s {
+  uint32_t struct_size;  /* sizeof(atl_http_request_t) */
+  const char *method;    /* "GET", "POST", ...; NULL means GET */
+  const char *url;       /* http:// or https:// */
+  const char *const *headers; /* "Name: value" strings, NULL-terminated; or NULL */
+  const void *body;      /* may be NULL */
+  size_t body_len;
+  uint32_t timeout_ms;   /* 0: 60 s */
+  size_t max_response;   /* 0: 32 MiB; a longer response fails with E2BIG */
+};
+
+struct atl_http_response_s {
+  int status;         /* 0 or a negative ATL_E* code if no response came */
+  long http_code;     /* e.g. 200; 0 if none */
+  const char *error;  /* curl's message when status < 0, else NULL */
+  const char *body;   /* NUL-terminated for convenience; body_len excludes it */
+  size_t body_len;
+  const char *content_type; /* may be NULL */
+};
+
+/* Called on the daemon's loop thread when the request finishes. resp and
+ * everything in it is the host's and is freed when the callback returns.
+ * Must not block. */
+typedef void (*atl_http_done_cb)(const atl_http_response_t *resp, void *user);
+
+/* The host's API table, passed to init(). The host owns it. Every function
+ * takes the table itself first, which tells the host which plugin calls.
+ * Functions marked "any thread" may be called from handlers and from other
+ * threads the plugin starts. */
+struct atl_host_s {
+  uint32_t struct_size; /* sizeof(atl_host_t) as the host knows it */
+  uint16_t abi_major;
+  uint16_t abi_minor;
+  const char *daemon_version;
+
+  /* Logs one line (logfmt, plugin=<name> added). Any thread. */
+  void (*log)(const atl_host_t *h, atl_log_level_t level, const char *fmt,
+              ...) ATL_PRINTF(3, 4);
+
+  /* Appends an event to a session's event log; it is committed and
+   * delivered to readers in order. Takes ownership of data (may be NULL).
+   * Any thread. Returns 0, ATL_ENOENT for an unknown session. */
+  int (*emit)(const atl_host_t *h, const char *session_id, const char *type,
+              json_object *data);
+
+  /* Stores an image once by content (SHA-256), writing its id (64 hex
+   * digits and a NUL) to id_out. data is copied. Any thread. */
+  int (*image_put)(const atl_host_t *h, const void *data, size_t len,
+                   const char *mime, char id_out[ATL_IMAGE_ID_LEN + 1]);
+
+  /* Starts an HTTP request on the daemon's libcurl multi handle; cb runs
+   * on the loop thread when it ends. Any thread. */
+  int (*http_request)(const atl_host_t *h, const atl_http_request_t *req,
+                      atl_http_done_cb cb, void *user);
+
+  /* The text of an ATL_E* code. Any thread. */
+  const char *(*strerror)(int err);
+
+  /* The call's outcome: success with a result (takes ownership; NULL means
+   * an empty object). Handler thread. */
+  int (*call_result)(atl_call_t *call, json_object *result);
+  /* The call's outcome: failure with a message a model can act on (what
+   * was wrong, what would be right). Handler thread. */
+  int (*call_error)(atl_call_t *call, const char *fmt, ...) ATL_PRINTF(2, 3);
+  /* Attaches an image to the call's result (data is copied; name may be
+   * NULL). The envelope lists it by id; it is stored once by content. */
+  int (*call_image)(atl_call_t *call, const char *mime, const void *data,
+                    size_t len, const char *name);
+  /* What the call did, for the tool.finished event: target id and the
+   * object before and after. Takes ownership of before and after (either
+   * may be NULL). */
+  int (*call_operation)(atl_call_t *call, const char *target,
+                        json_object *before, json_object *after);
+  /* 1 once the call has timed out or been cancelled (the host no longer
+   * waits for it; the handler should return soon), else 0. */
+  int (*call_cancelled)(const atl_call_t *call);
+  /* Reports progress (fraction in [0,1], message may be NULL) as a
+   * tool.progress event. */
+  int (*call_progress)(atl_call_t *call, double fraction, const char *message);
+
+  /* The render farm's API; NULL until the render farm exists (ABI 1.1). */
+  const void *render;
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATELIER_PLUGIN_H */
