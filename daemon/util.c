@@ -1,5 +1,5 @@
 /* Small helpers shared by the daemon's modules and the tools. */
-#include "config.h"
+#include "atl-build.h"
 
 #include <errno.h>
 #include <stdio.h>

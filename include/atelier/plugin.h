@@ -211,6 +211,7 @@ struct atl_host_s {
   uint16_t abi_major;
   uint16_t abi_minor;
   const char *daemon_version;
+  void *host_private; /* the host's; do not touch */
 
   /* Logs one line (logfmt, plugin=<name> added). Any thread. */
   void (*log)(const atl_host_t *h, atl_log_level_t level, const char *fmt,
@@ -218,7 +219,9 @@ struct atl_host_s {
 
   /* Appends an event to a session's event log; it is committed and
    * delivered to readers in order. Takes ownership of data (may be NULL).
-   * Any thread. Returns 0, ATL_ENOENT for an unknown session. */
+   * Any thread. Returns 0 once queued, or ATL_EINVAL if session_id is not
+   * a session id; an event for a session that does not exist is dropped
+   * with a warning in the log. */
   int (*emit)(const atl_host_t *h, const char *session_id, const char *type,
               json_object *data);
 

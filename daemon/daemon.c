@@ -1,0 +1,328 @@
+/* The daemon context: the post queue that brings results back to the loop,
+ * the handler pool, the store reader pool, signals and graceful shutdown.
+ */
+#include "atl-build.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "log.h"
+
+/* ---- the post queue ---- */
+
+int atl_daemon_post(atl_daemon_t *d, atl_post_fn fn, void *arg) {
+  atl_post_t *p = malloc(sizeof(*p));
+  if (p == NULL)
+    return ATL_ENOMEM;
+  p->next = NULL;
+  p->fn = fn;
+  p->arg = arg;
+  pthread_mutex_lock(&d->post_mu);
+  if (d->post_tail)
+    d->post_tail->next = p;
+  else
+    d->post_head = p;
+  d->post_tail = p;
+  pthread_mutex_unlock(&d->post_mu);
+  /* uv_async_send coalesces: many posts, one wake-up. */
+  uv_async_send(&d->post_async);
+  return 0;
+}
+
+static void post_drain_cb(uv_async_t *a) {
+  atl_daemon_t *d = a->data;
+  for (;;) {
+    pthread_mutex_lock(&d->post_mu);
+    atl_post_t *p = d->post_head;
+    d->post_head = d->post_tail = NULL;
+    pthread_mutex_unlock(&d->post_mu);
+    if (p == NULL)
+      break;
+    while (p) {
+      atl_post_t *next = p->next;
+      p->fn(p->arg);
+      free(p);
+      p = next;
+    }
+  }
+}
+
+/* ---- the handler pool ---- */
+
+static void *pool_main(void *arg) {
+  atl_daemon_t *d = arg;
+  for (;;) {
+    pthread_mutex_lock(&d->pool_mu);
+    while (d->pool_head == NULL && !d->pool_stop)
+      pthread_cond_wait(&d->pool_cv, &d->pool_mu);
+    atl_post_t *p = d->pool_head;
+    if (p == NULL) {
+      pthread_mutex_unlock(&d->pool_mu);
+      return NULL;
+    }
+    d->pool_head = p->next;
+    if (d->pool_head == NULL)
+      d->pool_tail = NULL;
+    pthread_mutex_unlock(&d->pool_mu);
+    p->fn(p->arg);
+    free(p);
+  }
+}
+
+int atl_pool_submit(atl_daemon_t *d, atl_post_fn fn, void *arg) {
+  atl_post_t *p = malloc(sizeof(*p));
+  if (p == NULL)
+    return ATL_ENOMEM;
+  p->next = NULL;
+  p->fn = fn;
+  p->arg = arg;
+  pthread_mutex_lock(&d->pool_mu);
+  if (d->pool_tail)
+    d->pool_tail->next = p;
+  else
+    d->pool_head = p;
+  d->pool_tail = p;
+  pthread_cond_signal(&d->pool_cv);
+  pthread_mutex_unlock(&d->pool_mu);
+  return 0;
+}
+
+static int pool_start(atl_daemon_t *d, unsigned n) {
+  d->pool_threads = calloc(n, sizeof(pthread_t));
+  if (d->pool_threads == NULL)
+    return ATL_ENOMEM;
+  for (unsigned i = 0; i < n; i++) {
+    int rc = pthread_create(&d->pool_threads[i], NULL, pool_main, d);
+    if (rc != 0)
+      return -rc;
+    d->pool_n++;
+  }
+  return 0;
+}
+
+/* Stops the pool once its queue is empty. A handler stuck past its timeout
+ * would keep its thread; we detach rather than wait forever for it. */
+static void pool_stop(atl_daemon_t *d) {
+  pthread_mutex_lock(&d->pool_mu);
+  d->pool_stop = 1;
+  pthread_cond_broadcast(&d->pool_cv);
+  pthread_mutex_unlock(&d->pool_mu);
+  for (unsigned i = 0; i < d->pool_n; i++) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 2;
+    if (pthread_timedjoin_np(d->pool_threads[i], NULL, &ts) != 0) {
+      atl_log_kv(ATL_LOG_WARN, "a tool handler did not return; leaving it",
+                 NULL);
+      pthread_detach(d->pool_threads[i]);
+    }
+  }
+  free(d->pool_threads);
+  d->pool_threads = NULL;
+  d->pool_n = 0;
+}
+
+/* ---- store readers ---- */
+
+atl_store_reader_t *atl_daemon_reader_take(atl_daemon_t *d) {
+  atl_store_reader_t *r = NULL;
+  pthread_mutex_lock(&d->readers_mu);
+  if (d->n_readers > 0)
+    r = d->readers[--d->n_readers];
+  pthread_mutex_unlock(&d->readers_mu);
+  if (r == NULL && atl_store_reader_open(d->store, &r) != 0)
+    return NULL;
+  return r;
+}
+
+void atl_daemon_reader_give(atl_daemon_t *d, atl_store_reader_t *r) {
+  if (r == NULL)
+    return;
+  pthread_mutex_lock(&d->readers_mu);
+  if (d->n_readers == d->cap_readers) {
+    size_t cap = d->cap_readers ? d->cap_readers * 2 : 8;
+    atl_store_reader_t **nr = realloc(d->readers, cap * sizeof(*nr));
+    if (nr == NULL) {
+      pthread_mutex_unlock(&d->readers_mu);
+      atl_store_reader_close(r);
+      return;
+    }
+    d->readers = nr;
+    d->cap_readers = cap;
+  }
+  d->readers[d->n_readers++] = r;
+  pthread_mutex_unlock(&d->readers_mu);
+}
+
+/* ---- signals and shutdown ---- */
+
+static void close_walk_cb(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h))
+    uv_close(h, NULL);
+}
+
+static void shutdown_finish(atl_daemon_t *d) {
+  uv_timer_stop(&d->shutdown_timer);
+  if (d->calls_in_flight > 0)
+    atl_log_kv(ATL_LOG_WARN, "shutdown timeout: tool calls still running",
+               NULL);
+  if (d->api) {
+    atl_server_close(d->api);
+    d->api = NULL;
+  }
+  if (d->http) {
+    atl_http_close(d->http);
+    d->http = NULL;
+  }
+  uv_close((uv_handle_t *)&d->sig_term, NULL);
+  uv_close((uv_handle_t *)&d->sig_int, NULL);
+  uv_close((uv_handle_t *)&d->sig_hup, NULL);
+  uv_close((uv_handle_t *)&d->shutdown_timer, NULL);
+  uv_close((uv_handle_t *)&d->post_async, NULL);
+}
+
+static void shutdown_poll_cb(uv_timer_t *t) {
+  atl_daemon_t *d = t->data;
+  if ((d->calls_in_flight == 0 && d->work_in_flight == 0) ||
+      atl_mono_ns() >= d->shutdown_deadline_ns)
+    shutdown_finish(d);
+}
+
+void atl_daemon_shutdown(atl_daemon_t *d) {
+  if (d->shutting_down)
+    return;
+  d->shutting_down = 1;
+  atl_log_kv(ATL_LOG_INFO, "shutting down", NULL);
+  if (d->api)
+    atl_server_stop_accepting(d->api);
+  d->shutdown_deadline_ns =
+      atl_mono_ns() + (uint64_t)d->cfg->shutdown_timeout_ms * 1000000u;
+  /* Poll rather than count down: in-flight work finishes through several
+   * modules, and a 10 ms tick is cheap next to a shutdown. */
+  uv_timer_start(&d->shutdown_timer, shutdown_poll_cb, 0, 10);
+}
+
+static void signal_cb(uv_signal_t *h, int signum) {
+  atl_daemon_t *d = h->data;
+  if (signum == SIGHUP) {
+    int rc = atl_log_reopen();
+    atl_log_kv(rc == 0 ? ATL_LOG_INFO : ATL_LOG_ERROR,
+               rc == 0 ? "log file reopened" : "could not reopen the log file",
+               NULL);
+    return;
+  }
+  if (d->shutting_down && signum == SIGINT) {
+    /* A second Ctrl-C means "now": skip the wait for in-flight calls. */
+    d->shutdown_deadline_ns = 0;
+    return;
+  }
+  atl_daemon_shutdown(d);
+}
+
+/* ---- set-up ---- */
+
+int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
+  char *err = NULL;
+  int rc;
+  memset(d, 0, sizeof(*d));
+  d->loop = loop;
+  d->cfg = cfg;
+  d->started_ms = atl_now_ms();
+  pthread_mutex_init(&d->post_mu, NULL);
+  pthread_mutex_init(&d->pool_mu, NULL);
+  pthread_cond_init(&d->pool_cv, NULL);
+  pthread_mutex_init(&d->readers_mu, NULL);
+  d->n_buckets = 4096;
+  d->buckets = calloc(d->n_buckets, sizeof(*d->buckets));
+  if (d->buckets == NULL)
+    return ATL_ENOMEM;
+
+  uv_async_init(loop, &d->post_async, post_drain_cb);
+  d->post_async.data = d;
+  uv_timer_init(loop, &d->shutdown_timer);
+  d->shutdown_timer.data = d;
+  uv_signal_init(loop, &d->sig_term);
+  uv_signal_init(loop, &d->sig_int);
+  uv_signal_init(loop, &d->sig_hup);
+  d->sig_term.data = d->sig_int.data = d->sig_hup.data = d;
+  uv_signal_start(&d->sig_term, signal_cb, SIGTERM);
+  uv_signal_start(&d->sig_int, signal_cb, SIGINT);
+  uv_signal_start(&d->sig_hup, signal_cb, SIGHUP);
+  signal(SIGPIPE, SIG_IGN);
+
+  atl_store_options_t so = {.data_dir = cfg->data_dir,
+                            .synchronous = cfg->store_synchronous,
+                            .max_batch = cfg->max_batch};
+  rc = atl_store_open(&so, &d->store, &err);
+  if (rc != 0) {
+    atl_log_kv(ATL_LOG_ERROR, "cannot open the session store", "dir",
+               cfg->data_dir, "error", err ? err : atl_strerror(rc), NULL);
+    free(err);
+    return rc;
+  }
+  rc = atl_http_init(loop, &d->http);
+  if (rc != 0) {
+    atl_log_kv(ATL_LOG_ERROR, "cannot start the HTTP client", "error",
+               atl_strerror(rc), NULL);
+    return rc;
+  }
+  rc = pool_start(d, cfg->tool_threads);
+  if (rc != 0)
+    return rc;
+
+  atl_host_table_init(d, &d->host_template);
+  atl_load_options_t lo = {.min_minor = 0,
+                           .timeout_ms = cfg->tool_timeout_ms,
+                           .long_timeout_ms = cfg->tool_long_timeout_ms,
+                           .host_template = &d->host_template};
+  rc = atl_registry_load_dir(&d->registry, cfg->plugin_dir,
+                             cfg->plugins_disable, cfg->plugins_strict, &lo);
+  if (rc != 0)
+    return rc;
+
+  rc = atl_mkdir_p(cfg->socket_dir, 0755);
+  if (rc != 0) {
+    atl_log_kv(ATL_LOG_ERROR, "cannot create the socket directory", "dir",
+               cfg->socket_dir, "error", atl_strerror(rc), NULL);
+    return rc;
+  }
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/api.sock", cfg->socket_dir);
+  rc = atl_server_start(d, path, &d->api);
+  if (rc != 0)
+    return rc;
+  char ntools[16];
+  snprintf(ntools, sizeof(ntools), "%zu", d->registry.n_tools);
+  atl_log_kv(ATL_LOG_INFO, "atelierd ready", "version", PACKAGE_VERSION,
+             "socket", path, "data_dir", cfg->data_dir, "tools", ntools, NULL);
+  return 0;
+}
+
+void atl_daemon_free(atl_daemon_t *d) {
+  pool_stop(d);
+  atl_registry_unload(&d->registry);
+  atl_sessions_free_all(d);
+  /* Whatever is still posted belongs to work that will never finish; the
+   * functions are not run, but the queue cells are freed. */
+  while (d->post_head) {
+    atl_post_t *p = d->post_head;
+    d->post_head = p->next;
+    free(p);
+  }
+  for (size_t i = 0; i < d->n_readers; i++)
+    atl_store_reader_close(d->readers[i]);
+  free(d->readers);
+  if (d->store)
+    atl_store_close(d->store);
+  free(d->buckets);
+  uv_walk(d->loop, close_walk_cb, NULL);
+  uv_run(d->loop, UV_RUN_DEFAULT);
+  pthread_mutex_destroy(&d->post_mu);
+  pthread_mutex_destroy(&d->pool_mu);
+  pthread_cond_destroy(&d->pool_cv);
+  pthread_mutex_destroy(&d->readers_mu);
+}

@@ -1,0 +1,258 @@
+/* atelierd's core: the daemon context and the internal interfaces of the
+ * modules that share it (server, rpc, sessions, plugins, tool calls).
+ *
+ * Threads. Everything here runs on the loop thread unless a function says
+ * otherwise. Tool handlers run on the daemon's own worker pool (tools.threads
+ * threads); store reads run on libuv's threadpool; commits run on the
+ * store's writer thread. Results come back to the loop through
+ * atl_daemon_post(), a FIFO drained by one uv_async_t, so that work posted
+ * from one thread is run on the loop in the order it was posted.
+ */
+#ifndef ATL_DAEMON_H
+#define ATL_DAEMON_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include <atelier/plugin.h>
+
+#include "config.h"
+#include "http.h"
+#include "jsonrpc.h"
+#include "schema.h"
+#include "store.h"
+#include "util.h"
+
+typedef struct atl_daemon_s atl_daemon_t;
+typedef struct atl_session_s atl_session_t;
+typedef struct atl_conn_s atl_conn_t;
+typedef struct atl_plugin_entry_s atl_plugin_entry_t;
+typedef struct atl_tool_entry_s atl_tool_entry_t;
+
+/* ---- posting work to the loop, and the handler pool ---- */
+
+typedef void (*atl_post_fn)(void *arg);
+typedef struct atl_post_s {
+  struct atl_post_s *next;
+  atl_post_fn fn;
+  void *arg;
+} atl_post_t;
+
+/* Runs fn(arg) on the loop thread, after everything posted before it from
+ * the same thread. Any thread. Returns 0 or ATL_ENOMEM. */
+int atl_daemon_post(atl_daemon_t *d, atl_post_fn fn, void *arg);
+
+/* Runs fn(arg) on a handler thread. Any thread. */
+int atl_pool_submit(atl_daemon_t *d, atl_post_fn fn, void *arg);
+
+/* Store readers are pooled: take one for the duration of a read on a
+ * worker thread, then give it back. */
+atl_store_reader_t *atl_daemon_reader_take(atl_daemon_t *d);
+void atl_daemon_reader_give(atl_daemon_t *d, atl_store_reader_t *r);
+
+/* ---- plugins ---- */
+
+struct atl_tool_entry_s {
+  atl_tool_t tool;            /* copied from the plugin (zero-extended) */
+  atl_plugin_entry_t *plugin;
+  atl_schema_t *input;        /* compiled input schema */
+  atl_schema_t *result;       /* compiled result schema or NULL */
+  uint32_t timeout_ms;        /* effective timeout */
+};
+
+struct atl_plugin_entry_s {
+  atl_plugin_t desc;          /* copied from the plugin (zero-extended) */
+  char *path;
+  void *dl;                   /* dlopen handle */
+  void *state;                /* from init() */
+  atl_host_t host;            /* this plugin's host table */
+  int initialized;
+};
+
+typedef struct {
+  atl_plugin_entry_t **plugins;
+  size_t n_plugins;
+  atl_tool_entry_t **tools; /* sorted by name */
+  size_t n_tools;
+} atl_registry_t;
+
+typedef struct {
+  uint16_t min_minor;         /* the oldest ABI minor accepted (0) */
+  uint32_t timeout_ms;        /* default handler timeout */
+  uint32_t long_timeout_ms;   /* default for ATL_TOOL_LONG_RUNNING */
+  const atl_host_t *host_template; /* copied into each plugin's table */
+} atl_load_options_t;
+
+/* Loads one plugin into reg: checks, schemas, init. On failure returns a
+ * negative ATL_E* code with *reason (malloc()ed) saying why; reg is
+ * unchanged. Loop thread. */
+int atl_registry_load(atl_registry_t *reg, const char *path,
+                      const atl_load_options_t *opt, char **reason);
+/* Loads every *.so of dir in name order, skipping the comma-separated names
+ * in disable. Failures are logged; with strict the first one is returned. */
+int atl_registry_load_dir(atl_registry_t *reg, const char *dir,
+                          const char *disable, int strict,
+                          const atl_load_options_t *opt);
+const atl_tool_entry_t *atl_registry_find(const atl_registry_t *reg,
+                                          const char *name);
+/* Calls destroy() in reverse load order and unloads everything. */
+void atl_registry_unload(atl_registry_t *reg);
+
+/* ---- sessions ---- */
+
+typedef struct atl_call_job_s atl_call_job_t;
+typedef struct atl_waiter_s atl_waiter_t;
+
+struct atl_session_s {
+  char id[ATL_SESSION_ID_LEN + 1];
+  json_object *doc;        /* the committed document */
+  int64_t created_ms;
+  int64_t updated_ms;
+  int64_t history_len;
+  int64_t last_seq;        /* the newest event sequence number assigned */
+  int64_t committed_seq;   /* the newest event sequence number committed */
+  int refs;                /* pins: in-flight work, waiters, loaders */
+  int busy;                /* a tool call runs or commits */
+  int deleted;
+  int stale;               /* a commit failed: reload before next use */
+  atl_call_job_t *queue_head, *queue_tail; /* calls waiting for busy */
+  unsigned queued;
+  atl_waiter_t *waiters;   /* events.read long polls */
+  atl_session_t *hnext;    /* hash chain */
+  atl_session_t *lru_prev, *lru_next;
+};
+
+typedef void (*atl_session_cb)(atl_daemon_t *d, atl_session_t *s, int status,
+                               void *user);
+
+/* Finds a session in memory or loads it from the store; cb gets it pinned
+ * (release with atl_session_unref) or NULL with ATL_ENOENT / ATL_ESTORE.
+ * cb may run before this returns. */
+void atl_session_get(atl_daemon_t *d, const char *id, atl_session_cb cb,
+                     void *user);
+void atl_session_ref(atl_session_t *s);
+void atl_session_unref(atl_daemon_t *d, atl_session_t *s);
+/* Creates a session; cb gets it pinned once committed. */
+void atl_session_create(atl_daemon_t *d, atl_session_cb cb, void *user);
+/* Deletes a session; cb gets status 0 once committed. */
+void atl_session_delete(atl_daemon_t *d, atl_session_t *s, atl_session_cb cb,
+                        void *user);
+/* Appends an event (data_json may be NULL) and commits it; done (may be
+ * NULL) runs on the loop afterwards. Assigns the next sequence number. */
+int atl_session_emit(atl_daemon_t *d, atl_session_t *s, const char *type,
+                     const char *data_json, atl_post_fn done, void *arg);
+/* Called after a commit that included events of s up to seq. */
+void atl_session_committed(atl_daemon_t *d, atl_session_t *s, int64_t seq);
+/* Waits for events of s after after_seq for at most wait_ms; cb runs on the
+ * loop when there are some, or on time-out. */
+typedef void (*atl_waiter_cb)(atl_daemon_t *d, atl_session_t *s, void *user);
+int atl_session_wait(atl_daemon_t *d, atl_session_t *s, uint32_t wait_ms,
+                     atl_waiter_cb cb, void *user);
+size_t atl_sessions_loaded(atl_daemon_t *d);
+void atl_sessions_free_all(atl_daemon_t *d);
+
+/* ---- tool calls ---- */
+
+typedef void (*atl_call_done_cb)(atl_daemon_t *d, int rpc_status,
+                                 const char *envelope_json, void *user);
+/* Runs a tool call on a pinned session: validation, handler, commit of the
+ * document change and the tool.finished event; done gets the envelope JSON
+ * once committed (rpc_status 0), or a JSON-RPC error code. args is
+ * borrowed. */
+void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
+                        json_object *args, atl_call_done_cb done, void *user);
+/* Starts the next queued call of s, if any (after the previous one). */
+void atl_toolcall_next(atl_daemon_t *d, atl_session_t *s);
+/* Fails every queued call of s (session deleted or shutting down). */
+void atl_toolcall_drain(atl_daemon_t *d, atl_session_t *s, int rpc_status);
+
+/* The host API table given to plugins. */
+void atl_host_table_init(atl_daemon_t *d, atl_host_t *h);
+
+/* ---- the API server ---- */
+
+typedef struct atl_server_s atl_server_t;
+int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out);
+/* Stops accepting; open connections stay until atl_server_close. */
+void atl_server_stop_accepting(atl_server_t *srv);
+void atl_server_close(atl_server_t *srv);
+unsigned atl_server_clients(const atl_server_t *srv);
+
+/* A request being answered: the server owns it; rpc fills the answer. */
+typedef struct atl_rpc_call_s {
+  atl_conn_t *conn;
+  json_object *id;   /* owned reference, may be NULL */
+  int notification;
+  char *response;    /* the response line once ready */
+  size_t response_len;
+  int ready;
+  struct atl_rpc_call_s *next;
+} atl_rpc_call_t;
+
+/* Answers a request (loop thread). result is borrowed. */
+void atl_rpc_reply(atl_daemon_t *d, atl_rpc_call_t *c, json_object *result);
+void atl_rpc_reply_text(atl_daemon_t *d, atl_rpc_call_t *c,
+                        const char *result_json);
+void atl_rpc_reply_error(atl_daemon_t *d, atl_rpc_call_t *c, int code,
+                         const char *message, json_object *data);
+/* Dispatches a parsed request (takes ownership of req). */
+void atl_rpc_dispatch(atl_daemon_t *d, atl_rpc_call_t *c,
+                      atl_rpc_request_t *req);
+
+/* ---- the daemon ---- */
+
+struct atl_daemon_s {
+  uv_loop_t *loop;
+  atl_config_t *cfg;
+  atl_store_t *store;
+  atl_http_t *http;
+  atl_registry_t registry;
+  atl_host_t host_template;
+  atl_server_t *api;
+  int64_t started_ms;
+
+  /* The post queue. */
+  uv_async_t post_async;
+  pthread_mutex_t post_mu;
+  atl_post_t *post_head, *post_tail;
+
+  /* The handler pool. */
+  pthread_t *pool_threads;
+  unsigned pool_n;
+  pthread_mutex_t pool_mu;
+  pthread_cond_t pool_cv;
+  atl_post_t *pool_head, *pool_tail;
+  int pool_stop;
+
+  /* Store readers. */
+  pthread_mutex_t readers_mu;
+  atl_store_reader_t **readers;
+  size_t n_readers, cap_readers;
+
+  /* Sessions in memory. */
+  atl_session_t **buckets;
+  size_t n_buckets;
+  size_t n_sessions;
+  atl_session_t *lru_head, *lru_tail; /* head: most recently used */
+
+  unsigned calls_in_flight;  /* tool calls started and not yet answered */
+  unsigned work_in_flight;   /* other asynchronous work */
+  int shutting_down;
+  int exit_code;
+  uv_signal_t sig_term, sig_int, sig_hup;
+  uv_timer_t shutdown_timer;
+  uint64_t shutdown_deadline_ns;
+};
+
+/* Sets up everything (store, plugins, API socket) without running the
+ * loop. Returns 0 or a negative code (logged). */
+int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg);
+/* Starts a graceful shutdown (as SIGTERM does). */
+void atl_daemon_shutdown(atl_daemon_t *d);
+/* Frees what init created, after the loop has stopped. */
+void atl_daemon_free(atl_daemon_t *d);
+
+#endif

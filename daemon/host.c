@@ -1,0 +1,179 @@
+/* The host API table handed to every plugin (include/atelier/plugin.h).
+ *
+ * Functions that may be called from any thread hand their work to the loop
+ * with atl_daemon_post(); the only state they touch directly is the call
+ * the calling handler owns.
+ */
+#include "atl-build.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "toolcall.h"
+
+/* The daemon is a process-wide singleton; plugins reach it through their
+ * host table, whose host_private is their plugin entry. */
+static atl_daemon_t *g_daemon;
+
+static const char *plugin_name(const atl_host_t *h) {
+  const atl_plugin_entry_t *p = h ? h->host_private : NULL;
+  return p && p->desc.name ? p->desc.name : "?";
+}
+
+static void host_log(const atl_host_t *h, atl_log_level_t level,
+                     const char *fmt, ...) {
+  if (!atl_log_enabled(level))
+    return;
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  atl_log_kv(level, msg, "plugin", plugin_name(h), NULL);
+}
+
+typedef struct {
+  atl_daemon_t *d;
+  char id[ATL_SESSION_ID_LEN + 1];
+  char *type;
+  char *data;
+} emit_req_t;
+
+static void emit_free(emit_req_t *e) {
+  free(e->type);
+  free(e->data);
+  free(e);
+}
+
+static void emit_done(void *arg) {
+  emit_free(arg);
+}
+
+static void emit_got_session(atl_daemon_t *d, atl_session_t *s, int status,
+                             void *user) {
+  emit_req_t *e = user;
+  if (status != 0 || s == NULL) {
+    atl_log_kv(ATL_LOG_WARN, "event for an unknown session dropped", "session",
+               e->id, "type", e->type, NULL);
+    emit_free(e);
+    return;
+  }
+  if (atl_session_emit(d, s, e->type, e->data, emit_done, e) != 0)
+    emit_free(e);
+}
+
+static void emit_loop(void *arg) {
+  emit_req_t *e = arg;
+  atl_session_get(e->d, e->id, emit_got_session, e);
+}
+
+static int emit_text(atl_daemon_t *d, const char *session_id, const char *type,
+                     char *data_text) {
+  if (!atl_is_session_id(session_id) || type == NULL || type[0] == '\0') {
+    free(data_text);
+    return ATL_EINVAL;
+  }
+  emit_req_t *e = calloc(1, sizeof(*e));
+  if (e == NULL) {
+    free(data_text);
+    return ATL_ENOMEM;
+  }
+  e->d = d;
+  memcpy(e->id, session_id, sizeof(e->id));
+  e->type = strdup(type);
+  e->data = data_text;
+  return atl_daemon_post(d, emit_loop, e);
+}
+
+static int host_emit(const atl_host_t *h, const char *session_id,
+                     const char *type, json_object *data) {
+  (void)h;
+  char *text = NULL;
+  if (data != NULL) {
+    text = strdup(json_object_to_json_string_ext(
+        data, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(data);
+  }
+  return emit_text(g_daemon, session_id, type, text);
+}
+
+static void image_done(int status, void *user) {
+  (void)user;
+  if (status != 0)
+    atl_log_kv(ATL_LOG_ERROR, "image could not be stored", NULL);
+}
+
+static int host_image_put(const atl_host_t *h, const void *data, size_t len,
+                          const char *mime, char id_out[ATL_IMAGE_ID_LEN + 1]) {
+  (void)h;
+  if (data == NULL || len == 0 || mime == NULL)
+    return ATL_EINVAL;
+  atl_sha256_hex(data, len, id_out);
+  atl_txn_t *t = atl_txn_new();
+  if (t == NULL)
+    return ATL_ENOMEM;
+  atl_txn_image_put(t, id_out, mime, data, len, atl_now_ms());
+  /* The commit is asynchronous; anything that later refers to the id is
+   * committed after it, since the store commits in submission order. */
+  return atl_store_submit(g_daemon->store, t, image_done, NULL);
+}
+
+static int host_http_request(const atl_host_t *h, const atl_http_request_t *req,
+                             atl_http_done_cb cb, void *user) {
+  (void)h;
+  if (g_daemon->http == NULL)
+    return ATL_ESHUTDOWN;
+  return atl_http_request(g_daemon->http, req, NULL, cb, user);
+}
+
+static int host_call_error(atl_call_t *call, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = atl__call_errorv(call, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+static int host_call_progress(atl_call_t *call, double fraction,
+                              const char *message) {
+  atl_call_job_t *j = atl__job_of(call);
+  if (j == NULL)
+    return ATL_EINVAL;
+  if (!(fraction >= 0.0))
+    fraction = 0.0;
+  if (fraction > 1.0)
+    fraction = 1.0;
+  json_object *data = json_object_new_object();
+  json_object_object_add(data, "tool", json_object_new_string(call->tool));
+  json_object_object_add(data, "fraction", json_object_new_double(fraction));
+  if (message)
+    json_object_object_add(data, "message", json_object_new_string(message));
+  char *text = strdup(json_object_to_json_string_ext(
+      data, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  json_object_put(data);
+  return emit_text(j->d, call->session_id, "tool.progress", text);
+}
+
+void atl_host_table_init(atl_daemon_t *d, atl_host_t *h) {
+  g_daemon = d;
+  memset(h, 0, sizeof(*h));
+  h->struct_size = sizeof(*h);
+  h->abi_major = ATL_PLUGIN_ABI_MAJOR;
+  h->abi_minor = ATL_PLUGIN_ABI_MINOR;
+  h->daemon_version = PACKAGE_VERSION;
+  h->log = host_log;
+  h->emit = host_emit;
+  h->image_put = host_image_put;
+  h->http_request = host_http_request;
+  h->strerror = atl_strerror;
+  h->call_result = atl__call_result;
+  h->call_error = host_call_error;
+  h->call_image = atl__call_image;
+  h->call_operation = atl__call_operation;
+  h->call_cancelled = atl__call_cancelled;
+  h->call_progress = host_call_progress;
+  h->render = NULL;
+}

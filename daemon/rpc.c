@@ -1,0 +1,614 @@
+/* The JSON-RPC methods of api.sock (doc/api.md). Each method checks its
+ * params and says exactly what was wrong; reads of the store run on
+ * libuv's threadpool so that the loop never waits for SQLite.
+ */
+#include "atl-build.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "daemon.h"
+#include "log.h"
+
+typedef void (*method_fn)(atl_daemon_t *d, atl_rpc_call_t *c,
+                          json_object *params);
+
+/* ---- params ---- */
+
+static void invalid(atl_daemon_t *d, atl_rpc_call_t *c, const char *fmt, ...)
+    ATL_PRINTF(3, 4);
+static void invalid(atl_daemon_t *d, atl_rpc_call_t *c, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = snprintf(msg, sizeof(msg), "Invalid params: ");
+  vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+  va_end(ap);
+  atl_rpc_reply_error(d, c, ATL_RPC_INVALID_PARAMS, msg, NULL);
+}
+
+/* Checks that params has only the named members. */
+static int only(atl_daemon_t *d, atl_rpc_call_t *c, json_object *params,
+                const char *const *names) {
+  if (params == NULL)
+    return 1;
+  if (!json_object_is_type(params, json_type_object)) {
+    invalid(d, c, "params must be an object");
+    return 0;
+  }
+  json_object_object_foreach(params, key, val) {
+    (void)val;
+    int found = 0;
+    for (const char *const *n = names; *n; n++)
+      if (strcmp(*n, key) == 0)
+        found = 1;
+    if (!found) {
+      char allowed[256] = "";
+      for (const char *const *n = names; *n; n++) {
+        strncat(allowed, *n, sizeof(allowed) - strlen(allowed) - 3);
+        if (n[1])
+          strcat(allowed, ", ");
+      }
+      invalid(d, c, "unknown member '%s' (allowed: %s)", key,
+              allowed[0] ? allowed : "none");
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static const char *session_param(atl_daemon_t *d, atl_rpc_call_t *c,
+                                 json_object *params) {
+  json_object *v = NULL;
+  if (params == NULL || !json_object_object_get_ex(params, "session", &v)) {
+    invalid(d, c, "missing \"session\" (a 32-digit hex session id)");
+    return NULL;
+  }
+  if (!json_object_is_type(v, json_type_string) ||
+      !atl_is_session_id(json_object_get_string(v))) {
+    invalid(d, c, "\"session\" must be a 32-digit lowercase hex session id, "
+                  "got %s",
+            json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+    return NULL;
+  }
+  return json_object_get_string(v);
+}
+
+/* Reads an optional integer member in [lo, hi]; returns 0 on error. */
+static int int_param(atl_daemon_t *d, atl_rpc_call_t *c, json_object *params,
+                     const char *name, int64_t lo, int64_t hi, int64_t *out) {
+  json_object *v = NULL;
+  if (params == NULL || !json_object_object_get_ex(params, name, &v))
+    return 1;
+  if (!json_object_is_type(v, json_type_int) ||
+      json_object_get_int64(v) < lo || json_object_get_int64(v) > hi) {
+    invalid(d, c, "\"%s\" must be an integer between %lld and %lld, got %s",
+            name, (long long)lo, (long long)hi,
+            json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+    return 0;
+  }
+  *out = json_object_get_int64(v);
+  return 1;
+}
+
+static void no_session(atl_daemon_t *d, atl_rpc_call_t *c, const char *id,
+                       int status) {
+  if (status == ATL_ENOENT) {
+    char msg[96];
+    snprintf(msg, sizeof(msg), "no such session: %s", id);
+    json_object *data = json_object_new_object();
+    json_object_object_add(data, "session", json_object_new_string(id));
+    atl_rpc_reply_error(d, c, ATL_RPC_NO_SESSION, msg, data);
+    json_object_put(data);
+  } else {
+    atl_rpc_reply_error(d, c, ATL_RPC_STORE_ERROR, atl_strerror(status), NULL);
+  }
+}
+
+static json_object *time_json(int64_t ms) {
+  char ts[32];
+  atl_format_time_ms(ms, ts, sizeof(ts));
+  return json_object_new_string(ts);
+}
+
+/* ---- daemon.info, tool.list ---- */
+
+static void m_daemon_info(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {NULL};
+  if (!only(d, c, p, names))
+    return;
+  json_object *r = json_object_new_object();
+  json_object_object_add(r, "version", json_object_new_string(PACKAGE_VERSION));
+  json_object *abi = json_object_new_object();
+  json_object_object_add(abi, "major", json_object_new_int(ATL_PLUGIN_ABI_MAJOR));
+  json_object_object_add(abi, "minor", json_object_new_int(ATL_PLUGIN_ABI_MINOR));
+  json_object_object_add(r, "abi", abi);
+  json_object_object_add(r, "pid", json_object_new_int((int)getpid()));
+  json_object_object_add(r, "uptime_ms",
+                         json_object_new_int64(atl_now_ms() - d->started_ms));
+  json_object *plugins = json_object_new_array();
+  for (size_t i = 0; i < d->registry.n_plugins; i++) {
+    atl_plugin_entry_t *pe = d->registry.plugins[i];
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "name", json_object_new_string(pe->desc.name));
+    json_object_object_add(
+        o, "version", json_object_new_string(pe->desc.version ? pe->desc.version : ""));
+    json_object_object_add(o, "description",
+                           json_object_new_string(
+                               pe->desc.description ? pe->desc.description : ""));
+    json_object *tools = json_object_new_array();
+    for (size_t k = 0; k < d->registry.n_tools; k++)
+      if (d->registry.tools[k]->plugin == pe)
+        json_object_array_add(
+            tools, json_object_new_string(d->registry.tools[k]->tool.name));
+    json_object_object_add(o, "tools", tools);
+    json_object_array_add(plugins, o);
+  }
+  json_object_object_add(r, "plugins", plugins);
+  json_object_object_add(r, "sessions_loaded",
+                         json_object_new_int64((int64_t)atl_sessions_loaded(d)));
+  json_object_object_add(
+      r, "clients", json_object_new_int((int)(d->api ? atl_server_clients(d->api) : 0)));
+  atl_store_stats_t st;
+  atl_store_stats(d->store, &st);
+  json_object *so = json_object_new_object();
+  json_object_object_add(so, "commits", json_object_new_int64((int64_t)st.commits));
+  json_object_object_add(so, "transactions",
+                         json_object_new_int64((int64_t)st.transactions));
+  json_object_object_add(so, "failures", json_object_new_int64((int64_t)st.failures));
+  json_object_object_add(r, "store", so);
+  atl_rpc_reply(d, c, r);
+  json_object_put(r);
+}
+
+static void m_tool_list(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {NULL};
+  if (!only(d, c, p, names))
+    return;
+  json_object *r = json_object_new_array();
+  for (size_t i = 0; i < d->registry.n_tools; i++) {
+    const atl_tool_entry_t *t = d->registry.tools[i];
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "name", json_object_new_string(t->tool.name));
+    json_object_object_add(o, "description",
+                           json_object_new_string(t->tool.description));
+    json_object_object_add(o, "input_schema",
+                           json_object_get(atl_schema_json(t->input)));
+    json_object_object_add(o, "plugin",
+                           json_object_new_string(t->plugin->desc.name));
+    json_object_array_add(r, o);
+  }
+  atl_rpc_reply(d, c, r);
+  json_object_put(r);
+}
+
+/* ---- sessions ---- */
+
+static void created_cb(atl_daemon_t *d, atl_session_t *s, int status,
+                       void *user) {
+  atl_rpc_call_t *c = user;
+  if (status != 0) {
+    atl_rpc_reply_error(d, c, ATL_RPC_STORE_ERROR, atl_strerror(status), NULL);
+    return;
+  }
+  json_object *r = json_object_new_object();
+  json_object_object_add(r, "id", json_object_new_string(s->id));
+  atl_rpc_reply(d, c, r);
+  json_object_put(r);
+  atl_log_kv(ATL_LOG_INFO, "session created", "session", s->id, NULL);
+}
+
+static void m_session_create(atl_daemon_t *d, atl_rpc_call_t *c,
+                             json_object *p) {
+  static const char *const names[] = {NULL};
+  if (!only(d, c, p, names))
+    return;
+  atl_session_create(d, created_cb, c);
+}
+
+/* A read on the threadpool: fn fills result (or status) off the loop. */
+typedef struct read_req_s {
+  uv_work_t work;
+  atl_daemon_t *d;
+  atl_rpc_call_t *c;
+  char id[65];
+  int64_t a, b;
+  int status;
+  json_object *result;
+  void (*fn)(struct read_req_s *rr, atl_store_reader_t *r);
+} read_req_t;
+
+static void read_work(uv_work_t *w) {
+  read_req_t *rr = w->data;
+  atl_store_reader_t *r = atl_daemon_reader_take(rr->d);
+  if (r == NULL) {
+    rr->status = ATL_ESTORE;
+    return;
+  }
+  rr->fn(rr, r);
+  atl_daemon_reader_give(rr->d, r);
+}
+
+static void read_done(uv_work_t *w, int uvstatus) {
+  read_req_t *rr = w->data;
+  atl_daemon_t *d = rr->d;
+  d->work_in_flight--;
+  if (uvstatus != 0 && rr->status == 0)
+    rr->status = ATL_ECANCELED;
+  if (rr->status == ATL_ENOENT && rr->fn != NULL && strlen(rr->id) == 64)
+    atl_rpc_reply_error(d, rr->c, ATL_RPC_NO_IMAGE, "no such image", NULL);
+  else if (rr->status != 0)
+    no_session(d, rr->c, rr->id, rr->status);
+  else
+    atl_rpc_reply(d, rr->c, rr->result);
+  json_object_put(rr->result);
+  free(rr);
+}
+
+static void start_read(atl_daemon_t *d, atl_rpc_call_t *c, const char *id,
+                       int64_t a, int64_t b,
+                       void (*fn)(read_req_t *, atl_store_reader_t *)) {
+  read_req_t *rr = calloc(1, sizeof(*rr));
+  if (rr == NULL) {
+    atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    return;
+  }
+  rr->work.data = rr;
+  rr->d = d;
+  rr->c = c;
+  snprintf(rr->id, sizeof(rr->id), "%s", id ? id : "");
+  rr->a = a;
+  rr->b = b;
+  rr->fn = fn;
+  d->work_in_flight++;
+  uv_queue_work(d->loop, &rr->work, read_work, read_done);
+}
+
+static int history_row(const atl_history_row_t *row, void *user) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "idx", json_object_new_int64(row->idx));
+  json_object_object_add(o, "role", json_object_new_string(row->role));
+  json_object *content = json_tokener_parse(row->content);
+  json_object_object_add(o, "content", content);
+  json_object_object_add(o, "created", time_json(row->created_ms));
+  json_object_array_add(user, o);
+  return 0;
+}
+
+static void read_session(read_req_t *rr, atl_store_reader_t *r) {
+  atl_session_row_t row;
+  rr->status = atl_store_session_load(r, rr->id, &row);
+  if (rr->status != 0)
+    return;
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "id", json_object_new_string(row.id));
+  json_object_object_add(o, "created", time_json(row.created_ms));
+  json_object_object_add(o, "updated", time_json(row.updated_ms));
+  json_object *doc = json_tokener_parse(row.document);
+  json_object_object_add(o, "document", doc ? doc : json_object_new_object());
+  free(row.document);
+  json_object *hist = json_object_new_array();
+  atl_store_history_read(r, rr->id, 0, 0, history_row, hist);
+  json_object_object_add(o, "history", hist);
+  json_object_object_add(o, "last_seq", json_object_new_int64(row.last_seq));
+  rr->result = o;
+}
+
+static void m_session_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {"session", NULL};
+  if (!only(d, c, p, names))
+    return;
+  const char *id = session_param(d, c, p);
+  if (id)
+    start_read(d, c, id, 0, 0, read_session);
+}
+
+static int list_row(const atl_session_row_t *row, void *user) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "id", json_object_new_string(row->id));
+  json_object_object_add(o, "created", time_json(row->created_ms));
+  json_object_object_add(o, "updated", time_json(row->updated_ms));
+  json_object_object_add(o, "last_seq", json_object_new_int64(row->last_seq));
+  json_object_object_add(o, "history_len",
+                         json_object_new_int64(row->history_len));
+  json_object_array_add(user, o);
+  return 0;
+}
+
+static void read_list(read_req_t *rr, atl_store_reader_t *r) {
+  rr->result = json_object_new_array();
+  rr->status = atl_store_session_list(r, list_row, rr->result);
+}
+
+static void m_session_list(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {NULL};
+  if (only(d, c, p, names))
+    start_read(d, c, NULL, 0, 0, read_list);
+}
+
+static void deleted_cb(atl_daemon_t *d, atl_session_t *s, int status,
+                       void *user) {
+  atl_rpc_call_t *c = user;
+  if (status != 0) {
+    atl_rpc_reply_error(d, c, ATL_RPC_STORE_ERROR, atl_strerror(status), NULL);
+    return;
+  }
+  atl_log_kv(ATL_LOG_INFO, "session deleted", "session", s->id, NULL);
+  atl_toolcall_drain(d, s, ATL_RPC_NO_SESSION);
+  json_object *r = json_object_new_object();
+  json_object_object_add(r, "deleted", json_object_new_boolean(1));
+  atl_rpc_reply(d, c, r);
+  json_object_put(r);
+}
+
+static void delete_got(atl_daemon_t *d, atl_session_t *s, int status,
+                       void *user) {
+  atl_rpc_call_t *c = user;
+  if (s == NULL) {
+    no_session(d, c, "", status);
+    return;
+  }
+  atl_session_delete(d, s, deleted_cb, c);
+}
+
+static void m_session_delete(atl_daemon_t *d, atl_rpc_call_t *c,
+                             json_object *p) {
+  static const char *const names[] = {"session", NULL};
+  if (!only(d, c, p, names))
+    return;
+  const char *id = session_param(d, c, p);
+  if (id) {
+    /* The id is kept in the call for the error message. */
+    atl_session_get(d, id, delete_got, c);
+  }
+}
+
+/* ---- tool.call ---- */
+
+typedef struct {
+  atl_rpc_call_t *c;
+  char *tool;
+  json_object *args;
+} call_req_t;
+
+static void call_done(atl_daemon_t *d, int rpc_status, const char *envelope,
+                      void *user) {
+  atl_rpc_call_t *c = user;
+  if (rpc_status == 0)
+    atl_rpc_reply_text(d, c, envelope);
+  else if (rpc_status == ATL_RPC_NO_SESSION)
+    atl_rpc_reply_error(d, c, rpc_status, "no such session (deleted)", NULL);
+  else if (rpc_status == ATL_RPC_QUEUE_FULL)
+    atl_rpc_reply_error(d, c, rpc_status,
+                        "too many calls queued for this session (256); wait "
+                        "for answers before sending more",
+                        NULL);
+  else if (rpc_status == ATL_RPC_STORE_ERROR)
+    atl_rpc_reply_error(d, c, rpc_status,
+                        "the call could not be committed to the store; nothing "
+                        "was changed, retry",
+                        NULL);
+  else
+    atl_rpc_reply_error(d, c, rpc_status, "internal error", NULL);
+}
+
+static void call_got(atl_daemon_t *d, atl_session_t *s, int status,
+                     void *user) {
+  call_req_t *cr = user;
+  if (s == NULL) {
+    json_object *v = NULL;
+    (void)v;
+    no_session(d, cr->c, "", status);
+  } else if (d->shutting_down) {
+    atl_rpc_reply_error(d, cr->c, ATL_RPC_SHUTTING_DOWN,
+                        "the daemon is shutting down", NULL);
+  } else {
+    atl_toolcall_start(d, s, cr->tool, cr->args, call_done, cr->c);
+  }
+  json_object_put(cr->args);
+  free(cr->tool);
+  free(cr);
+}
+
+static void m_tool_call(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {"session", "name", "arguments", NULL};
+  if (!only(d, c, p, names))
+    return;
+  const char *id = session_param(d, c, p);
+  if (id == NULL)
+    return;
+  json_object *name = NULL, *args = NULL;
+  if (!json_object_object_get_ex(p, "name", &name) ||
+      !json_object_is_type(name, json_type_string) ||
+      json_object_get_string_len(name) == 0) {
+    invalid(d, c, "\"name\" must be the name of a tool (a non-empty string)");
+    return;
+  }
+  if (json_object_object_get_ex(p, "arguments", &args) && args != NULL &&
+      !json_object_is_type(args, json_type_object)) {
+    invalid(d, c, "\"arguments\" must be an object, got %s",
+            json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN));
+    return;
+  }
+  call_req_t *cr = calloc(1, sizeof(*cr));
+  if (cr == NULL) {
+    atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    return;
+  }
+  cr->c = c;
+  cr->tool = strdup(json_object_get_string(name));
+  cr->args = args ? json_object_get(args) : NULL;
+  atl_session_get(d, id, call_got, cr);
+}
+
+/* ---- events.read ---- */
+
+static int event_row(const atl_event_row_t *row, void *user) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "seq", json_object_new_int64(row->seq));
+  json_object_object_add(o, "type", json_object_new_string(row->type));
+  json_object_object_add(o, "ts", time_json(row->ts_ms));
+  json_object_object_add(o, "data",
+                         row->data ? json_tokener_parse(row->data) : NULL);
+  json_object_array_add(user, o);
+  return 0;
+}
+
+static void read_events(read_req_t *rr, atl_store_reader_t *r) {
+  json_object *evs = json_object_new_array();
+  rr->status = atl_store_events_read(r, rr->id, rr->a, rr->b, event_row, evs);
+  atl_session_row_t row;
+  int64_t last = 0;
+  if (rr->status == 0) {
+    int rc = atl_store_session_load(r, rr->id, &row);
+    if (rc == 0) {
+      last = row.last_seq;
+      free(row.document);
+    } else {
+      rr->status = rc;
+    }
+  }
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "events", evs);
+  json_object_object_add(o, "last_seq", json_object_new_int64(last));
+  rr->result = o;
+}
+
+typedef struct {
+  atl_rpc_call_t *c;
+  int64_t after, limit, wait_ms;
+} events_req_t;
+
+static void events_wake(atl_daemon_t *d, atl_session_t *s, void *user) {
+  events_req_t *er = user;
+  start_read(d, er->c, s->id, er->after, er->limit, read_events);
+  free(er);
+}
+
+static void events_got(atl_daemon_t *d, atl_session_t *s, int status,
+                       void *user) {
+  events_req_t *er = user;
+  if (s == NULL) {
+    no_session(d, er->c, "", status);
+    free(er);
+    return;
+  }
+  if (er->wait_ms > 0 && s->committed_seq <= er->after && !d->shutting_down &&
+      atl_session_wait(d, s, (uint32_t)er->wait_ms, events_wake, er) == 0)
+    return;
+  events_wake(d, s, er);
+}
+
+static void m_events_read(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {"session", "after_seq", "limit",
+                                      "wait_ms", NULL};
+  if (!only(d, c, p, names))
+    return;
+  const char *id = session_param(d, c, p);
+  if (id == NULL)
+    return;
+  events_req_t *er = calloc(1, sizeof(*er));
+  if (er == NULL)
+    return;
+  er->c = c;
+  er->limit = 1000;
+  if (!int_param(d, c, p, "after_seq", 0, INT64_MAX, &er->after) ||
+      !int_param(d, c, p, "limit", 1, 10000, &er->limit) ||
+      !int_param(d, c, p, "wait_ms", 0, 60000, &er->wait_ms)) {
+    free(er);
+    return;
+  }
+  atl_session_get(d, id, events_got, er);
+}
+
+/* ---- image.get ---- */
+
+static void read_image(read_req_t *rr, atl_store_reader_t *r) {
+  char *mime = NULL;
+  void *data = NULL;
+  size_t len = 0;
+  rr->status = atl_store_image_get(r, rr->id, &mime, &data, &len);
+  if (rr->status != 0)
+    return;
+  /* Base64 only here, on the wire: the store keeps the bytes. */
+  size_t cap = 4 * ((len + 2) / 3) + 1;
+  char *b64 = malloc(cap);
+  if (b64 == NULL) {
+    rr->status = ATL_ENOMEM;
+  } else {
+    EVP_EncodeBlock((unsigned char *)b64, data, (int)len);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "id", json_object_new_string(rr->id));
+    json_object_object_add(o, "mime", json_object_new_string(mime));
+    json_object_object_add(o, "size", json_object_new_int64((int64_t)len));
+    json_object_object_add(o, "data", json_object_new_string(b64));
+    rr->result = o;
+  }
+  free(b64);
+  free(mime);
+  free(data);
+}
+
+static void m_image_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {"id", NULL};
+  if (!only(d, c, p, names))
+    return;
+  json_object *v = NULL;
+  const char *id = NULL;
+  if (p && json_object_object_get_ex(p, "id", &v) &&
+      json_object_is_type(v, json_type_string))
+    id = json_object_get_string(v);
+  size_t n = id ? strlen(id) : 0;
+  int ok = n == 64;
+  for (size_t i = 0; ok && i < n; i++)
+    ok = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
+  if (!ok) {
+    invalid(d, c, "\"id\" must be an image id (64 lowercase hex digits)");
+    return;
+  }
+  start_read(d, c, id, 0, 0, read_image);
+}
+
+/* ---- dispatch ---- */
+
+static const struct {
+  const char *name;
+  method_fn fn;
+  int mutates; /* refused while shutting down */
+} methods[] = {
+    {"daemon.info", m_daemon_info, 0},   {"events.read", m_events_read, 0},
+    {"image.get", m_image_get, 0},       {"session.create", m_session_create, 1},
+    {"session.delete", m_session_delete, 1},
+    {"session.get", m_session_get, 0},   {"session.list", m_session_list, 0},
+    {"tool.call", m_tool_call, 1},       {"tool.list", m_tool_list, 0},
+};
+
+void atl_rpc_dispatch(atl_daemon_t *d, atl_rpc_call_t *c,
+                      atl_rpc_request_t *req) {
+  size_t n = sizeof(methods) / sizeof(methods[0]);
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(methods[i].name, req->method) != 0)
+      continue;
+    if (methods[i].mutates && d->shutting_down) {
+      atl_rpc_reply_error(d, c, ATL_RPC_SHUTTING_DOWN,
+                          "the daemon is shutting down", NULL);
+    } else {
+      methods[i].fn(d, c, req->params);
+    }
+    atl_rpc_request_free(req);
+    return;
+  }
+  char msg[512];
+  int k = snprintf(msg, sizeof(msg), "Method not found: '%.64s' (known:",
+                   req->method);
+  for (size_t i = 0; i < n && k < (int)sizeof(msg) - 40; i++)
+    k += snprintf(msg + k, sizeof(msg) - (size_t)k, "%s %s", i ? "," : "",
+                  methods[i].name);
+  snprintf(msg + k, sizeof(msg) - (size_t)k, ")");
+  atl_rpc_reply_error(d, c, ATL_RPC_METHOD_NOT_FOUND, msg, NULL);
+  atl_rpc_request_free(req);
+}

@@ -1,0 +1,329 @@
+/* The API server: a unix stream socket speaking newline-delimited JSON-RPC.
+ *
+ * A connection may pipeline requests; they are dispatched as they arrive
+ * and may finish in any order (a call on one session may wait for a commit
+ * while a tool.list answers at once), but their responses are written in
+ * request order, which is what a client that pipelines expects. Each
+ * connection keeps a FIFO of its requests; a response is written when it
+ * and every response before it are ready.
+ */
+#include "atl-build.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+
+/* A client that sends faster than it reads gets its reading paused at this
+ * many unanswered requests, so one client cannot eat the daemon's memory. */
+#define ATL_CONN_MAX_PENDING 1024
+
+struct atl_server_s {
+  atl_daemon_t *d;
+  uv_pipe_t listener;
+  char *path;
+  int listening;
+  atl_conn_t *conns;
+  unsigned n_conns;
+};
+
+struct atl_conn_s {
+  atl_conn_t *next, *prev;
+  atl_server_t *srv;
+  uv_pipe_t pipe;
+  atl_framer_t framer;
+  atl_rpc_call_t *head, *tail; /* requests in arrival order */
+  unsigned pending;
+  int closing;
+  int paused;
+  int refs; /* the handle, plus every outstanding write */
+};
+
+typedef struct {
+  uv_write_t req;
+  atl_conn_t *conn;
+  size_t n;
+  uv_buf_t bufs[];
+} conn_write_t;
+
+static void conn_unref(atl_conn_t *c) {
+  if (--c->refs > 0)
+    return;
+  atl_framer_free(&c->framer);
+  free(c);
+}
+
+static void conn_closed(uv_handle_t *h) {
+  conn_unref(h->data);
+}
+
+static void conn_close(atl_conn_t *c) {
+  if (c->closing)
+    return;
+  c->closing = 1;
+  atl_server_t *srv = c->srv;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    srv->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  srv->n_conns--;
+  /* Requests still running keep their cells; they are freed as they
+   * finish, with nobody left to answer. */
+  uv_close((uv_handle_t *)&c->pipe, conn_closed);
+}
+
+static void write_done(uv_write_t *req, int status) {
+  conn_write_t *w = (conn_write_t *)req;
+  for (size_t i = 0; i < w->n; i++)
+    free(w->bufs[i].base);
+  atl_conn_t *c = w->conn;
+  free(w);
+  if (status < 0 && !c->closing)
+    conn_close(c);
+  conn_unref(c);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+
+/* Writes every ready response at the head of the FIFO in one uv_write. */
+static void conn_flush(atl_conn_t *c) {
+  size_t n = 0;
+  for (atl_rpc_call_t *r = c->head; r && r->ready; r = r->next)
+    n++;
+  if (n == 0)
+    return;
+  conn_write_t *w = NULL;
+  if (!c->closing)
+    w = malloc(sizeof(*w) + n * sizeof(uv_buf_t));
+  size_t k = 0;
+  while (c->head && c->head->ready) {
+    atl_rpc_call_t *r = c->head;
+    c->head = r->next;
+    if (c->head == NULL)
+      c->tail = NULL;
+    c->pending--;
+    if (w && r->response)
+      w->bufs[k++] = uv_buf_init(r->response, (unsigned)r->response_len);
+    else
+      free(r->response);
+    json_object_put(r->id);
+    free(r);
+  }
+  if (w) {
+    w->conn = c;
+    w->n = k;
+    if (k > 0) {
+      c->refs++;
+      if (uv_write(&w->req, (uv_stream_t *)&c->pipe, w->bufs, (unsigned)k,
+                   write_done) != 0) {
+        write_done(&w->req, -1);
+      }
+    } else {
+      free(w);
+    }
+  }
+  if (c->paused && !c->closing && c->pending < ATL_CONN_MAX_PENDING / 2) {
+    c->paused = 0;
+    uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+  }
+}
+
+static void finish(atl_rpc_call_t *r, char *line, size_t len) {
+  atl_conn_t *c = r->conn;
+  if (r->notification) {
+    free(line);
+    line = NULL;
+    len = 0;
+  }
+  r->response = line;
+  r->response_len = len;
+  r->ready = 1;
+  conn_flush(c);
+  conn_unref(c);
+}
+
+void atl_rpc_reply(atl_daemon_t *d, atl_rpc_call_t *c, json_object *result) {
+  (void)d;
+  size_t len = 0;
+  char *line = atl_rpc_result(c->id, result, &len);
+  finish(c, line, len);
+}
+
+void atl_rpc_reply_text(atl_daemon_t *d, atl_rpc_call_t *c,
+                        const char *result_json) {
+  (void)d;
+  size_t len = 0;
+  char *line = atl_rpc_result_text(c->id, result_json, &len);
+  finish(c, line, len);
+}
+
+void atl_rpc_reply_error(atl_daemon_t *d, atl_rpc_call_t *c, int code,
+                         const char *message, json_object *data) {
+  (void)d;
+  size_t len = 0;
+  char *line = atl_rpc_error(c->id, code, message, data, &len);
+  finish(c, line, len);
+}
+
+static atl_rpc_call_t *enqueue(atl_conn_t *c) {
+  atl_rpc_call_t *r = calloc(1, sizeof(*r));
+  if (r == NULL)
+    return NULL;
+  r->conn = c;
+  c->refs++;
+  if (c->tail)
+    c->tail->next = r;
+  else
+    c->head = r;
+  c->tail = r;
+  c->pending++;
+  return r;
+}
+
+static int on_frame(int kind, const char *line, size_t len, void *user) {
+  atl_conn_t *c = user;
+  atl_daemon_t *d = c->srv->d;
+  if (c->closing)
+    return 1;
+  atl_rpc_call_t *r = enqueue(c);
+  if (r == NULL) {
+    conn_close(c);
+    return 1;
+  }
+  if (kind == ATL_FRAME_OVERSIZE) {
+    char msg[128];
+    snprintf(msg, sizeof(msg),
+             "Invalid Request: frame exceeds %u bytes (api.max_frame)",
+             d->cfg->max_frame);
+    atl_log_kv(ATL_LOG_WARN, "oversize frame discarded", NULL);
+    atl_rpc_reply_error(d, r, ATL_RPC_INVALID_REQUEST, msg, NULL);
+  } else {
+    atl_rpc_request_t req;
+    char *err = NULL;
+    if (atl_rpc_parse(line, len, &req, &err) != 0) {
+      finish(r, err, err ? strlen(err) : 0);
+    } else {
+      r->id = req.id ? json_object_get(req.id) : NULL;
+      r->notification = req.notification;
+      atl_rpc_dispatch(d, r, &req);
+    }
+  }
+  if (!c->closing && !c->paused && c->pending >= ATL_CONN_MAX_PENDING) {
+    c->paused = 1;
+    uv_read_stop((uv_stream_t *)&c->pipe);
+    return 1;
+  }
+  return 0;
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  (void)h;
+  (void)hint;
+  static char slab[65536];
+  /* libuv reads into the buffer and we copy it into the framer before the
+   * next read, so one static slab serves every connection of the loop. */
+  *buf = uv_buf_init(slab, sizeof(slab));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  atl_conn_t *c = s->data;
+  if (nread < 0) {
+    conn_close(c);
+    return;
+  }
+  if (nread == 0)
+    return;
+  c->refs++; /* frames may close the connection while we feed it */
+  if (atl_framer_feed(&c->framer, buf->base, (size_t)nread, on_frame, c) != 0)
+    conn_close(c);
+  conn_unref(c);
+}
+
+static void on_connection(uv_stream_t *l, int status) {
+  atl_server_t *srv = l->data;
+  atl_daemon_t *d = srv->d;
+  if (status < 0)
+    return;
+  atl_conn_t *c = calloc(1, sizeof(*c));
+  if (c == NULL)
+    return;
+  uv_pipe_init(d->loop, &c->pipe, 0);
+  c->pipe.data = c;
+  c->srv = srv;
+  c->refs = 1;
+  atl_framer_init(&c->framer, d->cfg->max_frame);
+  if (uv_accept(l, (uv_stream_t *)&c->pipe) != 0) {
+    uv_close((uv_handle_t *)&c->pipe, conn_closed);
+    return;
+  }
+  c->next = srv->conns;
+  if (srv->conns)
+    srv->conns->prev = c;
+  srv->conns = c;
+  srv->n_conns++;
+  if (srv->n_conns > d->cfg->max_clients || d->shutting_down) {
+    atl_log_kv(ATL_LOG_WARN,
+               d->shutting_down ? "connection refused: shutting down"
+                                : "connection refused: api.max_clients reached",
+               NULL);
+    conn_close(c);
+    return;
+  }
+  uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+}
+
+int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out) {
+  atl_server_t *srv = calloc(1, sizeof(*srv));
+  if (srv == NULL)
+    return ATL_ENOMEM;
+  srv->d = d;
+  srv->path = strdup(path);
+  uv_pipe_init(d->loop, &srv->listener, 0);
+  srv->listener.data = srv;
+  /* A socket file left by a daemon that died is removed; a live daemon on
+   * the same path would have to be stopped first (we check by connecting
+   * would race, so we rely on the data directory's lock instead). */
+  unlink(path);
+  mode_t old = umask(0117);
+  int rc = uv_pipe_bind(&srv->listener, path);
+  umask(old);
+  if (rc == 0)
+    rc = uv_listen((uv_stream_t *)&srv->listener, 511, on_connection);
+  if (rc != 0) {
+    atl_log_kv(ATL_LOG_ERROR, "cannot listen on the API socket", "path", path,
+               "error", uv_strerror(rc), NULL);
+    uv_close((uv_handle_t *)&srv->listener, NULL);
+    free(srv->path);
+    free(srv);
+    return ATL_EIO;
+  }
+  srv->listening = 1;
+  *out = srv;
+  return 0;
+}
+
+void atl_server_stop_accepting(atl_server_t *srv) {
+  if (!srv->listening)
+    return;
+  srv->listening = 0;
+  uv_close((uv_handle_t *)&srv->listener, NULL);
+  unlink(srv->path);
+}
+
+void atl_server_close(atl_server_t *srv) {
+  atl_server_stop_accepting(srv);
+  while (srv->conns)
+    conn_close(srv->conns);
+  free(srv->path);
+  free(srv);
+}
+
+unsigned atl_server_clients(const atl_server_t *srv) {
+  return srv->n_conns;
+}

@@ -1,0 +1,410 @@
+/* Sessions in memory: a hash of the sessions in use, loaded from the store
+ * on demand and evicted (least recently used first) once more than
+ * store.session_cache of them are idle, so that memory does not grow with
+ * the number of sessions in the store.
+ *
+ * Every mutation of a session goes through the store first; the in-memory
+ * copy changes only once the commit is done, so memory never shows
+ * anything the store does not hold.
+ */
+#include "atl-build.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "log.h"
+
+struct atl_waiter_s {
+  atl_waiter_t *next;
+  atl_daemon_t *d;
+  atl_session_t *s;
+  uv_timer_t timer;
+  atl_waiter_cb cb;
+  void *user;
+  int fired;
+};
+
+static size_t bucket_of(const atl_daemon_t *d, const char *id) {
+  /* Ids are random: their first hex digits are a fine hash. */
+  size_t h = 0;
+  for (int i = 0; i < 8; i++)
+    h = h * 16 + (size_t)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+  return h % d->n_buckets;
+}
+
+static atl_session_t *lookup(atl_daemon_t *d, const char *id) {
+  for (atl_session_t *s = d->buckets[bucket_of(d, id)]; s; s = s->hnext)
+    if (strcmp(s->id, id) == 0)
+      return s;
+  return NULL;
+}
+
+static void lru_unlink(atl_daemon_t *d, atl_session_t *s) {
+  if (s->lru_prev)
+    s->lru_prev->lru_next = s->lru_next;
+  else if (d->lru_head == s)
+    d->lru_head = s->lru_next;
+  if (s->lru_next)
+    s->lru_next->lru_prev = s->lru_prev;
+  else if (d->lru_tail == s)
+    d->lru_tail = s->lru_prev;
+  s->lru_prev = s->lru_next = NULL;
+}
+
+static void lru_touch(atl_daemon_t *d, atl_session_t *s) {
+  lru_unlink(d, s);
+  s->lru_next = d->lru_head;
+  if (d->lru_head)
+    d->lru_head->lru_prev = s;
+  d->lru_head = s;
+  if (d->lru_tail == NULL)
+    d->lru_tail = s;
+}
+
+static void session_remove(atl_daemon_t *d, atl_session_t *s) {
+  atl_session_t **pp = &d->buckets[bucket_of(d, s->id)];
+  while (*pp && *pp != s)
+    pp = &(*pp)->hnext;
+  if (*pp)
+    *pp = s->hnext;
+  lru_unlink(d, s);
+  d->n_sessions--;
+  if (s->doc)
+    json_object_put(s->doc);
+  free(s);
+}
+
+static void session_insert(atl_daemon_t *d, atl_session_t *s) {
+  size_t b = bucket_of(d, s->id);
+  s->hnext = d->buckets[b];
+  d->buckets[b] = s;
+  d->n_sessions++;
+  lru_touch(d, s);
+}
+
+/* Drops idle sessions from the tail while over the cache size. */
+static void evict(atl_daemon_t *d) {
+  atl_session_t *s = d->lru_tail;
+  while (s && d->n_sessions > d->cfg->session_cache) {
+    atl_session_t *prev = s->lru_prev;
+    if (s->refs == 0 && !s->busy && s->waiters == NULL)
+      session_remove(d, s);
+    s = prev;
+  }
+}
+
+void atl_session_ref(atl_session_t *s) {
+  s->refs++;
+}
+
+void atl_session_unref(atl_daemon_t *d, atl_session_t *s) {
+  if (--s->refs > 0)
+    return;
+  if ((s->deleted || s->stale) && !s->busy && s->waiters == NULL)
+    session_remove(d, s);
+  else
+    evict(d);
+}
+
+size_t atl_sessions_loaded(atl_daemon_t *d) {
+  return d->n_sessions;
+}
+
+static void notify_open(atl_daemon_t *d, const char *id) {
+  for (size_t i = 0; i < d->registry.n_plugins; i++) {
+    atl_plugin_entry_t *p = d->registry.plugins[i];
+    if (p->desc.session_open)
+      p->desc.session_open(p->state, id);
+  }
+}
+
+/* ---- loading ---- */
+
+typedef struct {
+  uv_work_t work;
+  atl_daemon_t *d;
+  char id[ATL_SESSION_ID_LEN + 1];
+  atl_session_row_t row;
+  int status;
+  atl_session_cb cb;
+  void *user;
+} load_req_t;
+
+static void load_work(uv_work_t *w) {
+  load_req_t *lr = w->data;
+  atl_store_reader_t *r = atl_daemon_reader_take(lr->d);
+  if (r == NULL) {
+    lr->status = ATL_ESTORE;
+    return;
+  }
+  lr->status = atl_store_session_load(r, lr->id, &lr->row);
+  atl_daemon_reader_give(lr->d, r);
+}
+
+static void load_done(uv_work_t *w, int uvstatus) {
+  load_req_t *lr = w->data;
+  atl_daemon_t *d = lr->d;
+  d->work_in_flight--;
+  atl_session_t *s = lookup(d, lr->id);
+  if (s == NULL && lr->status == 0 && uvstatus == 0) {
+    /* Two loads of one id can race; the first to finish wins. */
+    json_object *doc = json_tokener_parse(lr->row.document);
+    if (doc == NULL || !json_object_is_type(doc, json_type_object)) {
+      if (doc)
+        json_object_put(doc);
+      atl_log_kv(ATL_LOG_ERROR, "stored document is not a JSON object",
+                 "session", lr->id, NULL);
+      lr->status = ATL_ESTORE;
+    } else {
+      s = calloc(1, sizeof(*s));
+      if (s == NULL) {
+        json_object_put(doc);
+        lr->status = ATL_ENOMEM;
+      } else {
+        memcpy(s->id, lr->id, sizeof(s->id));
+        s->doc = doc;
+        s->created_ms = lr->row.created_ms;
+        s->updated_ms = lr->row.updated_ms;
+        s->last_seq = s->committed_seq = lr->row.last_seq;
+        s->history_len = lr->row.history_len;
+        session_insert(d, s);
+        notify_open(d, s->id);
+      }
+    }
+  }
+  free(lr->row.document);
+  if (s != NULL) {
+    atl_session_ref(s);
+    lr->cb(d, s, 0, lr->user);
+    atl_session_unref(d, s);
+  } else {
+    lr->cb(d, NULL, lr->status ? lr->status : ATL_ESTORE, lr->user);
+  }
+  free(lr);
+}
+
+void atl_session_get(atl_daemon_t *d, const char *id, atl_session_cb cb,
+                     void *user) {
+  atl_session_t *s = lookup(d, id);
+  if (s != NULL && s->stale && s->refs == 0 && !s->busy && !s->waiters) {
+    session_remove(d, s);
+    s = NULL;
+  }
+  if (s != NULL) {
+    if (s->deleted) {
+      cb(d, NULL, ATL_ENOENT, user);
+      return;
+    }
+    lru_touch(d, s);
+    atl_session_ref(s);
+    cb(d, s, 0, user);
+    atl_session_unref(d, s);
+    return;
+  }
+  load_req_t *lr = calloc(1, sizeof(*lr));
+  if (lr == NULL) {
+    cb(d, NULL, ATL_ENOMEM, user);
+    return;
+  }
+  lr->work.data = lr;
+  lr->d = d;
+  snprintf(lr->id, sizeof(lr->id), "%s", id);
+  lr->cb = cb;
+  lr->user = user;
+  d->work_in_flight++;
+  uv_queue_work(d->loop, &lr->work, load_work, load_done);
+}
+
+/* ---- committing ---- */
+
+typedef struct {
+  atl_daemon_t *d;
+  atl_session_t *s;
+  int status;
+  int64_t seq;
+  atl_session_cb cb;
+  void *user;
+  atl_post_fn done;
+  void *arg;
+  int kind; /* 0: create, 1: delete, 2: emit */
+} commit_t;
+
+static void commit_loop(void *arg);
+
+static void commit_cb(int status, void *user) {
+  commit_t *c = user;
+  c->status = status;
+  atl_daemon_post(c->d, commit_loop, c);
+}
+
+static void commit_loop(void *arg) {
+  commit_t *c = arg;
+  atl_daemon_t *d = c->d;
+  atl_session_t *s = c->s;
+  d->work_in_flight--;
+  switch (c->kind) {
+  case 0:
+    if (c->status == 0) {
+      session_insert(d, s);
+      s->committed_seq = s->last_seq;
+      notify_open(d, s->id);
+      atl_session_ref(s);
+      c->cb(d, s, 0, c->user);
+      atl_session_unref(d, s);
+    } else {
+      json_object_put(s->doc);
+      free(s);
+      c->cb(d, NULL, c->status, c->user);
+    }
+    break;
+  case 1:
+    if (c->status == 0) {
+      s->deleted = 1;
+      for (size_t i = 0; i < d->registry.n_plugins; i++) {
+        atl_plugin_entry_t *p = d->registry.plugins[i];
+        if (p->desc.session_close)
+          p->desc.session_close(p->state, s->id);
+      }
+      /* Wake long polls so that they answer now rather than at their
+       * time-out. */
+      atl_session_committed(d, s, s->committed_seq);
+    }
+    c->cb(d, c->status == 0 ? s : NULL, c->status, c->user);
+    atl_session_unref(d, s);
+    break;
+  default:
+    if (c->status == 0)
+      atl_session_committed(d, s, c->seq);
+    else
+      s->stale = 1;
+    if (c->done)
+      c->done(c->arg);
+    atl_session_unref(d, s);
+    break;
+  }
+  free(c);
+}
+
+void atl_session_create(atl_daemon_t *d, atl_session_cb cb, void *user) {
+  atl_session_t *s = calloc(1, sizeof(*s));
+  commit_t *c = calloc(1, sizeof(*c));
+  atl_txn_t *t = atl_txn_new();
+  if (s == NULL || c == NULL || t == NULL || atl_random_id(s->id) != 0) {
+    free(s);
+    free(c);
+    atl_txn_free(t);
+    cb(d, NULL, ATL_ENOMEM, user);
+    return;
+  }
+  s->doc = json_object_new_object();
+  s->created_ms = s->updated_ms = atl_now_ms();
+  s->last_seq = 1;
+  atl_txn_session_create(t, s->id, s->created_ms, "{}");
+  atl_txn_event_append(t, s->id, 1, "session.created", s->created_ms, "{}");
+  *c = (commit_t){.d = d, .s = s, .cb = cb, .user = user, .kind = 0};
+  d->work_in_flight++;
+  atl_store_submit(d->store, t, commit_cb, c);
+}
+
+void atl_session_delete(atl_daemon_t *d, atl_session_t *s, atl_session_cb cb,
+                        void *user) {
+  commit_t *c = calloc(1, sizeof(*c));
+  atl_txn_t *t = atl_txn_new();
+  if (c == NULL || t == NULL) {
+    free(c);
+    atl_txn_free(t);
+    cb(d, NULL, ATL_ENOMEM, user);
+    return;
+  }
+  atl_txn_session_delete(t, s->id);
+  atl_session_ref(s);
+  *c = (commit_t){.d = d, .s = s, .cb = cb, .user = user, .kind = 1};
+  d->work_in_flight++;
+  atl_store_submit(d->store, t, commit_cb, c);
+}
+
+int atl_session_emit(atl_daemon_t *d, atl_session_t *s, const char *type,
+                     const char *data_json, atl_post_fn done, void *arg) {
+  commit_t *c = calloc(1, sizeof(*c));
+  atl_txn_t *t = atl_txn_new();
+  if (c == NULL || t == NULL) {
+    free(c);
+    atl_txn_free(t);
+    return ATL_ENOMEM;
+  }
+  int64_t seq = ++s->last_seq;
+  atl_txn_event_append(t, s->id, seq, type, atl_now_ms(), data_json);
+  atl_session_ref(s);
+  *c = (commit_t){
+      .d = d, .s = s, .seq = seq, .done = done, .arg = arg, .kind = 2};
+  d->work_in_flight++;
+  atl_store_submit(d->store, t, commit_cb, c);
+  return 0;
+}
+
+/* ---- waiting for events ---- */
+
+static void waiter_closed(uv_handle_t *h) {
+  free(h->data);
+}
+
+static void waiter_fire(atl_waiter_t *w) {
+  if (w->fired)
+    return;
+  w->fired = 1;
+  atl_session_t *s = w->s;
+  atl_waiter_t **pp = &s->waiters;
+  while (*pp && *pp != w)
+    pp = &(*pp)->next;
+  if (*pp)
+    *pp = w->next;
+  uv_timer_stop(&w->timer);
+  w->cb(w->d, s, w->user);
+  atl_session_unref(w->d, s);
+  uv_close((uv_handle_t *)&w->timer, waiter_closed);
+}
+
+static void waiter_timeout(uv_timer_t *t) {
+  waiter_fire(t->data);
+}
+
+int atl_session_wait(atl_daemon_t *d, atl_session_t *s, uint32_t wait_ms,
+                     atl_waiter_cb cb, void *user) {
+  atl_waiter_t *w = calloc(1, sizeof(*w));
+  if (w == NULL)
+    return ATL_ENOMEM;
+  w->d = d;
+  w->s = s;
+  w->cb = cb;
+  w->user = user;
+  uv_timer_init(d->loop, &w->timer);
+  w->timer.data = w;
+  atl_session_ref(s);
+  w->next = s->waiters;
+  s->waiters = w;
+  uv_timer_start(&w->timer, waiter_timeout, wait_ms, 0);
+  return 0;
+}
+
+void atl_session_committed(atl_daemon_t *d, atl_session_t *s, int64_t seq) {
+  (void)d;
+  if (seq > s->committed_seq)
+    s->committed_seq = seq;
+  while (s->waiters)
+    waiter_fire(s->waiters);
+}
+
+void atl_sessions_free_all(atl_daemon_t *d) {
+  for (size_t b = 0; b < d->n_buckets; b++) {
+    while (d->buckets[b]) {
+      atl_session_t *s = d->buckets[b];
+      d->buckets[b] = s->hnext;
+      if (s->doc)
+        json_object_put(s->doc);
+      free(s);
+    }
+  }
+  d->n_sessions = 0;
+  d->lru_head = d->lru_tail = NULL;
+}

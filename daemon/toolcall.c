@@ -1,0 +1,581 @@
+/* Tool calls: validation, the handler on the pool, the commit, the answer.
+ *
+ * A call goes through these steps:
+ *   1. (loop) it waits its turn: calls of one session run one at a time,
+ *      each seeing the document the previous one committed;
+ *   2. (pool) the arguments are validated and completed with defaults, the
+ *      handler runs on a private copy of the document, and the envelope,
+ *      the tool.finished event and the new document are serialized there,
+ *      off the loop;
+ *   3. (loop) one store transaction gets the document, the event and any
+ *      images; the store's group commit batches it with other sessions';
+ *   4. (loop) after the commit, the session takes the new document and the
+ *      caller gets the envelope. Nothing is acknowledged before step 4.
+ * A handler that overruns its timeout is answered with an error envelope
+ * at the deadline; its late result is discarded, so the document only ever
+ * holds the changes of calls that were answered as successful.
+ */
+#include "atl-build.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "toolcall.h"
+
+static void job_free(atl_call_job_t *j) {
+  json_object_put(j->args);
+  json_object_put(j->doc);
+  json_object_put(j->result);
+  json_object_put(j->before);
+  json_object_put(j->after);
+  free(j->tool_name);
+  free(j->error);
+  free(j->target);
+  free(j->envelope);
+  free(j->event);
+  free(j->doc_text);
+  for (size_t i = 0; i < j->n_images; i++) {
+    free(j->images[i].mime);
+    free(j->images[i].name);
+    free(j->images[i].data);
+  }
+  free(j->images);
+  free(j);
+}
+
+/* The job is shared by the loop and a pool thread; whoever lets go last
+ * frees it. */
+static void job_release(atl_call_job_t *j) {
+  if (atomic_fetch_sub(&j->refs, 1) == 1)
+    job_free(j);
+}
+
+static void timer_closed(uv_handle_t *h) {
+  job_release(h->data);
+}
+
+/* ---- step 2: on the pool ---- */
+
+static char *join_errors(json_object *errors) {
+  size_t n = json_object_array_length(errors), len = 1;
+  for (size_t i = 0; i < n; i++)
+    len += strlen(json_object_get_string(json_object_array_get_idx(errors, i))) + 1;
+  char *out = malloc(len);
+  if (out == NULL)
+    return NULL;
+  out[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0)
+      strcat(out, "\n");
+    strcat(out, json_object_get_string(json_object_array_get_idx(errors, i)));
+  }
+  return out;
+}
+
+static void set_error(atl_call_job_t *j, const char *fmt, ...) ATL_PRINTF(2, 3);
+static void set_error(atl_call_job_t *j, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  free(j->error);
+  if (vasprintf(&j->error, fmt, ap) < 0)
+    j->error = NULL;
+  va_end(ap);
+  j->outcome = ATL_OUTCOME_ERROR;
+}
+
+static char *available_tools(const atl_registry_t *reg) {
+  size_t len = 1;
+  for (size_t i = 0; i < reg->n_tools; i++)
+    len += strlen(reg->tools[i]->tool.name) + 2;
+  char *out = malloc(len);
+  if (out == NULL)
+    return NULL;
+  out[0] = '\0';
+  for (size_t i = 0; i < reg->n_tools; i++) {
+    if (i > 0)
+      strcat(out, ", ");
+    strcat(out, reg->tools[i]->tool.name);
+  }
+  return out;
+}
+
+static void run_handler(atl_call_job_t *j) {
+  const atl_tool_entry_t *te = j->tool;
+  json_object *errors = NULL;
+  if (atl_schema_validate(te->input, j->args, &errors) > 0) {
+    char *msg = join_errors(errors);
+    set_error(j, "%s", msg ? msg : "invalid arguments");
+    free(msg);
+    json_object_put(errors);
+    return;
+  }
+  atl_schema_apply_defaults(te->input, j->args);
+
+  const char *ns_name = te->plugin->desc.name;
+  json_object *ns = NULL;
+  if (!json_object_object_get_ex(j->doc, ns_name, &ns) ||
+      !json_object_is_type(ns, json_type_object)) {
+    ns = json_object_new_object();
+    json_object_object_add(j->doc, ns_name, ns);
+  }
+  j->call.struct_size = sizeof(atl_call_t);
+  j->call.session_id = j->session_id;
+  j->call.tool = te->tool.name;
+  j->call.args = j->args;
+  j->call.ns = ns;
+  j->call.document = j->doc;
+  j->call.plugin_state = te->plugin->state;
+  j->call.host = &te->plugin->host;
+  j->call.host_private = j;
+
+  int rc = te->tool.handler(&j->call);
+  if (rc < 0) {
+    set_error(j, "internal error in plugin '%s' (tool '%s'): %s",
+              te->plugin->desc.name, te->tool.name, atl_strerror(rc));
+    atl_log_kv(ATL_LOG_ERROR, "tool handler failed", "plugin",
+               te->plugin->desc.name, "tool", te->tool.name, "error",
+               atl_strerror(rc), NULL);
+  } else if (j->outcome == ATL_OUTCOME_NONE) {
+    set_error(j, "internal error in plugin '%s': tool '%s' reported no result",
+              te->plugin->desc.name, te->tool.name);
+  }
+  if (j->outcome == ATL_OUTCOME_SUCCESS && te->result != NULL &&
+      j->d->cfg->check_results) {
+    json_object *rerr = NULL;
+    if (atl_schema_validate(te->result, j->result, &rerr) > 0) {
+      char *msg = join_errors(rerr);
+      atl_log_kv(ATL_LOG_ERROR, "tool result does not match its schema",
+                 "tool", te->tool.name, "error", msg, NULL);
+      set_error(j, "internal error in plugin '%s': the result of '%s' does not "
+                "match its result schema: %s",
+                te->plugin->desc.name, te->tool.name, msg ? msg : "");
+      free(msg);
+      json_object_put(rerr);
+    }
+  }
+}
+
+/* Serializes the envelope, the event and the document. */
+static void serialize(atl_call_job_t *j) {
+  const int flags = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
+  int ok = j->outcome == ATL_OUTCOME_SUCCESS;
+  json_object *env = json_object_new_object();
+  json_object_object_add(env, "success", json_object_new_boolean(ok));
+  json_object *ids = NULL;
+  if (ok) {
+    json_object_object_add(env, "result", j->result ? json_object_get(j->result)
+                                                    : json_object_new_object());
+    if (j->n_images > 0) {
+      json_object *imgs = json_object_new_array();
+      ids = json_object_new_array();
+      for (size_t i = 0; i < j->n_images; i++) {
+        json_object *im = json_object_new_object();
+        json_object_object_add(im, "id",
+                               json_object_new_string(j->images[i].id));
+        json_object_object_add(im, "mime",
+                               json_object_new_string(j->images[i].mime));
+        json_object_object_add(im, "size",
+                               json_object_new_int64((int64_t)j->images[i].len));
+        if (j->images[i].name)
+          json_object_object_add(im, "name",
+                                 json_object_new_string(j->images[i].name));
+        json_object_array_add(imgs, im);
+        json_object_array_add(ids, json_object_new_string(j->images[i].id));
+      }
+      json_object_object_add(env, "images", imgs);
+    }
+  } else {
+    json_object_object_add(
+        env, "error", json_object_new_string(j->error ? j->error : "failed"));
+  }
+  j->envelope = strdup(json_object_to_json_string_ext(env, flags));
+  json_object_put(env);
+
+  /* The ToolCallEvent of seed 003. */
+  json_object *ev = json_object_new_object();
+  json_object *op = json_object_new_object();
+  json_object_object_add(op, "tool", json_object_new_string(j->tool_name));
+  if (j->target)
+    json_object_object_add(op, "target", json_object_new_string(j->target));
+  if (j->tool && (j->tool->tool.flags & ATL_TOOL_REDACT_ARGS))
+    json_object_object_add(op, "arguments",
+                           json_object_new_string("(redacted)"));
+  else
+    json_object_object_add(op, "arguments", json_object_get(j->args));
+  if (j->before)
+    json_object_object_add(op, "before", json_object_get(j->before));
+  if (j->after)
+    json_object_object_add(op, "after", json_object_get(j->after));
+  json_object_object_add(ev, "operation", op);
+  json_object_object_add(ev, "success", json_object_new_boolean(ok));
+  if (!ok)
+    json_object_object_add(
+        ev, "error", json_object_new_string(j->error ? j->error : "failed"));
+  json_object_object_add(ev, "duration_ms",
+                         json_object_new_int64(j->duration_ms));
+  char ts[32];
+  atl_format_time_ms(j->started_ms, ts, sizeof(ts));
+  json_object_object_add(ev, "timestamp", json_object_new_string(ts));
+  if (ids)
+    json_object_object_add(ev, "images", ids);
+  j->event = strdup(json_object_to_json_string_ext(ev, flags));
+  json_object_put(ev);
+
+  if (ok && j->tool && !(j->tool->tool.flags & ATL_TOOL_READ_ONLY))
+    j->doc_text = strdup(json_object_to_json_string_ext(j->doc, flags));
+}
+
+static void job_finished_loop(void *arg);
+
+static void job_work(void *arg) {
+  atl_call_job_t *j = arg;
+  uint64_t t0 = atl_mono_ns();
+  if (j->tool == NULL) {
+    char *names = available_tools(&j->d->registry);
+    set_error(j, "unknown tool '%s'; available tools: %s", j->tool_name,
+              names && names[0] ? names : "(none)");
+    free(names);
+  } else {
+    run_handler(j);
+  }
+  j->duration_ms = (int64_t)((atl_mono_ns() - t0) / 1000000u);
+  serialize(j);
+  atl_daemon_post(j->d, job_finished_loop, j);
+}
+
+/* ---- steps 3 and 4: on the loop ---- */
+
+static void answer(atl_call_job_t *j, int rpc_status, const char *envelope) {
+  atl_daemon_t *d = j->d;
+  if (j->done)
+    j->done(d, rpc_status, envelope, j->user);
+  j->done = NULL;
+  d->calls_in_flight--;
+}
+
+static void commit_loop(void *arg);
+
+static void commit_cb(int status, void *user) {
+  atl_call_job_t *j = user;
+  j->commit_status = status;
+  atl_daemon_post(j->d, commit_loop, j);
+}
+
+static void log_call(atl_call_job_t *j) {
+  if (!atl_log_enabled(ATL_LOG_INFO))
+    return;
+  char ms[24];
+  snprintf(ms, sizeof(ms), "%lld", (long long)j->duration_ms);
+  int ok = j->outcome == ATL_OUTCOME_SUCCESS && !j->timed_out;
+  atl_log_kv(ok ? ATL_LOG_INFO : ATL_LOG_WARN, ok ? "tool call" : "tool call failed",
+             "session", j->session_id, "tool", j->tool_name, "target",
+             j->target, "ms", ms, "error", ok ? NULL : j->error, NULL);
+}
+
+static void commit_loop(void *arg) {
+  atl_call_job_t *j = arg;
+  atl_daemon_t *d = j->d;
+  atl_session_t *s = j->s;
+  if (j->commit_status == 0) {
+    if (j->new_doc) {
+      json_object_put(s->doc);
+      s->doc = j->new_doc;
+      j->new_doc = NULL;
+      s->updated_ms = atl_now_ms();
+    }
+    atl_session_committed(d, s, j->seq);
+    log_call(j);
+    answer(j, 0, j->envelope);
+  } else {
+    /* The store refused the transaction: nothing of the call is in it, so
+     * the caller must not think it happened, and our in-memory state (the
+     * sequence counter) is ahead of the store: reload before next use. */
+    s->stale = 1;
+    atl_log_kv(ATL_LOG_ERROR, "tool call could not be committed", "session",
+               s->id, "tool", j->tool_name, "error",
+               atl_strerror(j->commit_status), NULL);
+    answer(j, ATL_RPC_STORE_ERROR, NULL);
+  }
+  if (j->new_doc) {
+    json_object_put(j->new_doc);
+    j->new_doc = NULL;
+  }
+  s->busy = 0;
+  atl_toolcall_next(d, s);
+  atl_session_unref(d, s);
+  uv_close((uv_handle_t *)&j->timer, timer_closed);
+}
+
+/* Builds and submits the transaction of a finished (or timed-out) call. */
+static void commit(atl_call_job_t *j) {
+  atl_daemon_t *d = j->d;
+  atl_session_t *s = j->s;
+  atl_txn_t *t = atl_txn_new();
+  if (t == NULL) {
+    j->commit_status = ATL_ENOMEM;
+    commit_loop(j);
+    return;
+  }
+  int64_t now = atl_now_ms();
+  if (j->doc_text) {
+    atl_txn_document_set(t, s->id, j->doc_text, now);
+    /* The worker's copy becomes the session's document after the commit;
+     * it is no longer touched by the worker. */
+    j->new_doc = json_object_get(j->doc);
+  }
+  for (size_t i = 0; i < j->n_images; i++)
+    atl_txn_image_put(t, j->images[i].id, j->images[i].mime, j->images[i].data,
+                      j->images[i].len, now);
+  j->seq = ++s->last_seq;
+  atl_txn_event_append(t, s->id, j->seq, "tool.finished", now, j->event);
+  atl_store_submit(d->store, t, commit_cb, j);
+}
+
+static void job_finished_loop(void *arg) {
+  atl_call_job_t *j = arg;
+  if (j->timed_out) {
+    /* Answered already at the deadline: drop the late result. */
+    job_release(j);
+    return;
+  }
+  uv_timer_stop(&j->timer);
+  j->worker_done = 1;
+  job_release(j); /* the pool's reference */
+  commit(j);
+}
+
+static void job_timeout(uv_timer_t *t) {
+  atl_call_job_t *j = t->data;
+  if (j->worker_done)
+    return;
+  j->timed_out = 1;
+  atomic_store(&j->cancelled, 1);
+  /* The worker still owns the outcome fields; build the timeout's own
+   * envelope and event here without touching them. */
+  char msg[256];
+  snprintf(msg, sizeof(msg), "tool '%s' timed out after %u ms", j->tool_name,
+           j->tool->timeout_ms);
+  json_object *env = json_object_new_object();
+  json_object_object_add(env, "success", json_object_new_boolean(0));
+  json_object_object_add(env, "error", json_object_new_string(msg));
+  char *envelope = strdup(json_object_to_json_string_ext(
+      env, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  json_object_put(env);
+  json_object *ev = json_object_new_object();
+  json_object *op = json_object_new_object();
+  json_object_object_add(op, "tool", json_object_new_string(j->tool_name));
+  json_object_object_add(op, "arguments",
+                         (j->tool->tool.flags & ATL_TOOL_REDACT_ARGS)
+                             ? json_object_new_string("(redacted)")
+                             : json_object_new_string("(see the call)"));
+  json_object_object_add(ev, "operation", op);
+  json_object_object_add(ev, "success", json_object_new_boolean(0));
+  json_object_object_add(ev, "error", json_object_new_string(msg));
+  json_object_object_add(ev, "duration_ms",
+                         json_object_new_int64(j->tool->timeout_ms));
+  char ts[32];
+  atl_format_time_ms(j->started_ms, ts, sizeof(ts));
+  json_object_object_add(ev, "timestamp", json_object_new_string(ts));
+  char *event = strdup(json_object_to_json_string_ext(
+      ev, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  json_object_put(ev);
+
+  /* A second, loop-owned job carries the timeout through the commit so the
+   * original stays untouched for the worker. */
+  atl_call_job_t *tj = calloc(1, sizeof(*tj));
+  if (tj == NULL || envelope == NULL || event == NULL) {
+    free(envelope);
+    free(event);
+    free(tj);
+    return;
+  }
+  atomic_init(&tj->refs, 1);
+  tj->d = j->d;
+  tj->s = j->s;
+  tj->tool = j->tool;
+  tj->tool_name = strdup(j->tool_name);
+  memcpy(tj->session_id, j->session_id, sizeof(tj->session_id));
+  tj->error = strdup(msg);
+  tj->envelope = envelope;
+  tj->event = event;
+  tj->done = j->done;
+  tj->user = j->user;
+  tj->timed_out = 1;
+  tj->outcome = ATL_OUTCOME_ERROR;
+  tj->duration_ms = j->tool->timeout_ms;
+  j->done = NULL;
+  uv_timer_init(j->d->loop, &tj->timer);
+  tj->timer.data = tj;
+  /* The original job's loop side ends here: its timer closes now and the
+   * pool's reference frees it when the handler finally returns. */
+  uv_close((uv_handle_t *)&j->timer, timer_closed);
+  commit(tj);
+}
+
+static void start(atl_daemon_t *d, atl_call_job_t *j) {
+  atl_session_t *s = j->s;
+  s->busy = 1;
+  j->started_ms = atl_now_ms();
+  /* Reading the session's document from the pool thread is safe: nothing
+   * changes it while the session is busy, and deep copying only reads. */
+  j->doc = NULL;
+  if (json_object_deep_copy(s->doc, &j->doc, NULL) != 0 || j->doc == NULL)
+    j->doc = json_object_new_object();
+  uv_timer_init(d->loop, &j->timer);
+  j->timer.data = j;
+  if (j->tool)
+    uv_timer_start(&j->timer, job_timeout, j->tool->timeout_ms, 0);
+  atomic_fetch_add(&j->refs, 1); /* the pool's reference */
+  if (atl_pool_submit(d, job_work, j) != 0) {
+    atomic_fetch_sub(&j->refs, 1);
+    set_error(j, "out of memory");
+    serialize(j);
+    job_finished_loop(j);
+  }
+}
+
+void atl_toolcall_next(atl_daemon_t *d, atl_session_t *s) {
+  if (s->busy || s->queue_head == NULL)
+    return;
+  atl_call_job_t *j = s->queue_head;
+  s->queue_head = j->next;
+  if (s->queue_head == NULL)
+    s->queue_tail = NULL;
+  s->queued--;
+  j->next = NULL;
+  if (s->deleted) {
+    answer(j, ATL_RPC_NO_SESSION, NULL);
+    atl_session_unref(d, s);
+    job_release(j);
+    atl_toolcall_next(d, s);
+    return;
+  }
+  start(d, j);
+}
+
+void atl_toolcall_drain(atl_daemon_t *d, atl_session_t *s, int rpc_status) {
+  while (s->queue_head) {
+    atl_call_job_t *j = s->queue_head;
+    s->queue_head = j->next;
+    s->queued--;
+    answer(j, rpc_status, NULL);
+    atl_session_unref(d, s);
+    job_release(j);
+  }
+  s->queue_tail = NULL;
+}
+
+#define ATL_SESSION_QUEUE_MAX 256
+
+void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
+                        json_object *args, atl_call_done_cb done, void *user) {
+  if (s->queued >= ATL_SESSION_QUEUE_MAX) {
+    done(d, ATL_RPC_QUEUE_FULL, NULL, user);
+    return;
+  }
+  atl_call_job_t *j = calloc(1, sizeof(*j));
+  if (j == NULL) {
+    done(d, ATL_RPC_INTERNAL_ERROR, NULL, user);
+    return;
+  }
+  atomic_init(&j->refs, 1);
+  j->d = d;
+  j->s = s;
+  j->tool = atl_registry_find(&d->registry, tool);
+  j->tool_name = strdup(tool);
+  memcpy(j->session_id, s->id, sizeof(j->session_id));
+  /* The arguments are the job's own: defaults are filled in place. */
+  j->args = NULL;
+  if (args == NULL || json_object_deep_copy(args, &j->args, NULL) != 0)
+    j->args = json_object_new_object();
+  j->done = done;
+  j->user = user;
+  d->calls_in_flight++;
+  atl_session_ref(s);
+  if (s->busy || s->queue_head) {
+    if (s->queue_tail)
+      s->queue_tail->next = j;
+    else
+      s->queue_head = j;
+    s->queue_tail = j;
+    s->queued++;
+    return;
+  }
+  start(d, j);
+}
+
+/* ---- the call_* functions of the host table ---- */
+
+atl_call_job_t *atl__job_of(const atl_call_t *call) {
+  return call ? (atl_call_job_t *)call->host_private : NULL;
+}
+
+int atl__call_result(atl_call_t *call, json_object *result) {
+  atl_call_job_t *j = atl__job_of(call);
+  if (j == NULL || j->outcome != ATL_OUTCOME_NONE) {
+    json_object_put(result);
+    return ATL_EINVAL;
+  }
+  j->result = result ? result : json_object_new_object();
+  j->outcome = ATL_OUTCOME_SUCCESS;
+  return 0;
+}
+
+int atl__call_errorv(atl_call_t *call, const char *fmt, va_list ap) {
+  atl_call_job_t *j = atl__job_of(call);
+  if (j == NULL || j->outcome != ATL_OUTCOME_NONE)
+    return ATL_EINVAL;
+  if (vasprintf(&j->error, fmt, ap) < 0)
+    j->error = NULL;
+  j->outcome = ATL_OUTCOME_ERROR;
+  return 0;
+}
+
+int atl__call_image(atl_call_t *call, const char *mime, const void *data,
+                    size_t len, const char *name) {
+  atl_call_job_t *j = atl__job_of(call);
+  if (j == NULL || mime == NULL || data == NULL || len == 0)
+    return ATL_EINVAL;
+  atl_call_image_t *ni =
+      realloc(j->images, (j->n_images + 1) * sizeof(*j->images));
+  if (ni == NULL)
+    return ATL_ENOMEM;
+  j->images = ni;
+  atl_call_image_t *im = &j->images[j->n_images];
+  memset(im, 0, sizeof(*im));
+  im->data = malloc(len);
+  if (im->data == NULL)
+    return ATL_ENOMEM;
+  memcpy(im->data, data, len);
+  im->len = len;
+  im->mime = strdup(mime);
+  im->name = name ? strdup(name) : NULL;
+  atl_sha256_hex(data, len, im->id);
+  j->n_images++;
+  return 0;
+}
+
+int atl__call_operation(atl_call_t *call, const char *target,
+                        json_object *before, json_object *after) {
+  atl_call_job_t *j = atl__job_of(call);
+  if (j == NULL) {
+    json_object_put(before);
+    json_object_put(after);
+    return ATL_EINVAL;
+  }
+  free(j->target);
+  j->target = target ? strdup(target) : NULL;
+  json_object_put(j->before);
+  json_object_put(j->after);
+  j->before = before;
+  j->after = after;
+  return 0;
+}
+
+int atl__call_cancelled(const atl_call_t *call) {
+  atl_call_job_t *j = atl__job_of(call);
+  return j ? atomic_load(&j->cancelled) : 1;
+}

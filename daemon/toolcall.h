@@ -1,0 +1,69 @@
+/* The state of one tool call, shared by the loop and a pool thread. Only
+ * toolcall.c and the host table (host.c) look inside. */
+#ifndef ATL_TOOLCALL_H
+#define ATL_TOOLCALL_H
+
+#include "daemon.h"
+
+enum {
+  ATL_OUTCOME_NONE = 0,
+  ATL_OUTCOME_SUCCESS = 1,
+  ATL_OUTCOME_ERROR = 2
+};
+
+typedef struct {
+  char id[ATL_IMAGE_ID_LEN + 1];
+  char *mime;
+  char *name;
+  void *data;
+  size_t len;
+} atl_call_image_t;
+
+struct atl_call_job_s {
+  atl_call_job_t *next; /* the session's queue */
+  atomic_int refs;
+  atomic_int cancelled;
+  atl_daemon_t *d;
+  atl_session_t *s;
+  const atl_tool_entry_t *tool; /* NULL: unknown tool */
+  char *tool_name;
+  char session_id[ATL_SESSION_ID_LEN + 1];
+  json_object *args;
+  atl_call_done_cb done;
+  void *user;
+  uv_timer_t timer;
+  int64_t started_ms;
+
+  /* Written by the pool thread, read by the loop after the post. */
+  atl_call_t call;
+  json_object *doc;
+  int outcome;
+  json_object *result;
+  char *error;
+  char *target;
+  json_object *before, *after;
+  atl_call_image_t *images;
+  size_t n_images;
+  int64_t duration_ms;
+  char *envelope;
+  char *event;
+  char *doc_text;
+
+  /* Loop only. */
+  int worker_done;
+  int timed_out;
+  int commit_status;
+  int64_t seq;
+  json_object *new_doc;
+};
+
+atl_call_job_t *atl__job_of(const atl_call_t *call);
+int atl__call_result(atl_call_t *call, json_object *result);
+int atl__call_errorv(atl_call_t *call, const char *fmt, va_list ap);
+int atl__call_image(atl_call_t *call, const char *mime, const void *data,
+                    size_t len, const char *name);
+int atl__call_operation(atl_call_t *call, const char *target,
+                        json_object *before, json_object *after);
+int atl__call_cancelled(const atl_call_t *call);
+
+#endif
