@@ -1,0 +1,240 @@
+/* bench/tool-call: calls the echo tool over api.sock from C concurrent
+ * clients, each on its own session with one request outstanding, for a
+ * fixed time, and prints acknowledged calls/s and latency percentiles.
+ * Every answer it counts was committed to the store before it was sent.
+ *
+ * One thread drives every client with epoll, so the benchmark itself
+ * costs little CPU next to the daemon on a small machine.
+ *
+ *   tool-call --socket PATH [--clients N] [--seconds S] [--sessions K]
+ *
+ * --sessions K first makes sure the store holds K sessions (creating the
+ * missing ones) and prints the daemon's RSS with them and the clients
+ * connected.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+  int fd;
+  char session[33];
+  char *req;
+  size_t req_len;
+  char buf[65536];
+  size_t len;
+  uint64_t sent_ns;
+} client_t;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int dial(const char *path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+    fprintf(stderr, "tool-call: cannot connect to %s: %s\n", path,
+            strerror(errno));
+    exit(2);
+  }
+  return fd;
+}
+
+/* A blocking request/response, for set-up. The answer is in buf. */
+static void rpc(int fd, const char *req, char *buf, size_t cap) {
+  size_t n = strlen(req);
+  if (write(fd, req, n) != (ssize_t)n) {
+    perror("write");
+    exit(2);
+  }
+  size_t len = 0;
+  for (;;) {
+    ssize_t r = read(fd, buf + len, cap - len - 1);
+    if (r <= 0) {
+      fprintf(stderr, "tool-call: connection closed\n");
+      exit(2);
+    }
+    len += (size_t)r;
+    if (buf[len - 1] == '\n')
+      break;
+  }
+  buf[len] = '\0';
+}
+
+static void new_session(int fd, char out[33]) {
+  char buf[4096];
+  rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.create\"}\n",
+      buf, sizeof(buf));
+  char *p = strstr(buf, "\"id\":\"");
+  if (p == NULL) {
+    fprintf(stderr, "tool-call: unexpected answer: %s", buf);
+    exit(2);
+  }
+  memcpy(out, p + 6, 32);
+  out[32] = '\0';
+}
+
+static long count_sessions(int fd) {
+  size_t cap = 64u << 20;
+  char *buf = malloc(cap);
+  rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.list\"}\n", buf,
+      cap);
+  long n = 0;
+  for (char *p = buf; (p = strstr(p, "\"last_seq\"")) != NULL; p++)
+    n++;
+  free(buf);
+  return n;
+}
+
+static long daemon_rss_kb(int fd) {
+  char buf[65536];
+  rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.info\"}\n", buf,
+      sizeof(buf));
+  char *p = strstr(buf, "\"pid\":");
+  if (p == NULL)
+    return -1;
+  long pid = strtol(p + 6, NULL, 10);
+  char path[64], line[256];
+  snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+  FILE *f = fopen(path, "r");
+  long kb = -1;
+  while (f && fgets(line, sizeof(line), f))
+    if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kb;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void send_req(client_t *c) {
+  c->sent_ns = now_ns();
+  if (write(c->fd, c->req, c->req_len) != (ssize_t)c->req_len) {
+    perror("write");
+    exit(2);
+  }
+}
+
+int main(int argc, char **argv) {
+  const char *sock = NULL;
+  int nclients = 1;
+  double seconds = 5;
+  long want_sessions = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
+      sock = argv[++i];
+    else if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc)
+      nclients = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+      seconds = atof(argv[++i]);
+    else if (strcmp(argv[i], "--sessions") == 0 && i + 1 < argc)
+      want_sessions = atol(argv[++i]);
+    else {
+      fprintf(stderr, "usage: tool-call --socket PATH [--clients N] "
+                      "[--seconds S] [--sessions K]\n");
+      return 2;
+    }
+  }
+  if (sock == NULL || nclients < 1 || seconds <= 0) {
+    fprintf(stderr, "tool-call: --socket is required\n");
+    return 2;
+  }
+
+  int ctl = dial(sock);
+  if (want_sessions > 0) {
+    long have = count_sessions(ctl);
+    char id[33];
+    for (long i = have; i < want_sessions; i++)
+      new_session(ctl, id);
+    printf("sessions in store: %ld\n", count_sessions(ctl));
+  }
+
+  client_t *cl = calloc((size_t)nclients, sizeof(*cl));
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  for (int i = 0; i < nclients; i++) {
+    cl[i].fd = dial(sock);
+    new_session(cl[i].fd, cl[i].session);
+    if (asprintf(&cl[i].req,
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tool.call\","
+                 "\"params\":{\"session\":\"%s\",\"name\":\"echo\","
+                 "\"arguments\":{\"text\":\"hello from client %d\"}}}\n",
+                 cl[i].session, i) < 0)
+      return 2;
+    cl[i].req_len = strlen(cl[i].req);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &cl[i]};
+    epoll_ctl(ep, EPOLL_CTL_ADD, cl[i].fd, &ev);
+  }
+  if (want_sessions > 0)
+    printf("daemon RSS with %d clients connected: %.1f MB\n", nclients,
+           daemon_rss_kb(ctl) / 1024.0);
+
+  size_t cap = 1u << 20, n = 0;
+  uint64_t *lat = malloc(cap * sizeof(*lat));
+  long errors = 0;
+  for (int i = 0; i < nclients; i++)
+    send_req(&cl[i]);
+  uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9);
+  int active = nclients;
+  struct epoll_event evs[256];
+  while (active > 0) {
+    int k = epoll_wait(ep, evs, 256, 1000);
+    uint64_t t = now_ns();
+    for (int e = 0; e < k; e++) {
+      client_t *c = evs[e].data.ptr;
+      ssize_t r = read(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
+      if (r <= 0) {
+        fprintf(stderr, "tool-call: connection lost\n");
+        return 2;
+      }
+      c->len += (size_t)r;
+      char *nl = memchr(c->buf, '\n', c->len);
+      if (nl == NULL)
+        continue;
+      if (strstr(c->buf, "\"success\":true") == NULL)
+        errors++;
+      c->len = 0;
+      if (n == cap) {
+        cap *= 2;
+        lat = realloc(lat, cap * sizeof(*lat));
+      }
+      lat[n++] = t - c->sent_ns;
+      if (t < end)
+        send_req(c);
+      else
+        active--;
+    }
+  }
+  double elapsed = (double)(now_ns() - start) / 1e9;
+  qsort(lat, n, sizeof(*lat), cmp_u64);
+  printf("clients=%d calls=%zu errors=%ld seconds=%.2f calls_per_s=%.0f "
+         "p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n",
+         nclients, n, errors, elapsed, (double)n / elapsed,
+         n ? lat[n / 2] / 1e6 : 0.0, n ? lat[(size_t)(n * 0.99)] / 1e6 : 0.0,
+         n ? lat[n - 1] / 1e6 : 0.0);
+  if (want_sessions > 0)
+    printf("daemon RSS after the run: %.1f MB\n", daemon_rss_kb(ctl) / 1024.0);
+  for (int i = 0; i < nclients; i++) {
+    close(cl[i].fd);
+    free(cl[i].req);
+  }
+  free(cl);
+  free(lat);
+  close(ctl);
+  return errors ? 1 : 0;
+}
