@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,6 +28,19 @@
 
 static int srv_fd = -1;
 static int srv_port;
+static pthread_t srv_thread;
+
+/* Every connection the server accepted, so that the test's end can wake and
+ * join their threads (valgrind then sees no thread left behind). A
+ * connection's descriptor is closed only after its thread is joined, so its
+ * number cannot be reused while the list still names it. */
+enum { MAX_CONNS = 256 };
+static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  int fd;
+  pthread_t thread;
+} conns[MAX_CONNS];
+static int n_conns;
 
 static int send_all(int fd, const void *data, size_t len) {
   const char *p = data;
@@ -104,7 +118,10 @@ static int serve(int fd, const char *method, const char *path, const char *head,
     return send_all(fd, body, body_len);
   }
   if (strcmp(path, "/slow") == 0) {
-    sleep(2);
+    /* Two seconds, or less if the client hangs up (its descriptor becomes
+     * readable at end of file) or the test ends (shutdown). */
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    poll(&p, 1, 2000);
     return send_str(fd, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nslow");
   }
   if (strcmp(path, "/big") == 0 || strcmp(path, "/bigstream") == 0) {
@@ -202,7 +219,8 @@ static void *conn_main(void *arg) {
   }
 done:
   free(buf);
-  close(fd);
+  /* Tell the client we are done; server_stop closes the descriptor. */
+  shutdown(fd, SHUT_RDWR);
   return NULL;
 }
 
@@ -212,16 +230,21 @@ static void *accept_main(void *arg) {
     int c = accept(srv_fd, NULL, NULL);
     if (c < 0)
       return NULL;
-    pthread_t t;
-    pthread_create(&t, NULL, conn_main, (void *)(intptr_t)c);
-    pthread_detach(t);
+    pthread_mutex_lock(&conns_lock);
+    if (n_conns == MAX_CONNS ||
+        pthread_create(&conns[n_conns].thread, NULL, conn_main,
+                       (void *)(intptr_t)c) != 0) {
+      close(c);
+    } else {
+      conns[n_conns++].fd = c;
+    }
+    pthread_mutex_unlock(&conns_lock);
   }
 }
 
 static void server_start(void) {
   struct sockaddr_in sa = {.sin_family = AF_INET};
   socklen_t len = sizeof(sa);
-  pthread_t t;
 
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   srv_fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -230,8 +253,21 @@ static void server_start(void) {
   cr_assert_eq(listen(srv_fd, 128), 0);
   cr_assert_eq(getsockname(srv_fd, (struct sockaddr *)&sa, &len), 0);
   srv_port = ntohs(sa.sin_port);
-  cr_assert_eq(pthread_create(&t, NULL, accept_main, NULL), 0);
-  pthread_detach(t);
+  cr_assert_eq(pthread_create(&srv_thread, NULL, accept_main, NULL), 0);
+}
+
+/* Wakes every server thread with shutdown() (which also ends accept() on
+ * Linux) and joins them. */
+static void server_stop(void) {
+  shutdown(srv_fd, SHUT_RDWR);
+  pthread_join(srv_thread, NULL);
+  close(srv_fd);
+  for (int i = 0; i < n_conns; i++) {
+    shutdown(conns[i].fd, SHUT_RDWR);
+    pthread_join(conns[i].thread, NULL);
+    close(conns[i].fd);
+  }
+  n_conns = 0;
 }
 
 /* A port nothing listens on: bound once to get a free number, then closed
@@ -383,7 +419,7 @@ static void finish(void) {
   cr_assert_eq(uv_loop_close(&loop), 0);
 }
 
-TestSuite(http, .init = setup, .timeout = 15);
+TestSuite(http, .init = setup, .fini = server_stop, .timeout = 15);
 
 Test(http, get) {
   result_t r = {0};
