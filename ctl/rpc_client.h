@@ -1,0 +1,69 @@
+/* A blocking JSON-RPC 2.0 client for atelierd's API socket.
+ *
+ * atelierctl sends one request at a time and waits for its answer, so the
+ * client needs no event loop: plain blocking sockets with poll(2) for the
+ * deadlines are enough. See doc/api.md for the protocol.
+ */
+#ifndef ATL_CTL_RPC_CLIENT_H
+#define ATL_CTL_RPC_CLIENT_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+/* The daemon's application error codes (doc/api.md). */
+#define CTL_RPC_NO_SESSION (-32001)
+#define CTL_RPC_NO_IMAGE (-32002)
+
+/* How ctl_rpc_call ended. */
+enum {
+  CTL_RPC_OK = 0,       /* *result holds the "result" member */
+  CTL_RPC_ERROR = 1,    /* the daemon answered with a JSON-RPC error */
+  CTL_RPC_TRANSPORT = 2 /* no usable answer: see ctl_rpc.errmsg */
+};
+
+typedef struct {
+  int fd;
+  int64_t next_id;
+  /* Bytes received but not consumed yet; a response may be tens of MB (an
+   * image in base64), so the buffer grows as needed. */
+  char *buf;
+  size_t len, cap;
+  /* Set by ctl_rpc_call when it returns CTL_RPC_ERROR. */
+  int err_code;
+  char *err_message;
+  json_object *err_data;
+  /* A human-readable reason for the last failure of any kind. */
+  char errmsg[512];
+  /* Set by a signal handler to make a waiting call give up. */
+  volatile sig_atomic_t *interrupted;
+  /* The signal mask to wait with (ppoll), or NULL to keep the current one. */
+  const sigset_t *wait_mask;
+} ctl_rpc;
+
+/* Connects to the unix socket at path. Returns 0, or -1 with c->errmsg set
+ * and errno preserved. */
+int ctl_rpc_connect(ctl_rpc *c, const char *path);
+
+/* Sends {"method": method, "params": params} and waits at most timeout_ms
+ * for the answer with the same id. params may be NULL; ownership of it
+ * passes to the call. On CTL_RPC_OK, *result is a new reference the caller
+ * must put. */
+int ctl_rpc_call(ctl_rpc *c, const char *method, json_object *params,
+                 int timeout_ms, json_object **result);
+
+void ctl_rpc_close(ctl_rpc *c);
+
+/* Parses a whole JSON text (surrounding whitespace allowed). On failure
+ * returns NULL and writes json-c's reason and the byte offset into err. */
+json_object *ctl_json_parse(const char *text, size_t len, char *err,
+                            size_t errlen);
+
+/* Decodes base64 (standard or URL-safe alphabet, whitespace ignored), the
+ * encoding of image data on the wire. Returns a new buffer (to free) with
+ * its length in *outlen, or NULL if the text is not base64. */
+unsigned char *ctl_base64_decode(const char *in, size_t len, size_t *outlen);
+
+#endif
