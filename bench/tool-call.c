@@ -75,8 +75,8 @@ static void rpc(int fd, const char *req, char *buf, size_t cap) {
 
 static void new_session(int fd, char out[33]) {
   char buf[4096];
-  rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.create\"}\n",
-      buf, sizeof(buf));
+  rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.create\"}\n", buf,
+      sizeof(buf));
   char *p = strstr(buf, "\"id\":\"");
   if (p == NULL) {
     fprintf(stderr, "tool-call: unexpected answer: %s", buf);

@@ -14,11 +14,11 @@
 
 typedef struct {
   /* [daemon] */
-  char *socket_dir;     /* api.sock and admin.sock; default /run/atelier */
-  char *data_dir;       /* the store; default /var/lib/atelier */
-  char *plugin_dir;     /* *.so plugins; default $(pkglibdir)/plugins */
-  char *pid_file;       /* NULL: none */
-  int foreground;       /* 0: detach (daemonize) */
+  char *socket_dir; /* api.sock and admin.sock; default /run/atelier */
+  char *data_dir;   /* the store; default /var/lib/atelier */
+  char *plugin_dir; /* *.so plugins; default $(pkglibdir)/plugins */
+  char *pid_file;   /* NULL: none */
+  int foreground;   /* 0: detach (daemonize) */
   uint32_t shutdown_timeout_ms; /* wait for in-flight calls; default 10000 */
   /* [log] */
   atl_log_level_t log_level; /* default info */
@@ -27,7 +27,7 @@ typedef struct {
   uint32_t max_frame;   /* bytes per JSON-RPC frame; default 8 MiB */
   uint32_t max_clients; /* default 1024 */
   /* [plugins] */
-  int plugins_strict;   /* a plugin that fails to load stops the daemon */
+  int plugins_strict;    /* a plugin that fails to load stops the daemon */
   char *plugins_disable; /* comma-separated plugin names not to load */
   /* [tools] */
   uint32_t tool_timeout_ms;      /* default 30000 */
@@ -35,7 +35,7 @@ typedef struct {
   uint32_t tool_threads;         /* handler threads; default 4 */
   int check_results;             /* validate results against result schemas */
   /* [store] */
-  int store_synchronous; /* 1 normal, 2 full; default 2 (full) */
+  int store_synchronous;  /* 1 normal, 2 full; default 2 (full) */
   uint32_t session_cache; /* sessions kept in memory; default 1024 */
   uint32_t max_batch;     /* transactions per group commit; default 1024 */
 } atl_config_t;

@@ -56,19 +56,19 @@ void atl_daemon_reader_give(atl_daemon_t *d, atl_store_reader_t *r);
 /* ---- plugins ---- */
 
 struct atl_tool_entry_s {
-  atl_tool_t tool;            /* copied from the plugin (zero-extended) */
+  atl_tool_t tool; /* copied from the plugin (zero-extended) */
   atl_plugin_entry_t *plugin;
-  atl_schema_t *input;        /* compiled input schema */
-  atl_schema_t *result;       /* compiled result schema or NULL */
-  uint32_t timeout_ms;        /* effective timeout */
+  atl_schema_t *input;  /* compiled input schema */
+  atl_schema_t *result; /* compiled result schema or NULL */
+  uint32_t timeout_ms;  /* effective timeout */
 };
 
 struct atl_plugin_entry_s {
-  atl_plugin_t desc;          /* copied from the plugin (zero-extended) */
+  atl_plugin_t desc; /* copied from the plugin (zero-extended) */
   char *path;
-  void *dl;                   /* dlopen handle */
-  void *state;                /* from init() */
-  atl_host_t host;            /* this plugin's host table */
+  void *dl;        /* dlopen handle */
+  void *state;     /* from init() */
+  atl_host_t host; /* this plugin's host table */
   int initialized;
 };
 
@@ -80,9 +80,9 @@ typedef struct {
 } atl_registry_t;
 
 typedef struct {
-  uint16_t min_minor;         /* the oldest ABI minor accepted (0) */
-  uint32_t timeout_ms;        /* default handler timeout */
-  uint32_t long_timeout_ms;   /* default for ATL_TOOL_LONG_RUNNING */
+  uint16_t min_minor;              /* the oldest ABI minor accepted (0) */
+  uint32_t timeout_ms;             /* default handler timeout */
+  uint32_t long_timeout_ms;        /* default for ATL_TOOL_LONG_RUNNING */
   const atl_host_t *host_template; /* copied into each plugin's table */
 } atl_load_options_t;
 
@@ -108,20 +108,20 @@ typedef struct atl_waiter_s atl_waiter_t;
 
 struct atl_session_s {
   char id[ATL_SESSION_ID_LEN + 1];
-  json_object *doc;        /* the committed document */
+  json_object *doc; /* the committed document */
   int64_t created_ms;
   int64_t updated_ms;
   int64_t history_len;
-  int64_t last_seq;        /* the newest event sequence number assigned */
-  int64_t committed_seq;   /* the newest event sequence number committed */
-  int refs;                /* pins: in-flight work, waiters, loaders */
-  int busy;                /* a tool call runs or commits */
+  int64_t last_seq;      /* the newest event sequence number assigned */
+  int64_t committed_seq; /* the newest event sequence number committed */
+  int refs;              /* pins: in-flight work, waiters, loaders */
+  int busy;              /* a tool call runs or commits */
   int deleted;
-  int stale;               /* a commit failed: reload before next use */
+  int stale; /* a commit failed: reload before next use */
   atl_call_job_t *queue_head, *queue_tail; /* calls waiting for busy */
   unsigned queued;
-  atl_waiter_t *waiters;   /* events.read long polls */
-  atl_session_t *hnext;    /* hash chain */
+  atl_waiter_t *waiters; /* events.read long polls */
+  atl_session_t *hnext;  /* hash chain */
   atl_session_t *lru_prev, *lru_next;
 };
 
@@ -184,9 +184,9 @@ unsigned atl_server_clients(const atl_server_t *srv);
 /* A request being answered: the server owns it; rpc fills the answer. */
 typedef struct atl_rpc_call_s {
   atl_conn_t *conn;
-  json_object *id;   /* owned reference, may be NULL */
+  json_object *id; /* owned reference, may be NULL */
   int notification;
-  char *response;    /* the response line once ready */
+  char *response; /* the response line once ready */
   size_t response_len;
   int ready;
   struct atl_rpc_call_s *next;
@@ -238,8 +238,8 @@ struct atl_daemon_s {
   size_t n_sessions;
   atl_session_t *lru_head, *lru_tail; /* head: most recently used */
 
-  unsigned calls_in_flight;  /* tool calls started and not yet answered */
-  unsigned work_in_flight;   /* other asynchronous work */
+  unsigned calls_in_flight; /* tool calls started and not yet answered */
+  unsigned work_in_flight;  /* other asynchronous work */
   int shutting_down;
   int exit_code;
   uv_signal_t sig_term, sig_int, sig_hup;

@@ -32,8 +32,7 @@ void atl_http_close(atl_http_t *http);
  * it arrives and the response's body is empty. Returns 0 or a negative
  * ATL_E* code (then cb is never called). */
 int atl_http_request(atl_http_t *http, const atl_http_request_t *req,
-                     atl_http_data_cb on_data, atl_http_done_cb cb,
-                     void *user);
+                     atl_http_data_cb on_data, atl_http_done_cb cb, void *user);
 
 /* Number of requests in flight (loop thread). */
 unsigned atl_http_active(const atl_http_t *http);

@@ -32,8 +32,8 @@ typedef struct {
   size_t len;
   size_t cap;
   size_t max_frame;
-  size_t scanned;   /* bytes of buf already known to hold no newline */
-  int discarding;   /* inside an oversize frame */
+  size_t scanned; /* bytes of buf already known to hold no newline */
+  int discarding; /* inside an oversize frame */
 } atl_framer_t;
 
 void atl_framer_init(atl_framer_t *f, size_t max_frame);
@@ -53,9 +53,9 @@ int atl_framer_feed(atl_framer_t *f, const char *data, size_t len,
 
 /* A parsed request. The strings point into req->root, which owns them. */
 typedef struct {
-  json_object *root;   /* the whole request; owned */
-  json_object *id;     /* NULL for null or absent; borrowed from root */
-  int notification;    /* no "id" member: no response is sent */
+  json_object *root; /* the whole request; owned */
+  json_object *id;   /* NULL for null or absent; borrowed from root */
+  int notification;  /* no "id" member: no response is sent */
   const char *method;
   json_object *params; /* NULL if absent; borrowed from root */
 } atl_rpc_request_t;

@@ -45,8 +45,7 @@ void atl_log_kv(atl_log_level_t level, const char *msg, ...)
 /* The same with a va_list. */
 void atl_log_kvv(atl_log_level_t level, const char *msg, va_list ap);
 /* Logs a printf-formatted message with no other fields. */
-void atl_log_msg(atl_log_level_t level, const char *fmt, ...)
-    ATL_PRINTF(2, 3);
+void atl_log_msg(atl_log_level_t level, const char *fmt, ...) ATL_PRINTF(2, 3);
 
 /* Formats one line (without the trailing newline) into buf as atl_log_kvv
  * would write it, timestamp included; for tests. Returns the length. */

@@ -92,16 +92,17 @@ int main(int argc, char **argv) {
   }
   rc = atl_log_open(cfg.log_level, cfg.log_file);
   if (rc != 0) {
-    fprintf(stderr, "atelierd: cannot open the log file %s: %s\n",
-            cfg.log_file, atl_strerror(rc));
+    fprintf(stderr, "atelierd: cannot open the log file %s: %s\n", cfg.log_file,
+            atl_strerror(rc));
     atl_config_free(&cfg);
     return 1;
   }
   int lockfd = lock_data_dir(cfg.data_dir);
   if (lockfd < 0) {
     fprintf(stderr, "atelierd: %s: %s\n", cfg.data_dir,
-            lockfd == ATL_EBUSY ? "another atelierd is using this data directory"
-                                : atl_strerror(lockfd));
+            lockfd == ATL_EBUSY
+                ? "another atelierd is using this data directory"
+                : atl_strerror(lockfd));
     atl_config_free(&cfg);
     return 1;
   }

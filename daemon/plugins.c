@@ -82,8 +82,8 @@ static void free_tool_entries(atl_tool_entry_t **t, size_t n) {
 
 /* Checks the tools of a descriptor and compiles their schemas. */
 static int check_tools(const atl_registry_t *reg, atl_plugin_entry_t *p,
-                       const atl_load_options_t *opt,
-                       atl_tool_entry_t ***out, char **reason) {
+                       const atl_load_options_t *opt, atl_tool_entry_t ***out,
+                       char **reason) {
   const atl_plugin_t *desc = &p->desc;
   if (desc->n_tools > 0 && desc->tools == NULL) {
     *reason = fmt_reason("n_tools is %u but tools is NULL", desc->n_tools);
@@ -100,9 +100,8 @@ static int check_tools(const atl_registry_t *reg, atl_plugin_entry_t *p,
   for (uint32_t i = 0; i < desc->n_tools; i++) {
     /* Walk the array with the plugin's own stride: a plugin built against
      * a newer minor has larger tool structs. */
-    const atl_tool_t *src =
-        (const atl_tool_t *)((const char *)desc->tools +
-                             (size_t)i * desc->tool_size);
+    const atl_tool_t *src = (const atl_tool_t *)((const char *)desc->tools +
+                                                 (size_t)i * desc->tool_size);
     atl_tool_entry_t *e = calloc(1, sizeof(*e));
     if (e == NULL) {
       free_tool_entries(tools, desc->n_tools);
@@ -130,8 +129,9 @@ static int check_tools(const atl_registry_t *reg, atl_plugin_entry_t *p,
       goto fail;
     }
     if (atl_registry_find(reg, t->name) != NULL) {
-      *reason = fmt_reason("tool '%s': name already taken by plugin '%s'",
-                           tname, atl_registry_find(reg, t->name)->plugin->desc.name);
+      *reason =
+          fmt_reason("tool '%s': name already taken by plugin '%s'", tname,
+                     atl_registry_find(reg, t->name)->plugin->desc.name);
       goto fail;
     }
     for (uint32_t j = 0; j < i; j++) {
@@ -163,16 +163,16 @@ static int check_tools(const atl_registry_t *reg, atl_plugin_entry_t *p,
       goto fail;
     }
     if (t->result_schema != NULL &&
-        atl_schema_compile_text(t->result_schema, ATL_SCHEMA_STRICT,
-                                &e->result, &err) != 0) {
+        atl_schema_compile_text(t->result_schema, ATL_SCHEMA_STRICT, &e->result,
+                                &err) != 0) {
       *reason = fmt_reason("tool '%s': invalid result schema: %s", tname,
                            err ? err : "unknown error");
       free(err);
       goto fail;
     }
-    e->timeout_ms = t->timeout_ms ? t->timeout_ms
+    e->timeout_ms = t->timeout_ms                        ? t->timeout_ms
                     : (t->flags & ATL_TOOL_LONG_RUNNING) ? opt->long_timeout_ms
-                                                          : opt->timeout_ms;
+                                                         : opt->timeout_ms;
   }
   *out = tools;
   return 0;
@@ -342,8 +342,8 @@ int atl_registry_load_dir(atl_registry_t *reg, const char *dir,
     snprintf(stem, sizeof(stem), "%.*s", (int)strlen(list[i]->d_name) - 3,
              list[i]->d_name);
     if (name_in_list(stem, disable)) {
-      atl_log_kv(ATL_LOG_INFO, "plugin disabled by configuration", "path",
-                 path, NULL);
+      atl_log_kv(ATL_LOG_INFO, "plugin disabled by configuration", "path", path,
+                 NULL);
       continue;
     }
     char *reason = NULL;
@@ -359,8 +359,8 @@ int atl_registry_load_dir(atl_registry_t *reg, const char *dir,
     atl_plugin_entry_t *p = reg->plugins[reg->n_plugins - 1];
     char nt[16];
     snprintf(nt, sizeof(nt), "%u", p->desc.n_tools);
-    atl_log_kv(ATL_LOG_INFO, "plugin loaded", "plugin", p->desc.name,
-               "version", p->desc.version, "tools", nt, "path", path, NULL);
+    atl_log_kv(ATL_LOG_INFO, "plugin loaded", "plugin", p->desc.name, "version",
+               p->desc.version, "tools", nt, "path", path, NULL);
   }
   for (int i = 0; i < n; i++)
     free(list[i]);

@@ -70,8 +70,9 @@ static const char *session_param(atl_daemon_t *d, atl_rpc_call_t *c,
   }
   if (!json_object_is_type(v, json_type_string) ||
       !atl_is_session_id(json_object_get_string(v))) {
-    invalid(d, c, "\"session\" must be a 32-digit lowercase hex session id, "
-                  "got %s",
+    invalid(d, c,
+            "\"session\" must be a 32-digit lowercase hex session id, "
+            "got %s",
             json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
     return NULL;
   }
@@ -84,8 +85,8 @@ static int int_param(atl_daemon_t *d, atl_rpc_call_t *c, json_object *params,
   json_object *v = NULL;
   if (params == NULL || !json_object_object_get_ex(params, name, &v))
     return 1;
-  if (!json_object_is_type(v, json_type_int) ||
-      json_object_get_int64(v) < lo || json_object_get_int64(v) > hi) {
+  if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < lo ||
+      json_object_get_int64(v) > hi) {
     invalid(d, c, "\"%s\" must be an integer between %lld and %lld, got %s",
             name, (long long)lo, (long long)hi,
             json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
@@ -124,8 +125,10 @@ static void m_daemon_info(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   json_object *r = json_object_new_object();
   json_object_object_add(r, "version", json_object_new_string(PACKAGE_VERSION));
   json_object *abi = json_object_new_object();
-  json_object_object_add(abi, "major", json_object_new_int(ATL_PLUGIN_ABI_MAJOR));
-  json_object_object_add(abi, "minor", json_object_new_int(ATL_PLUGIN_ABI_MINOR));
+  json_object_object_add(abi, "major",
+                         json_object_new_int(ATL_PLUGIN_ABI_MAJOR));
+  json_object_object_add(abi, "minor",
+                         json_object_new_int(ATL_PLUGIN_ABI_MINOR));
   json_object_object_add(r, "abi", abi);
   json_object_object_add(r, "pid", json_object_new_int((int)getpid()));
   json_object_object_add(r, "uptime_ms",
@@ -136,10 +139,12 @@ static void m_daemon_info(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
     json_object *o = json_object_new_object();
     json_object_object_add(o, "name", json_object_new_string(pe->desc.name));
     json_object_object_add(
-        o, "version", json_object_new_string(pe->desc.version ? pe->desc.version : ""));
+        o, "version",
+        json_object_new_string(pe->desc.version ? pe->desc.version : ""));
     json_object_object_add(o, "description",
-                           json_object_new_string(
-                               pe->desc.description ? pe->desc.description : ""));
+                           json_object_new_string(pe->desc.description
+                                                      ? pe->desc.description
+                                                      : ""));
     json_object *tools = json_object_new_array();
     for (size_t k = 0; k < d->registry.n_tools; k++)
       if (d->registry.tools[k]->plugin == pe)
@@ -149,17 +154,21 @@ static void m_daemon_info(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
     json_object_array_add(plugins, o);
   }
   json_object_object_add(r, "plugins", plugins);
-  json_object_object_add(r, "sessions_loaded",
-                         json_object_new_int64((int64_t)atl_sessions_loaded(d)));
   json_object_object_add(
-      r, "clients", json_object_new_int((int)(d->api ? atl_server_clients(d->api) : 0)));
+      r, "sessions_loaded",
+      json_object_new_int64((int64_t)atl_sessions_loaded(d)));
+  json_object_object_add(
+      r, "clients",
+      json_object_new_int((int)(d->api ? atl_server_clients(d->api) : 0)));
   atl_store_stats_t st;
   atl_store_stats(d->store, &st);
   json_object *so = json_object_new_object();
-  json_object_object_add(so, "commits", json_object_new_int64((int64_t)st.commits));
+  json_object_object_add(so, "commits",
+                         json_object_new_int64((int64_t)st.commits));
   json_object_object_add(so, "transactions",
                          json_object_new_int64((int64_t)st.transactions));
-  json_object_object_add(so, "failures", json_object_new_int64((int64_t)st.failures));
+  json_object_object_add(so, "failures",
+                         json_object_new_int64((int64_t)st.failures));
   json_object_object_add(r, "store", so);
   atl_rpc_reply(d, c, r);
   json_object_put(r);
@@ -580,11 +589,15 @@ static const struct {
   method_fn fn;
   int mutates; /* refused while shutting down */
 } methods[] = {
-    {"daemon.info", m_daemon_info, 0},   {"events.read", m_events_read, 0},
-    {"image.get", m_image_get, 0},       {"session.create", m_session_create, 1},
+    {"daemon.info", m_daemon_info, 0},
+    {"events.read", m_events_read, 0},
+    {"image.get", m_image_get, 0},
+    {"session.create", m_session_create, 1},
     {"session.delete", m_session_delete, 1},
-    {"session.get", m_session_get, 0},   {"session.list", m_session_list, 0},
-    {"tool.call", m_tool_call, 1},       {"tool.list", m_tool_list, 0},
+    {"session.get", m_session_get, 0},
+    {"session.list", m_session_list, 0},
+    {"tool.call", m_tool_call, 1},
+    {"tool.list", m_tool_list, 0},
 };
 
 void atl_rpc_dispatch(atl_daemon_t *d, atl_rpc_call_t *c,
@@ -603,8 +616,8 @@ void atl_rpc_dispatch(atl_daemon_t *d, atl_rpc_call_t *c,
     return;
   }
   char msg[512];
-  int k = snprintf(msg, sizeof(msg), "Method not found: '%.64s' (known:",
-                   req->method);
+  int k = snprintf(msg, sizeof(msg),
+                   "Method not found: '%.64s' (known:", req->method);
   for (size_t i = 0; i < n && k < (int)sizeof(msg) - 40; i++)
     k += snprintf(msg + k, sizeof(msg) - (size_t)k, "%s %s", i ? "," : "",
                   methods[i].name);

@@ -29,10 +29,10 @@ typedef struct atl_txn_s atl_txn_t;
 typedef struct atl_store_reader_s atl_store_reader_t;
 
 typedef struct {
-  const char *data_dir;   /* the database is <data_dir>/atelier.db */
-  int synchronous;        /* 1: NORMAL (survives a killed process), 2: FULL
-                             (also survives power loss) */
-  unsigned max_batch;     /* at most this many transactions per commit; 0: 1024 */
+  const char *data_dir; /* the database is <data_dir>/atelier.db */
+  int synchronous;      /* 1: NORMAL (survives a killed process), 2: FULL
+                           (also survives power loss) */
+  unsigned max_batch;   /* at most this many transactions per commit; 0: 1024 */
 } atl_store_options_t;
 
 /* Opens (creating and migrating as needed) the store and starts the writer

@@ -62,7 +62,9 @@ static void timer_closed(uv_handle_t *h) {
 static char *join_errors(json_object *errors) {
   size_t n = json_object_array_length(errors), len = 1;
   for (size_t i = 0; i < n; i++)
-    len += strlen(json_object_get_string(json_object_array_get_idx(errors, i))) + 1;
+    len +=
+        strlen(json_object_get_string(json_object_array_get_idx(errors, i))) +
+        1;
   char *out = malloc(len);
   if (out == NULL)
     return NULL;
@@ -147,9 +149,10 @@ static void run_handler(atl_call_job_t *j) {
     json_object *rerr = NULL;
     if (atl_schema_validate(te->result, j->result, &rerr) > 0) {
       char *msg = join_errors(rerr);
-      atl_log_kv(ATL_LOG_ERROR, "tool result does not match its schema",
-                 "tool", te->tool.name, "error", msg, NULL);
-      set_error(j, "internal error in plugin '%s': the result of '%s' does not "
+      atl_log_kv(ATL_LOG_ERROR, "tool result does not match its schema", "tool",
+                 te->tool.name, "error", msg, NULL);
+      set_error(j,
+                "internal error in plugin '%s': the result of '%s' does not "
                 "match its result schema: %s",
                 te->plugin->desc.name, te->tool.name, msg ? msg : "");
       free(msg);
@@ -166,8 +169,9 @@ static void serialize(atl_call_job_t *j) {
   json_object_object_add(env, "success", json_object_new_boolean(ok));
   json_object *ids = NULL;
   if (ok) {
-    json_object_object_add(env, "result", j->result ? json_object_get(j->result)
-                                                    : json_object_new_object());
+    json_object_object_add(env, "result",
+                           j->result ? json_object_get(j->result)
+                                     : json_object_new_object());
     if (j->n_images > 0) {
       json_object *imgs = json_object_new_array();
       ids = json_object_new_array();
@@ -177,8 +181,8 @@ static void serialize(atl_call_job_t *j) {
                                json_object_new_string(j->images[i].id));
         json_object_object_add(im, "mime",
                                json_object_new_string(j->images[i].mime));
-        json_object_object_add(im, "size",
-                               json_object_new_int64((int64_t)j->images[i].len));
+        json_object_object_add(
+            im, "size", json_object_new_int64((int64_t)j->images[i].len));
         if (j->images[i].name)
           json_object_object_add(im, "name",
                                  json_object_new_string(j->images[i].name));
@@ -270,9 +274,10 @@ static void log_call(atl_call_job_t *j) {
   char ms[24];
   snprintf(ms, sizeof(ms), "%lld", (long long)j->duration_ms);
   int ok = j->outcome == ATL_OUTCOME_SUCCESS && !j->timed_out;
-  atl_log_kv(ok ? ATL_LOG_INFO : ATL_LOG_WARN, ok ? "tool call" : "tool call failed",
-             "session", j->session_id, "tool", j->tool_name, "target",
-             j->target, "ms", ms, "error", ok ? NULL : j->error, NULL);
+  atl_log_kv(ok ? ATL_LOG_INFO : ATL_LOG_WARN,
+             ok ? "tool call" : "tool call failed", "session", j->session_id,
+             "tool", j->tool_name, "target", j->target, "ms", ms, "error",
+             ok ? NULL : j->error, NULL);
 }
 
 static void commit_loop(void *arg) {

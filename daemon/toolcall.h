@@ -5,11 +5,7 @@
 
 #include "daemon.h"
 
-enum {
-  ATL_OUTCOME_NONE = 0,
-  ATL_OUTCOME_SUCCESS = 1,
-  ATL_OUTCOME_ERROR = 2
-};
+enum { ATL_OUTCOME_NONE = 0, ATL_OUTCOME_SUCCESS = 1, ATL_OUTCOME_ERROR = 2 };
 
 typedef struct {
   char id[ATL_IMAGE_ID_LEN + 1];

@@ -178,21 +178,22 @@ struct atl_plugin_s {
 /* An HTTP request made through the daemon's libcurl. The host copies
  * everything it needs before http_request() returns. */
 struct atl_http_request_s {
-  uint32_t struct_size;  /* sizeof(atl_http_request_t) */
-  const char *method;    /* "GET", "POST", ...; NULL means GET */
-  const char *url;       /* http:// or https:// */
-  const char *const *headers; /* "Name: value" strings, NULL-terminated; or NULL */
-  const void *body;      /* may be NULL */
+  uint32_t struct_size; /* sizeof(atl_http_request_t) */
+  const char *method;   /* "GET", "POST", ...; NULL means GET */
+  const char *url;      /* http:// or https:// */
+  const char *const
+      *headers;     /* "Name: value" strings, NULL-terminated; or NULL */
+  const void *body; /* may be NULL */
   size_t body_len;
-  uint32_t timeout_ms;   /* 0: 60 s */
-  size_t max_response;   /* 0: 32 MiB; a longer response fails with E2BIG */
+  uint32_t timeout_ms; /* 0: 60 s */
+  size_t max_response; /* 0: 32 MiB; a longer response fails with E2BIG */
 };
 
 struct atl_http_response_s {
-  int status;         /* 0 or a negative ATL_E* code if no response came */
-  long http_code;     /* e.g. 200; 0 if none */
-  const char *error;  /* curl's message when status < 0, else NULL */
-  const char *body;   /* NUL-terminated for convenience; body_len excludes it */
+  int status;        /* 0 or a negative ATL_E* code if no response came */
+  long http_code;    /* e.g. 200; 0 if none */
+  const char *error; /* curl's message when status < 0, else NULL */
+  const char *body;  /* NUL-terminated for convenience; body_len excludes it */
   size_t body_len;
   const char *content_type; /* may be NULL */
 };
@@ -214,8 +215,8 @@ struct atl_host_s {
   void *host_private; /* the host's; do not touch */
 
   /* Logs one line (logfmt, plugin=<name> added). Any thread. */
-  void (*log)(const atl_host_t *h, atl_log_level_t level, const char *fmt,
-              ...) ATL_PRINTF(3, 4);
+  void (*log)(const atl_host_t *h, atl_log_level_t level, const char *fmt, ...)
+      ATL_PRINTF(3, 4);
 
   /* Appends an event to a session's event log; it is committed and
    * delivered to readers in order. Takes ownership of data (may be NULL).

@@ -147,8 +147,8 @@ static int echo_store(atl_call_t *call) {
   json_object *r = json_object_new_object();
   json_object_object_add(r, "key", json_object_new_string(key));
   json_object_object_add(r, "value", json_object_get(value));
-  json_object_object_add(r, "keys",
-                         json_object_new_int(json_object_object_length(call->ns)));
+  json_object_object_add(
+      r, "keys", json_object_new_int(json_object_object_length(call->ns)));
   return call->host->call_result(call, r);
 }
 
@@ -175,11 +175,12 @@ static const atl_tool_t echo_tools[] = {
     {.name = "echo_image",
      .description = "Returns a small PNG gradient of the given size in "
                     "pixels (default 16 x 16, at most 1024 x 1024).",
-     .input_schema = "{\"type\":\"object\",\"properties\":{\"width\":{\"type\":"
-                     "\"integer\",\"minimum\":1,\"maximum\":1024,\"default\":16},"
-                     "\"height\":{\"type\":\"integer\",\"minimum\":1,"
-                     "\"maximum\":1024,\"default\":16}},"
-                     "\"additionalProperties\":false}",
+     .input_schema =
+         "{\"type\":\"object\",\"properties\":{\"width\":{\"type\":"
+         "\"integer\",\"minimum\":1,\"maximum\":1024,\"default\":16},"
+         "\"height\":{\"type\":\"integer\",\"minimum\":1,"
+         "\"maximum\":1024,\"default\":16}},"
+         "\"additionalProperties\":false}",
      .flags = ATL_TOOL_READ_ONLY,
      .handler = echo_image},
     {.name = "echo_sleep",
@@ -203,10 +204,11 @@ static const atl_tool_t echo_tools[] = {
     {.name = "echo_store",
      .description = "Stores value under key in the session document's echo "
                     "namespace and reports the value before and after.",
-     .input_schema = "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":"
-                     "\"string\",\"minLength\":1,\"maxLength\":64},\"value\":{}},"
-                     "\"required\":[\"key\",\"value\"],"
-                     "\"additionalProperties\":false}",
+     .input_schema =
+         "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":"
+         "\"string\",\"minLength\":1,\"maxLength\":64},\"value\":{}},"
+         "\"required\":[\"key\",\"value\"],"
+         "\"additionalProperties\":false}",
      .handler = echo_store},
     {.name = "echo_secret",
      .description = "Takes an API key and returns its length; its arguments "

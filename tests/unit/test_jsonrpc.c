@@ -95,9 +95,9 @@ Test(rpc, notification_and_null_id) {
   cr_assert_eq(parse("{\"jsonrpc\":\"2.0\",\"method\":\"x\"}", &req, &err), 0);
   cr_assert(req.notification);
   atl_rpc_request_free(&req);
-  cr_assert_eq(parse("{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"x\"}", &req,
-                     &err),
-               0);
+  cr_assert_eq(
+      parse("{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"x\"}", &req, &err),
+      0);
   cr_assert_not(req.notification);
   cr_assert_null(req.id);
   atl_rpc_request_free(&req);
@@ -112,7 +112,8 @@ static void expect_error(const char *text, int code, const char *want) {
   cr_assert_not_null(resp, "the error response is JSON: %s", err);
   json_object *e = json_object_object_get(resp, "error");
   cr_assert_eq(json_object_get_int(json_object_object_get(e, "code")), code);
-  const char *msg = json_object_get_string(json_object_object_get(e, "message"));
+  const char *msg =
+      json_object_get_string(json_object_object_get(e, "message"));
   cr_assert(strstr(msg, want) != NULL, "'%s' lacks '%s'", msg, want);
   cr_assert_eq(err[strlen(err) - 1], '\n');
   json_object_put(resp);
@@ -148,8 +149,9 @@ Test(rpc, responses) {
   cr_assert_eq(len, strlen(line));
   free(line);
   line = atl_rpc_result_text(NULL, "{\"success\":true}", &len);
-  cr_assert_str_eq(line,
-                   "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{\"success\":true}}\n");
+  cr_assert_str_eq(
+      line,
+      "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{\"success\":true}}\n");
   free(line);
   json_object_put(id);
   json_object_put(res);

@@ -49,8 +49,8 @@ static void expect_reject(const char *name, int code, const char *want) {
 
 Test(loader, good_plugin_loads_and_registers_its_tool) {
   char *reason = NULL;
-  cr_assert_eq(atl_registry_load(&reg, lib("lt_good"), &opt, &reason), 0,
-               "%s", reason ? reason : "");
+  cr_assert_eq(atl_registry_load(&reg, lib("lt_good"), &opt, &reason), 0, "%s",
+               reason ? reason : "");
   cr_assert_eq(reg.n_plugins, 1);
   const atl_tool_entry_t *t = atl_registry_find(&reg, "lt_good_tool");
   cr_assert_not_null(t);
@@ -103,11 +103,11 @@ Test(loader, schema_root_not_object) {
 Test(loader, tool_name_taken_by_another_plugin) {
   char *reason = NULL;
   cr_assert_eq(atl_registry_load(&reg, lib("lt_good"), &opt, &reason), 0);
-  expect_reject("lt_dup_other", ATL_EPLUGIN, "already taken by plugin 'lt_good'");
+  expect_reject("lt_dup_other", ATL_EPLUGIN,
+                "already taken by plugin 'lt_good'");
   /* The first plugin is untouched. */
   cr_assert_eq(reg.n_plugins, 1);
-  cr_assert_eq(atl_registry_find(&reg, "lt_good_tool")->plugin,
-               reg.plugins[0]);
+  cr_assert_eq(atl_registry_find(&reg, "lt_good_tool")->plugin, reg.plugins[0]);
 }
 
 Test(loader, tool_declared_twice) {
@@ -137,7 +137,7 @@ Test(loader, echo_plugin_from_the_build) {
            b ? b : ATL_TEST_BUILDDIR);
   cr_assert_eq(atl_registry_load(&reg, path, &opt, &reason), 0, "%s",
                reason ? reason : "");
-  const char *names[] = {"echo",       "echo_fail",   "echo_image",
+  const char *names[] = {"echo",        "echo_fail",  "echo_image",
                          "echo_secret", "echo_sleep", "echo_store"};
   cr_assert_eq(reg.n_tools, 6);
   for (size_t i = 0; i < 6; i++)

@@ -14,7 +14,8 @@ static int handler(atl_call_t *call) {
 #elif defined(VARIANT_BAD_SCHEMA_KEYWORD)
 #define SCHEMA "{\"type\":\"object\",\"patternProperties\":{\"^a\":{}}}"
 #elif defined(VARIANT_BAD_SCHEMA_VALUE)
-#define SCHEMA "{\"type\":\"object\",\"properties\":{\"r\":{\"minimum\":\"0\"}}}"
+#define SCHEMA                                                                 \
+  "{\"type\":\"object\",\"properties\":{\"r\":{\"minimum\":\"0\"}}}"
 #elif defined(VARIANT_BAD_SCHEMA_ROOT)
 #define SCHEMA "{\"type\":\"string\"}"
 #else
