@@ -177,16 +177,8 @@ void atl_log_close(void) {
   free(g_path);
   g_path = NULL;
   pthread_mutex_unlock(&g_ctl);
-
-  pthread_rwlock_wrlock(&g_secrets_lock);
-  for (size_t i = 0; i < g_nsecrets; i++)
-    free(g_secrets[i]);
-  free(g_secrets);
-  free(g_secret_lens);
-  g_secrets = NULL;
-  g_secret_lens = NULL;
-  g_nsecrets = 0;
-  pthread_rwlock_unlock(&g_secrets_lock);
+  /* Registered secrets are kept: anything logged after a close (to stderr)
+   * or after the log is opened again must still be scrubbed. */
 }
 
 void atl_log_add_secret(const char *secret) {

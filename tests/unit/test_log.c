@@ -473,3 +473,12 @@ Test(log, msg_printf_is_scrubbed_too) {
   rmdir(d);
   free(d);
 }
+
+Test(log, secrets_survive_close) {
+  char buf[256];
+  atl_log_add_secret("correct-horse-battery");
+  atl_log_close();
+  atl_log_format(buf, sizeof(buf), ATL_LOG_INFO, "correct-horse-battery",
+                 (const char *)NULL);
+  cr_assert_str_eq(after_ts(buf), "level=info msg=(redacted)");
+}
