@@ -59,6 +59,9 @@ int atl_config_load(atl_config_t *cfg, const char *path, char **err);
  * --version was handled (text printed to stdout; exit 0), or a negative
  * ATL_E* code with *err set (exit 2). */
 int atl_config_from_args(atl_config_t *cfg, int argc, char **argv, char **err);
+/* (On any return other than 0, cfg has already been freed; calling
+ * atl_config_free() on it again is harmless: it sets the strings to NULL.
+ * A failed atl_config_load() leaves cfg as it was.) */
 
 /* The --help text. */
 const char *atl_config_usage(void);
