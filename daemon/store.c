@@ -6,6 +6,7 @@
 #endif
 
 #include <limits.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -33,32 +34,19 @@
  * session_list, which is rare and cheap to sort.
  */
 static const char *const migrations[] = {
-    "CREATE TABLE sessions ("
-    " id TEXT PRIMARY KEY,"
-    " created_ms INTEGER NOT NULL,"
-    " updated_ms INTEGER NOT NULL,"
-    " document TEXT NOT NULL,"
-    " last_seq INTEGER NOT NULL DEFAULT 0,"
+    /* 1: the initial schema. */
+    "CREATE TABLE sessions (id TEXT PRIMARY KEY,"
+    " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,"
+    " document TEXT NOT NULL, last_seq INTEGER NOT NULL DEFAULT 0,"
     " history_len INTEGER NOT NULL DEFAULT 0);"
-    "CREATE TABLE history ("
-    " session TEXT NOT NULL,"
-    " idx INTEGER NOT NULL,"
-    " role TEXT NOT NULL,"
-    " content TEXT NOT NULL,"
-    " created_ms INTEGER NOT NULL,"
+    "CREATE TABLE history (session TEXT NOT NULL, idx INTEGER NOT NULL,"
+    " role TEXT NOT NULL, content TEXT NOT NULL, created_ms INTEGER NOT NULL,"
     " PRIMARY KEY (session, idx)) WITHOUT ROWID;"
-    "CREATE TABLE events ("
-    " session TEXT NOT NULL,"
-    " seq INTEGER NOT NULL,"
-    " type TEXT NOT NULL,"
-    " ts_ms INTEGER NOT NULL,"
-    " data TEXT,"
+    "CREATE TABLE events (session TEXT NOT NULL, seq INTEGER NOT NULL,"
+    " type TEXT NOT NULL, ts_ms INTEGER NOT NULL, data TEXT,"
     " PRIMARY KEY (session, seq)) WITHOUT ROWID;"
-    "CREATE TABLE images ("
-    " id TEXT PRIMARY KEY,"
-    " mime TEXT NOT NULL,"
-    " size INTEGER NOT NULL,"
-    " data BLOB NOT NULL,"
+    "CREATE TABLE images (id TEXT PRIMARY KEY, mime TEXT NOT NULL,"
+    " size INTEGER NOT NULL, data BLOB NOT NULL,"
     " created_ms INTEGER NOT NULL);",
 };
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -78,13 +66,13 @@ enum op_kind {
   OP_IMAGE_PUT,
 };
 
+/* Up to two text or blob arguments (NULL: SQL NULL) and two integers; what
+ * they mean depends on the kind (see the atl_txn_* functions). */
 typedef struct {
   enum op_kind kind;
-  int n1, n2;          /* byte lengths of s1 and s2 */
-  const char *id;      /* session or image id */
-  const char *s1, *s2; /* see the atl_txn_* functions */
-  const void *blob;
-  size_t blob_len;
+  const char *id; /* session or image id */
+  const void *p[2];
+  int n[2]; /* byte lengths of p[] */
   int64_t a, b;
 } op_t;
 
@@ -100,7 +88,7 @@ struct atl_txn_s {
   atl_txn_t *next; /* queue link */
   atl_store_done_cb cb;
   void *user;
-  int error;  /* set while building (ATL_ENOMEM, ATL_EINVAL) */
+  int error;  /* set while building (ATL_ENOMEM, ATL_EINVAL, ATL_E2BIG) */
   int status; /* the outcome, set by the writer */
   op_t *ops;
   unsigned nops, cap;
@@ -115,17 +103,12 @@ atl_txn_t *atl_txn_new(void) {
   atl_txn_t *t = malloc(sizeof(*t));
   if (t == NULL)
     return NULL;
-  t->next = NULL;
-  t->cb = NULL;
-  t->user = NULL;
-  t->error = 0;
-  t->status = 0;
+  /* Only the header: the inline buffers need no clearing. */
+  memset(t, 0, offsetof(atl_txn_t, inline_ops));
   t->ops = t->inline_ops;
-  t->nops = 0;
   t->cap = TXN_INLINE_OPS;
   t->cur = t->inline_bytes;
   t->left = sizeof(t->inline_bytes);
-  t->chunks = NULL;
   return t;
 }
 
@@ -142,157 +125,116 @@ void atl_txn_free(atl_txn_t *t) {
   free(t);
 }
 
-static void *txn_alloc(atl_txn_t *t, size_t n) {
-  if (n > t->left) {
-    size_t cap = n > 4096 ? n : 4096;
+/* Copies len bytes (plus a NUL, so that text stays a C string) into the
+ * arena. */
+static const void *txn_copy(atl_txn_t *t, const void *data, size_t len) {
+  if (len >= INT_MAX) {
+    t->error = ATL_E2BIG;
+    return NULL;
+  }
+  if (len + 1 > t->left) {
+    size_t cap = len + 1 > 4096 ? len + 1 : 4096;
     struct chunk *c = malloc(sizeof(*c) + cap);
-    if (c == NULL)
+    if (c == NULL) {
+      t->error = ATL_ENOMEM;
       return NULL;
+    }
     c->next = t->chunks;
     t->chunks = c;
     t->cur = c->buf;
     t->left = cap;
   }
-  void *p = t->cur;
-  t->cur += n;
-  t->left -= n;
+  char *p = t->cur;
+  if (len > 0)
+    memcpy(p, data, len);
+  p[len] = '\0';
+  t->cur += len + 1;
+  t->left -= len + 1;
   return p;
 }
 
-/* Copies s into the arena; *len gets its length. NULL stays NULL. */
-static const char *txn_str(atl_txn_t *t, const char *s, int *len) {
-  *len = 0;
-  if (s == NULL)
-    return NULL;
-  size_t n = strlen(s);
-  if (n > INT_MAX) {
-    t->error = ATL_E2BIG;
-    return NULL;
-  }
-  char *p = txn_alloc(t, n + 1);
-  if (p == NULL) {
-    t->error = ATL_ENOMEM;
-    return NULL;
-  }
-  memcpy(p, s, n + 1);
-  *len = (int)n;
-  return p;
-}
-
-/* Appends an operation. Returns NULL (and marks the transaction failed) if
- * it cannot, or if a required string is missing: a transaction that lost an
- * operation must not commit the others. */
-static op_t *txn_op(atl_txn_t *t, enum op_kind kind, const char *id) {
+/* Appends an operation with copies of its arguments. A failure (no memory,
+ * a required argument missing) marks the whole transaction failed: one
+ * that lost an operation must not commit the others. */
+static void txn_add(atl_txn_t *t, enum op_kind kind, const char *id,
+                    const void *p0, size_t n0, const void *p1, size_t n1,
+                    int64_t a, int64_t b) {
   if (t == NULL || t->error != 0)
-    return NULL;
+    return;
   if (id == NULL) {
     t->error = ATL_EINVAL;
-    return NULL;
+    return;
   }
   if (t->nops == t->cap) {
-    unsigned cap = t->cap * 2;
-    op_t *ops = malloc(cap * sizeof(*ops));
+    op_t *ops = malloc(2 * t->cap * sizeof(*ops));
     if (ops == NULL) {
       t->error = ATL_ENOMEM;
-      return NULL;
+      return;
     }
     memcpy(ops, t->ops, t->nops * sizeof(*ops));
     if (t->ops != t->inline_ops)
       free(t->ops);
     t->ops = ops;
-    t->cap = cap;
+    t->cap *= 2;
   }
   op_t *op = &t->ops[t->nops];
-  memset(op, 0, sizeof(*op));
   op->kind = kind;
-  int n;
-  op->id = txn_str(t, id, &n);
-  if (t->error != 0)
-    return NULL;
-  t->nops++;
-  return op;
+  op->id = txn_copy(t, id, strlen(id));
+  op->p[0] = p0 ? txn_copy(t, p0, n0) : NULL;
+  op->p[1] = p1 ? txn_copy(t, p1, n1) : NULL;
+  op->n[0] = (int)n0;
+  op->n[1] = (int)n1;
+  op->a = a;
+  op->b = b;
+  if (t->error == 0)
+    t->nops++;
 }
 
-/* Marks t failed if a required string argument was NULL. */
-static void txn_require(atl_txn_t *t, const void *p) {
-  if (p == NULL && t->error == 0)
-    t->error = ATL_EINVAL;
+static size_t len_of(atl_txn_t *t, const char *s) {
+  if (s != NULL)
+    return strlen(s);
+  if (t != NULL)
+    t->error = ATL_EINVAL; /* a required string is missing */
+  return 0;
 }
 
 void atl_txn_session_create(atl_txn_t *t, const char *id, int64_t created_ms,
                             const char *document_json) {
-  op_t *op = txn_op(t, OP_SESSION_CREATE, id);
-  if (op == NULL)
-    return;
-  txn_require(t, document_json);
-  op->s1 = txn_str(t, document_json, &op->n1);
-  op->a = created_ms;
+  size_t n = len_of(t, document_json);
+  txn_add(t, OP_SESSION_CREATE, id, document_json, n, NULL, 0, created_ms, 0);
 }
 
 void atl_txn_session_delete(atl_txn_t *t, const char *id) {
-  txn_op(t, OP_SESSION_DELETE, id);
+  txn_add(t, OP_SESSION_DELETE, id, NULL, 0, NULL, 0, 0, 0);
 }
 
 void atl_txn_document_set(atl_txn_t *t, const char *id,
                           const char *document_json, int64_t updated_ms) {
-  op_t *op = txn_op(t, OP_DOCUMENT_SET, id);
-  if (op == NULL)
-    return;
-  txn_require(t, document_json);
-  op->s1 = txn_str(t, document_json, &op->n1);
-  op->a = updated_ms;
+  size_t n = len_of(t, document_json);
+  txn_add(t, OP_DOCUMENT_SET, id, document_json, n, NULL, 0, updated_ms, 0);
 }
 
 void atl_txn_history_append(atl_txn_t *t, const char *id, int64_t idx,
                             const char *role, const char *content_json,
                             int64_t created_ms) {
-  op_t *op = txn_op(t, OP_HISTORY_APPEND, id);
-  if (op == NULL)
-    return;
-  txn_require(t, role);
-  txn_require(t, content_json);
-  op->s1 = txn_str(t, role, &op->n1);
-  op->s2 = txn_str(t, content_json, &op->n2);
-  op->a = idx;
-  op->b = created_ms;
+  size_t n0 = len_of(t, role), n1 = len_of(t, content_json);
+  txn_add(t, OP_HISTORY_APPEND, id, role, n0, content_json, n1, idx,
+          created_ms);
 }
 
 void atl_txn_event_append(atl_txn_t *t, const char *id, int64_t seq,
                           const char *type, int64_t ts_ms,
                           const char *data_json) {
-  op_t *op = txn_op(t, OP_EVENT_APPEND, id);
-  if (op == NULL)
-    return;
-  txn_require(t, type);
-  op->s1 = txn_str(t, type, &op->n1);
-  op->s2 = txn_str(t, data_json, &op->n2);
-  op->a = seq;
-  op->b = ts_ms;
+  size_t n0 = len_of(t, type), n1 = data_json ? strlen(data_json) : 0;
+  txn_add(t, OP_EVENT_APPEND, id, type, n0, data_json, n1, seq, ts_ms);
 }
 
 void atl_txn_image_put(atl_txn_t *t, const char *image_id, const char *mime,
                        const void *data, size_t len, int64_t created_ms) {
-  op_t *op = txn_op(t, OP_IMAGE_PUT, image_id);
-  if (op == NULL)
-    return;
-  txn_require(t, mime);
-  if (data == NULL && len > 0)
+  size_t n0 = len_of(t, mime);
+  if (data == NULL && t != NULL)
     t->error = ATL_EINVAL;
-  if (len > INT_MAX) {
-    t->error = ATL_E2BIG;
-    return;
-  }
-  op->s1 = txn_str(t, mime, &op->n1);
-  void *p = txn_alloc(t, len ? len : 1);
-  if (p == NULL) {
-    t->error = ATL_ENOMEM;
-    return;
-  }
-  if (len > 0)
-    memcpy(p, data, len);
-  op->blob = p;
-  op->blob_len = len;
-  op->a = created_ms;
+  txn_add(t, OP_IMAGE_PUT, image_id, mime, n0, data, len, created_ms, 0);
 }
 
 /* ---- The store ---------------------------------------------------------- */
@@ -331,18 +273,18 @@ static const char *const wsql[W_COUNT] = {
     [W_SESSION_DELETE] = "DELETE FROM sessions WHERE id = ?1",
     [W_HISTORY_DELETE] = "DELETE FROM history WHERE session = ?1",
     [W_EVENTS_DELETE] = "DELETE FROM events WHERE session = ?1",
-    [W_DOCUMENT_SET] = "UPDATE sessions SET document = ?2, updated_ms = ?3"
+    [W_DOCUMENT_SET] = "UPDATE sessions SET document = ?3, updated_ms = ?2"
                        " WHERE id = ?1",
     [W_HISTORY_INSERT] = "INSERT INTO history (session, idx, role, content,"
                          " created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
     [W_HISTORY_LEN] = "UPDATE sessions SET history_len ="
                       " max(history_len, ?2 + 1) WHERE id = ?1",
-    [W_EVENT_INSERT] = "INSERT INTO events (session, seq, type, ts_ms, data)"
+    [W_EVENT_INSERT] = "INSERT INTO events (session, seq, type, data, ts_ms)"
                        " VALUES (?1, ?2, ?3, ?4, ?5)",
     [W_LAST_SEQ] = "UPDATE sessions SET last_seq = max(last_seq, ?2)"
                    " WHERE id = ?1",
-    [W_IMAGE_INSERT] = "INSERT OR IGNORE INTO images (id, mime, size, data,"
-                       " created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+    [W_IMAGE_INSERT] = "INSERT OR IGNORE INTO images (id, created_ms, mime,"
+                       " data, size) VALUES (?1, ?2, ?3, ?4, length(?4))",
 };
 
 struct atl_store_s {
@@ -389,92 +331,71 @@ static int exec(sqlite3 *db, const char *sql) {
   return sqlite3_exec(db, sql, NULL, NULL, NULL);
 }
 
-/* Runs bound statement s and checks that it changed at least one row: an
- * operation on a session that does not exist must fail its transaction
- * rather than quietly do nothing. */
-static int run_changed(sqlite3 *db, sqlite3_stmt *s, bool must_change) {
-  if (run(s) != SQLITE_OK)
-    return ATL_ESTORE;
-  if (must_change && sqlite3_changes(db) == 0)
-    return ATL_ESTORE;
-  return 0;
-}
-
 static void bind_id(sqlite3_stmt *s, const char *id) {
   sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
 }
 
-/* Applies one operation on the writer's connection. The transaction's
- * memory outlives the statements' use of it, so every bind is static (no
- * copies). */
+/* Binds ?1 id, ?2 a, ?3 p[0], ?4 p[1] and ?5 b, as far as the statement
+ * has parameters; an image's p[1] is a blob. The transaction's memory outlives
+ * the statement's use of it, so the binds are static (no copies). */
+static sqlite3_stmt *bind_op(atl_store_t *st, enum wstmt w, const op_t *op) {
+  sqlite3_stmt *s = st->w[w];
+  int params = sqlite3_bind_parameter_count(s);
+  bind_id(s, op->id);
+  if (params >= 2)
+    sqlite3_bind_int64(s, 2, op->a);
+  for (int i = 0; i < 2 && params >= 3 + i; i++) {
+    if (op->p[i] == NULL)
+      sqlite3_bind_null(s, 3 + i);
+    else if (i == 1 && op->kind == OP_IMAGE_PUT)
+      sqlite3_bind_blob(s, 4, op->p[1], op->n[1], SQLITE_STATIC);
+    else
+      sqlite3_bind_text(s, 3 + i, op->p[i], op->n[i], SQLITE_STATIC);
+  }
+  if (params >= 5)
+    sqlite3_bind_int64(s, 5, op->b);
+  return s;
+}
+
+/* Runs op's statement w and checks that it changed a row if it must: an
+ * operation on a session that does not exist fails its transaction rather
+ * than quietly doing nothing. */
+static int step_op(atl_store_t *st, enum wstmt w, const op_t *op,
+                   bool must_change) {
+  if (run(bind_op(st, w, op)) != SQLITE_OK)
+    return ATL_ESTORE;
+  if (must_change && sqlite3_changes(st->db) == 0)
+    return ATL_ESTORE;
+  return 0;
+}
+
+/* Applies one operation on the writer's connection. */
 static int apply(atl_store_t *st, const op_t *op) {
-  sqlite3 *db = st->db;
-  sqlite3_stmt *s;
   int rc;
   switch (op->kind) {
   case OP_SESSION_CREATE:
-    s = st->w[W_SESSION_INSERT];
-    bind_id(s, op->id);
-    sqlite3_bind_int64(s, 2, op->a);
-    sqlite3_bind_text(s, 3, op->s1, op->n1, SQLITE_STATIC);
-    return run_changed(db, s, true);
+    return step_op(st, W_SESSION_INSERT, op, true);
   case OP_SESSION_DELETE:
     /* The session row first: deleting one that does not exist fails the
      * transaction like every other operation on a missing session. */
-    s = st->w[W_SESSION_DELETE];
-    bind_id(s, op->id);
-    if ((rc = run_changed(db, s, true)) != 0)
+    if ((rc = step_op(st, W_SESSION_DELETE, op, true)) != 0 ||
+        (rc = step_op(st, W_HISTORY_DELETE, op, false)) != 0)
       return rc;
-    s = st->w[W_HISTORY_DELETE];
-    bind_id(s, op->id);
-    if ((rc = run_changed(db, s, false)) != 0)
-      return rc;
-    s = st->w[W_EVENTS_DELETE];
-    bind_id(s, op->id);
-    return run_changed(db, s, false);
+    return step_op(st, W_EVENTS_DELETE, op, false);
   case OP_DOCUMENT_SET:
-    s = st->w[W_DOCUMENT_SET];
-    bind_id(s, op->id);
-    sqlite3_bind_text(s, 2, op->s1, op->n1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 3, op->a);
-    return run_changed(db, s, true);
+    return step_op(st, W_DOCUMENT_SET, op, true);
   case OP_HISTORY_APPEND:
-    s = st->w[W_HISTORY_LEN];
-    bind_id(s, op->id);
-    sqlite3_bind_int64(s, 2, op->a);
-    if ((rc = run_changed(db, s, true)) != 0)
+    if ((rc = step_op(st, W_HISTORY_LEN, op, true)) != 0)
       return rc;
-    s = st->w[W_HISTORY_INSERT];
-    bind_id(s, op->id);
-    sqlite3_bind_int64(s, 2, op->a);
-    sqlite3_bind_text(s, 3, op->s1, op->n1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 4, op->s2, op->n2, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 5, op->b);
-    return run_changed(db, s, true);
+    return step_op(st, W_HISTORY_INSERT, op, true);
   case OP_EVENT_APPEND:
-    s = st->w[W_LAST_SEQ];
-    bind_id(s, op->id);
-    sqlite3_bind_int64(s, 2, op->a);
-    if ((rc = run_changed(db, s, true)) != 0)
+    if ((rc = step_op(st, W_LAST_SEQ, op, true)) != 0)
       return rc;
-    s = st->w[W_EVENT_INSERT];
-    bind_id(s, op->id);
-    sqlite3_bind_int64(s, 2, op->a);
-    sqlite3_bind_text(s, 3, op->s1, op->n1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 4, op->b);
-    if (op->s2 != NULL)
-      sqlite3_bind_text(s, 5, op->s2, op->n2, SQLITE_STATIC);
-    else
-      sqlite3_bind_null(s, 5);
-    return run_changed(db, s, true);
+    return step_op(st, W_EVENT_INSERT, op, true);
   case OP_IMAGE_PUT:
-    s = st->w[W_IMAGE_INSERT];
-    bind_id(s, op->id);
-    sqlite3_bind_text(s, 2, op->s1, op->n1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 3, (sqlite3_int64)op->blob_len);
-    sqlite3_bind_blob(s, 4, op->blob, (int)op->blob_len, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 5, op->a);
-    return run_changed(db, s, false);
+    /* INSERT OR IGNORE: a second put of the same id is a successful
+     * no-op (image ids are content hashes). */
+    return step_op(st, W_IMAGE_INSERT, op, false);
   }
   return ATL_EINVAL;
 }
@@ -506,46 +427,34 @@ static int apply_txn(atl_store_t *st, atl_txn_t *t) {
  * FULL, on disk); a transaction that applied cleanly is still reported
  * failed if the COMMIT that would have carried it fails. */
 static void commit_group(atl_store_t *st, atl_txn_t *group) {
-  uint64_t ok = 0, bad = 0;
-  bool begun = run(st->w[W_BEGIN]) == SQLITE_OK;
-  bool lost = !begun; /* the whole transaction is gone */
+  bool ok = run(st->w[W_BEGIN]) == SQLITE_OK;
   for (atl_txn_t *t = group; t != NULL; t = t->next) {
-    if (lost) {
-      t->status = t->error != 0 ? t->error : ATL_ESTORE;
-      continue;
-    }
-    t->status = apply_txn(st, t);
+    t->status = !ok ? (t->error ? t->error : ATL_ESTORE) : apply_txn(st, t);
     /* Some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM) make SQLite
-     * roll back the whole transaction, not only the statement: then the
-     * groups's earlier transactions are lost as well. */
-    if (sqlite3_get_autocommit(st->db)) {
-      lost = true;
-      for (atl_txn_t *u = group; u != t->next; u = u->next) {
-        if (u->status == 0)
-          u->status = ATL_ESTORE;
-      }
-    }
+     * roll back the whole transaction, not only the statement; then the
+     * group's earlier transactions are lost too (see the loop below). */
+    if (ok && sqlite3_get_autocommit(st->db))
+      ok = false;
   }
-  if (!lost && run(st->w[W_COMMIT]) != SQLITE_OK) {
+  if (ok && run(st->w[W_COMMIT]) != SQLITE_OK) {
     if (!sqlite3_get_autocommit(st->db))
       run(st->w[W_ROLLBACK]);
-    lost = true;
-    for (atl_txn_t *t = group; t != NULL; t = t->next) {
-      if (t->status == 0)
-        t->status = ATL_ESTORE;
-    }
-  } else if (!lost) {
-    atomic_fetch_add_explicit(&st->commits, 1, memory_order_relaxed);
+    ok = false;
   }
+  uint64_t good = 0, bad = 0;
   for (atl_txn_t *t = group; t != NULL; t = t->next) {
+    if (!ok && t->status == 0)
+      t->status = ATL_ESTORE;
     if (t->status == 0)
-      ok++;
+      good++;
     else
       bad++;
   }
   /* The counters are updated before the callbacks, so that a caller woken
    * by its callback sees its own transaction counted. */
-  atomic_fetch_add_explicit(&st->transactions, ok, memory_order_relaxed);
+  if (ok)
+    atomic_fetch_add_explicit(&st->commits, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&st->transactions, good, memory_order_relaxed);
   atomic_fetch_add_explicit(&st->failures, bad, memory_order_relaxed);
   while (group != NULL) {
     atl_txn_t *t = group;
@@ -610,11 +519,12 @@ int atl_store_submit(atl_store_t *st, atl_txn_t *t, atl_store_done_cb cb,
   st->tail = t;
   st->queued++;
   /* Only an idle writer needs waking; a busy one takes the queue when it
-   * finishes its group. This saves a futex call per submit under load. */
-  bool wake = st->idle;
-  pthread_mutex_unlock(&st->mu);
-  if (wake)
+   * finishes its group. This saves a futex call per submit under load. The
+   * signal is sent under the lock, so that atl_store_close() cannot destroy
+   * the condition variable between our unlock and our signal. */
+  if (st->idle)
     pthread_cond_signal(&st->cv);
+  pthread_mutex_unlock(&st->mu);
   return 0;
 }
 
@@ -658,13 +568,14 @@ void atl_store_stats(atl_store_t *st, atl_store_stats_t *out) {
 
 /* ---- Opening and closing ------------------------------------------------ */
 
-static int pragma_int(sqlite3 *db, const char *sql, int *out) {
+/* Runs a PRAGMA and copies the first column of its first row into buf. */
+static int pragma(sqlite3 *db, const char *sql, char *buf, size_t len) {
   sqlite3_stmt *s;
   if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
     return ATL_ESTORE;
   int rc = sqlite3_step(s);
   if (rc == SQLITE_ROW)
-    *out = sqlite3_column_int(s, 0);
+    snprintf(buf, len, "%s", (const char *)sqlite3_column_text(s, 0));
   sqlite3_finalize(s);
   return rc == SQLITE_ROW ? 0 : ATL_ESTORE;
 }
@@ -672,10 +583,11 @@ static int pragma_int(sqlite3 *db, const char *sql, int *out) {
 /* Brings the schema to SCHEMA_VERSION, one migration per transaction so
  * that an interrupted upgrade resumes where it stopped. */
 static int migrate(sqlite3 *db, const char *path, char **err) {
-  int version;
-  if (pragma_int(db, "PRAGMA user_version", &version) != 0)
+  char buf[32];
+  if (pragma(db, "PRAGMA user_version", buf, sizeof(buf)) != 0)
     return fail(err, ATL_ESTORE, "%s: cannot read the schema version: %s", path,
                 sqlite3_errmsg(db));
+  int version = atoi(buf);
   if (version > SCHEMA_VERSION)
     return fail(err, ATL_ESTORE,
                 "%s: schema version %d is newer than this atelierd supports "
@@ -736,22 +648,13 @@ int atl_store_open(const atl_store_options_t *opt, atl_store_t **out,
     goto error;
   }
   sqlite3_busy_timeout(st->db, 5000);
-  char sql[64];
-  snprintf(sql, sizeof(sql), "PRAGMA synchronous = %s",
-           sync == 1 ? "NORMAL" : "FULL");
-  sqlite3_stmt *s = NULL;
-  if (sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL) !=
-          SQLITE_OK ||
-      sqlite3_step(s) != SQLITE_ROW ||
-      strcmp((const char *)sqlite3_column_text(s, 0), "wal") != 0) {
-    rc = fail(err, ATL_ESTORE, "%s: cannot switch to WAL mode: %s", st->path,
+  char mode[16] = "";
+  if (pragma(st->db, "PRAGMA journal_mode = WAL", mode, sizeof(mode)) != 0 ||
+      strcmp(mode, "wal") != 0 ||
+      exec(st->db, sync == 1 ? "PRAGMA synchronous = NORMAL"
+                             : "PRAGMA synchronous = FULL") != SQLITE_OK) {
+    rc = fail(err, ATL_ESTORE, "%s: cannot set WAL mode: %s", st->path,
               sqlite3_errmsg(st->db));
-    sqlite3_finalize(s);
-    goto error;
-  }
-  sqlite3_finalize(s);
-  if (exec(st->db, sql) != SQLITE_OK) {
-    rc = fail(err, ATL_ESTORE, "%s: %s", st->path, sqlite3_errmsg(st->db));
     goto error;
   }
   if ((rc = migrate(st->db, st->path, err)) != 0)
@@ -784,8 +687,8 @@ void atl_store_close(atl_store_t *st) {
     return;
   pthread_mutex_lock(&st->mu);
   st->closing = true;
-  pthread_mutex_unlock(&st->mu);
   pthread_cond_signal(&st->cv);
+  pthread_mutex_unlock(&st->mu);
   /* The writer drains the queue before it exits: everything submitted
    * before close began is committed and its callback called. */
   pthread_join(st->thread, NULL);
@@ -865,6 +768,13 @@ static sqlite3_stmt *reader_stmt(atl_store_reader_t *r, enum rstmt which) {
   return r->s[which];
 }
 
+/* Resets s after a query and maps the last sqlite3_step() result: a row
+ * left over means the callback stopped the iteration, which is fine. */
+static int finish(sqlite3_stmt *s, int rc) {
+  sqlite3_reset(s);
+  return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : ATL_ESTORE;
+}
+
 static const char *col_text(sqlite3_stmt *s, int i) {
   return (const char *)sqlite3_column_text(s, i);
 }
@@ -908,13 +818,10 @@ int atl_store_session_list(atl_store_reader_t *r,
   int rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
     fill_row(s, &row);
-    if (cb(&row, user) != 0) {
-      rc = SQLITE_DONE;
+    if (cb(&row, user) != 0)
       break;
-    }
   }
-  sqlite3_reset(s);
-  return rc == SQLITE_DONE ? 0 : ATL_ESTORE;
+  return finish(s, rc);
 }
 
 int64_t atl_store_session_count(atl_store_reader_t *r) {
@@ -956,13 +863,10 @@ int atl_store_history_read(atl_store_reader_t *r, const char *id, int64_t from,
         .content = col_text(s, 2),
         .created_ms = sqlite3_column_int64(s, 3),
     };
-    if (cb(&row, user) != 0) {
-      rc = SQLITE_DONE;
+    if (cb(&row, user) != 0)
       break;
-    }
   }
-  sqlite3_reset(s);
-  return rc == SQLITE_DONE ? 0 : ATL_ESTORE;
+  return finish(s, rc);
 }
 
 int atl_store_events_read(atl_store_reader_t *r, const char *id, int64_t after,
@@ -980,13 +884,10 @@ int atl_store_events_read(atl_store_reader_t *r, const char *id, int64_t after,
         .ts_ms = sqlite3_column_int64(s, 2),
         .data = col_text(s, 3),
     };
-    if (cb(&row, user) != 0) {
-      rc = SQLITE_DONE;
+    if (cb(&row, user) != 0)
       break;
-    }
   }
-  sqlite3_reset(s);
-  return rc == SQLITE_DONE ? 0 : ATL_ESTORE;
+  return finish(s, rc);
 }
 
 int atl_store_image_get(atl_store_reader_t *r, const char *image_id,
@@ -1000,22 +901,22 @@ int atl_store_image_get(atl_store_reader_t *r, const char *image_id,
   bind_id(s, image_id);
   int rc = sqlite3_step(s);
   if (rc == SQLITE_ROW) {
-    const char *m = col_text(s, 0);
-    const void *b = sqlite3_column_blob(s, 1);
+    const void *blob = sqlite3_column_blob(s, 1);
     size_t n = (size_t)sqlite3_column_bytes(s, 1);
+    const char *m = col_text(s, 0);
     *mime = strdup(m ? m : "");
     *data = malloc(n ? n : 1);
-    if (*mime == NULL || *data == NULL) {
+    if (*mime != NULL && *data != NULL) {
+      if (n > 0)
+        memcpy(*data, blob, n);
+      *len = n;
+      rc = 0;
+    } else {
       free(*mime);
       free(*data);
       *mime = NULL;
       *data = NULL;
       rc = ATL_ENOMEM;
-    } else {
-      if (n > 0)
-        memcpy(*data, b, n);
-      *len = n;
-      rc = 0;
     }
   } else {
     rc = rc == SQLITE_DONE ? ATL_ENOENT : ATL_ESTORE;
