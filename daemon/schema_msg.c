@@ -1,4 +1,5 @@
-/* The pieces error messages of the JSON Schema validator are made of.
+/* The pieces error messages of the JSON Schema validator are made of,
+ * and its handling of JSON numbers.
  *
  * Everything here only reads the JSON values it is given. That matters:
  * json-c's own serializer caches its output inside the object, which would
@@ -354,4 +355,56 @@ void schema_sb_put_count(schema_sb_t *sb, long long n, const char *singular,
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
   schema_sb_printf(sb, plural, n);
 #pragma GCC diagnostic pop
+}
+
+/* ---------------------------------------------------------------------
+ * Numbers
+ * ------------------------------------------------------------------ */
+
+int schema_is_number(json_object *v) {
+  json_type t = json_object_get_type(v);
+  return t == json_type_int || t == json_type_double;
+}
+
+/* A JSON number as a long double, which holds every int64, uint64 and
+ * double exactly on the platforms we build for, so that comparing 1 with
+ * 1.0 or 2^63 with a double needs no special cases. */
+long double schema_num_value(json_object *v) {
+  if (json_object_is_type(v, json_type_int)) {
+    int64_t i = json_object_get_int64(v);
+    if (i == INT64_MAX)
+      return (long double)json_object_get_uint64(v);
+    return (long double)i;
+  }
+  return (long double)json_object_get_double(v);
+}
+
+/* Compares two numbers: -1, 0 or 1 (and 2 if either is NaN). Two integers
+ * are compared as integers, which is exact even where long double is no
+ * wider than double (as under valgrind). */
+int schema_num_cmp(json_object *a, json_object *b) {
+  if (json_object_is_type(a, json_type_int) &&
+      json_object_is_type(b, json_type_int)) {
+    int64_t x = json_object_get_int64(a), y = json_object_get_int64(b);
+    if (x == INT64_MAX && y == INT64_MAX) {
+      uint64_t ux = json_object_get_uint64(a), uy = json_object_get_uint64(b);
+      return (ux > uy) - (ux < uy);
+    }
+    return (x > y) - (x < y);
+  }
+  long double x = schema_num_value(a), y = schema_num_value(b);
+  if (x < y)
+    return -1;
+  if (x > y)
+    return 1;
+  return x == y ? 0 : 2;
+}
+
+int schema_is_integer(json_object *v) {
+  if (json_object_is_type(v, json_type_int))
+    return 1;
+  if (!json_object_is_type(v, json_type_double))
+    return 0;
+  double d = json_object_get_double(v);
+  return isfinite(d) && floor(d) == d;
 }

@@ -27,8 +27,7 @@
 
 #include "schema.h"
 
-#define SUITE_SUBDIR                                                           \
-  "Test-JSON-Schema-Acceptance/tests/draft2020-12"
+#define SUITE_SUBDIR "Test-JSON-Schema-Acceptance/tests/draft2020-12"
 
 /* Where Perl's File::ShareDir puts the suite, first Debian's place. */
 static const char *const suite_roots[] = {
@@ -39,31 +38,81 @@ static const char *const suite_roots[] = {
 
 /* The files of the keywords the validator supports (see schema.h). */
 static const char *const suite_files[] = {
-    "type",           "properties",       "required",
-    "additionalProperties", "items",      "prefixItems",
-    "minItems",       "maxItems",         "uniqueItems",
-    "enum",           "const",            "minimum",
-    "maximum",        "exclusiveMinimum", "exclusiveMaximum",
-    "multipleOf",     "minLength",        "maxLength",
-    "pattern",        "minProperties",    "maxProperties",
-    "oneOf",          "anyOf",            "allOf",
-    "not",            "if-then-else",     "ref",
-    "defs",           "default",          "boolean_schema",
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "enum",
+    "const",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minProperties",
+    "maxProperties",
+    "oneOf",
+    "anyOf",
+    "allOf",
+    "not",
+    "if-then-else",
+    "ref",
+    "defs",
+    "default",
+    "boolean_schema",
 };
 #define NFILES (sizeof(suite_files) / sizeof(suite_files[0]))
 
 /* The keywords the validator supports; a skip must never name one. */
 static const char *const supported[] = {
-    "type",        "properties",  "required",         "additionalProperties",
-    "items",       "prefixItems", "minItems",         "maxItems",
-    "uniqueItems", "enum",        "const",            "minimum",
-    "maximum",     "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-    "minLength",   "maxLength",   "pattern",          "minProperties",
-    "maxProperties", "oneOf",     "anyOf",            "allOf",
-    "not",         "if",          "then",             "else",
-    "$ref",        "$defs",       "default",          "title",
-    "description", "examples",    "$comment",         "$schema",
-    "deprecated",  "readOnly",    "writeOnly",        "format",
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "enum",
+    "const",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minProperties",
+    "maxProperties",
+    "oneOf",
+    "anyOf",
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "$ref",
+    "$defs",
+    "default",
+    "title",
+    "description",
+    "examples",
+    "$comment",
+    "$schema",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "format",
     "$id",
 };
 
@@ -128,11 +177,10 @@ static char *find_suite_dir(void) {
 
 Test(schema_suite, draft2020_12) {
   const char *dir = find_suite_dir();
-  cr_assert_not_null(dir,
-                     "the JSON-Schema-Test-Suite was not found (looked in "
-                     "/usr/share/perl5/auto/share/dist/" SUITE_SUBDIR
-                     "); install it with: apt-get install "
-                     "libtest-json-schema-acceptance-perl");
+  cr_assert_not_null(dir, "the JSON-Schema-Test-Suite was not found (looked in "
+                          "/usr/share/perl5/auto/share/dist/" SUITE_SUBDIR
+                          "); install it with: apt-get install "
+                          "libtest-json-schema-acceptance-perl");
   int passed = 0, failed = 0, skipped = 0;
   for (size_t f = 0; f < NFILES; f++) {
     char path[640];
@@ -178,15 +226,15 @@ Test(schema_suite, draft2020_12) {
         int consistent =
             problems == count_only &&
             (problems == 0 ? errors == NULL
-                           : errors != NULL &&
-                                 (int)json_object_array_length(errors) ==
-                                     problems);
+                           : errors != NULL && (int)json_object_array_length(
+                                                   errors) == problems);
         if ((problems == 0) == want_valid && consistent) {
           passed++;
         } else {
           failed++;
-          fprintf(stderr, "FAIL %s: \"%s\" / \"%s\": expected %s, got %d "
-                          "problem(s)%s%s\n",
+          fprintf(stderr,
+                  "FAIL %s: \"%s\" / \"%s\": expected %s, got %d "
+                  "problem(s)%s%s\n",
                   suite_files[f], json_object_get_string(gdesc),
                   json_object_get_string(tdesc),
                   want_valid ? "valid" : "invalid", problems,
