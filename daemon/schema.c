@@ -375,10 +375,7 @@ static void check_string(vctx_t *v, sink_t *k, const node_t *n,
     schema_sb_t sb;
     if ((too_short || too_long) && begin(v, k, &sb)) {
       schema_sb_puts(&sb, "expected a string of ");
-      if (n->min_len == n->max_len)
-        schema_sb_put_count(&sb, n->min_len, "exactly 1 character",
-                            "exactly %lld characters");
-      else if (too_short)
+      if (too_short)
         schema_sb_put_count(&sb, n->min_len, "at least 1 character",
                             "at least %lld characters");
       else
@@ -473,10 +470,7 @@ static void check_array(vctx_t *v, sink_t *k, const node_t *n,
       (n->max_items >= 0 && c > n->max_items)) {
     if (begin(v, k, &sb)) {
       schema_sb_puts(&sb, "expected an array of ");
-      if (n->min_items == n->max_items)
-        schema_sb_put_count(&sb, n->min_items, "exactly 1 item",
-                            "exactly %lld items");
-      else if (n->min_items >= 0 && c < n->min_items)
+      if (n->min_items >= 0 && c < n->min_items)
         schema_sb_put_count(&sb, n->min_items, "at least 1 item",
                             "at least %lld items");
       else
@@ -703,33 +697,53 @@ static int report_by_discriminator(vctx_t *v, sink_t *k,
 
 static void check_alternatives(vctx_t *v, sink_t *k, const node_list_t *alts,
                                int exactly_one, json_object *inst, int depth) {
-  size_t matched = 0, which[2] = {0, 0};
+  size_t matched = 0;
+  /* For oneOf, every alternative is tried so that the message can say
+   * which ones matched; anyOf is satisfied by the first match. */
+  unsigned char *hit = calloc(alts->n, 1);
+  if (hit == NULL) {
+    v->oom = 1;
+    return;
+  }
   for (size_t a = 0; a < alts->n; a++) {
     sink_t q = {NULL, 0};
     validate(v, &q, alts->v[a], inst, depth + 1);
     if (q.count == 0) {
-      if (matched < 2)
-        which[matched] = a;
+      hit[a] = 1;
       matched++;
-      /* anyOf is satisfied by the first match, oneOf fails at a second. */
-      if (!exactly_one || matched > 1)
+      if (!exactly_one)
         break;
     }
   }
-  if (exactly_one ? matched == 1 : matched > 0)
+  if (exactly_one ? matched == 1 : matched > 0) {
+    free(hit);
     return;
+  }
   schema_sb_t sb;
   if (matched > 1) {
     if (begin(v, k, &sb)) {
       schema_sb_printf(&sb,
                        "expected a value matching exactly one of %zu "
-                       "alternatives, matched more than one (alternatives "
-                       "%zu and %zu both match)",
-                       alts->n, which[0] + 1, which[1] + 1);
+                       "alternatives, matched %zu (alternatives ",
+                       alts->n, matched);
+      size_t listed = 0;
+      for (size_t a = 0; a < alts->n; a++) {
+        if (!hit[a])
+          continue;
+        listed++;
+        schema_sb_printf(&sb, "%s%zu",
+                         listed == 1         ? ""
+                         : listed == matched ? " and "
+                                             : ", ",
+                         a + 1);
+      }
+      schema_sb_puts(&sb, ")");
       finish(v, k, &sb);
     }
+    free(hit);
     return;
   }
+  free(hit);
   if (k->msgs == NULL) {
     k->count++;
     return;

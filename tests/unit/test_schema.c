@@ -200,7 +200,7 @@ Test(schema, items_and_counts) {
                     "\"minItems\":3,\"maxItems\":3}}}";
   cr_expect(is_valid(sch, "{\"center\":[0,1,2]}"));
   expect_errors(sch, "{\"center\":[0,1]}",
-                "/center: expected an array of exactly 3 items, got 2 items",
+                "/center: expected an array of at least 3 items, got 2 items",
                 NULL);
   expect_errors("{\"minItems\":3}", "[1,2]",
                 "(root): expected an array of at least 3 items, got 2 items",
@@ -390,8 +390,11 @@ Test(schema, one_of_generic) {
   cr_expect(is_valid(sch, "2.5"));
   expect_errors(sch, "3",
                 "(root): expected a value matching exactly one of 2 "
-                "alternatives, matched more than one (alternatives 1 and 2 "
-                "both match)",
+                "alternatives, matched 2 (alternatives 1 and 2)",
+                NULL);
+  expect_errors("{\"oneOf\":[true,false,true,true]}", "null",
+                "(root): expected a value matching exactly one of 4 "
+                "alternatives, matched 3 (alternatives 1, 3 and 4)",
                 NULL);
   /* No match: the summary, then the problems of the closest alternative. */
   const char *objs =
