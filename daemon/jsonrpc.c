@@ -172,6 +172,13 @@ int atl_rpc_parse(const char *line, size_t len, atl_rpc_request_t *req,
   json_object *root = json_tokener_parse_ex(tok, line, (int)len);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
   size_t off = json_tokener_get_parse_end(tok);
+  if (root == NULL && jerr == json_tokener_continue && off == len) {
+    /* A bare number at the end of the frame is incomplete to json-c until
+     * it sees a terminator; the frame's end is one. */
+    root = json_tokener_parse_ex(tok, " ", 1);
+    jerr = json_tokener_get_error(tok);
+    off = len;
+  }
   json_tokener_free(tok);
   if (root == NULL || jerr != json_tokener_success || off != len) {
     /* Trailing bytes after a complete value are as malformed as a broken
