@@ -22,15 +22,20 @@ CONF
   --plugin-dir "$build/plugins/.libs" 2>"$tmp/daemon.log" &
 pid=$!
 for _ in $(seq 100); do [ -S "$tmp/run/api.sock" ] && break; sleep 0.1; done
+# median KEY FILE: the median of KEY=value over the lines of FILE.
+median() {
+  grep -o "$1=[0-9.]*" "$2" | cut -d= -f2 | sort -n |
+    awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'
+}
 echo "store.synchronous=$sync rounds=$rounds seconds=$secs cores=$(nproc)"
 for c in 1 64; do
   for r in $(seq "$rounds"); do
     "$build/bench/tool-call" --socket "$tmp/run/api.sock" --clients "$c" --seconds "$secs"
   done | tee "$tmp/c$c.txt"
-  awk -v c="$c" '{for(i=1;i<=NF;i++){split($i,kv,"="); v[kv[1]][NR]=kv[2]}}
-    END{n=NR; for(k in v) if(k=="calls_per_s"||k=="p50_ms"||k=="p99_ms"){
-      m=0; delete a; for(i=1;i<=n;i++) a[i]=v[k][i]+0; asort(a);
-      med[k]=(n%2)?a[(n+1)/2]:(a[n/2]+a[n/2+1])/2}
-      printf "MEDIAN clients=%d calls_per_s=%.0f p50_ms=%.3f p99_ms=%.3f\n", c, med["calls_per_s"], med["p50_ms"], med["p99_ms"]}' "$tmp/c$c.txt"
+  printf 'MEDIAN clients=%s' "$c"
+  for k in calls_per_s p50_ms p99_ms; do
+    printf ' %s=%s' "$k" "$(median "$k" "$tmp/c$c.txt")"
+  done
+  echo
 done
 "$build/bench/tool-call" --socket "$tmp/run/api.sock" --clients 64 --seconds "$secs" --sessions 10000
