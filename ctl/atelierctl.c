@@ -6,7 +6,7 @@
  * reported failure, 2 for everything that kept the request from being
  * answered (usage, connection, JSON-RPC errors).
  */
-#include "config.h"
+#include "atl-build.h"
 
 #include <errno.h>
 #include <fcntl.h>

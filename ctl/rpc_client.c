@@ -1,5 +1,5 @@
 /* A blocking JSON-RPC 2.0 client for atelierd's API socket (rpc_client.h). */
-#include "config.h"
+#include "atl-build.h"
 
 #include <errno.h>
 #include <fcntl.h>
