@@ -112,10 +112,11 @@ struct atl_session_s {
   int64_t created_ms;
   int64_t updated_ms;
   int64_t history_len;
-  int64_t last_seq;      /* the newest event sequence number assigned */
-  int64_t committed_seq; /* the newest event sequence number committed */
-  int refs;              /* pins: in-flight work, waiters, loaders */
-  int busy;              /* a tool call runs or commits */
+  pthread_mutex_t seq_mu; /* guards last_seq: events come from any thread */
+  int64_t last_seq;       /* the newest event sequence number assigned */
+  int64_t committed_seq;  /* the newest event sequence number committed */
+  int refs;               /* pins: in-flight work, waiters, loaders */
+  int busy;               /* a tool call runs or commits */
   int deleted;
   int stale; /* a commit failed: reload before next use */
   atl_call_job_t *queue_head, *queue_tail; /* calls waiting for busy */
@@ -144,6 +145,12 @@ void atl_session_delete(atl_daemon_t *d, atl_session_t *s, atl_session_cb cb,
  * NULL) runs on the loop afterwards. Assigns the next sequence number. */
 int atl_session_emit(atl_daemon_t *d, atl_session_t *s, const char *type,
                      const char *data_json, atl_post_fn done, void *arg);
+/* Appends an event of type to t, numbering it, and submits t; any thread.
+ * *seq_out gets the event's sequence number before cb can run. Returns 0
+ * or a negative ATL_E* code (t is freed either way). */
+int atl_session_submit(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
+                       const char *type, int64_t ts_ms, const char *data,
+                       atl_store_done_cb cb, void *user, int64_t *seq_out);
 /* Called after a commit that included events of s up to seq. */
 void atl_session_committed(atl_daemon_t *d, atl_session_t *s, int64_t seq);
 /* Waits for events of s after after_seq for at most wait_ms; cb runs on the

@@ -1,6 +1,7 @@
 /* JSON-RPC 2.0 framing, parsing and response building. */
 #include "atl-build.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,31 @@ void atl_rpc_request_free(atl_rpc_request_t *req) {
   memset(req, 0, sizeof(*req));
 }
 
+/* json-c accepts NaN and Infinity even in strict mode; JSON has neither,
+ * and a NaN that reached a tool would compare false with every bound of its
+ * schema. Returns 1 if v holds a non-finite number anywhere. */
+static int has_nonfinite(json_object *v) {
+  switch (json_object_get_type(v)) {
+  case json_type_double:
+    return !isfinite(json_object_get_double(v));
+  case json_type_array:
+    for (size_t i = 0; i < json_object_array_length(v); i++)
+      if (has_nonfinite(json_object_array_get_idx(v, i)))
+        return 1;
+    return 0;
+  case json_type_object: {
+    json_object_object_foreach(v, key, val) {
+      (void)key;
+      if (has_nonfinite(val))
+        return 1;
+    }
+    return 0;
+  }
+  default:
+    return 0;
+  }
+}
+
 int atl_rpc_parse(const char *line, size_t len, atl_rpc_request_t *req,
                   char **error_response) {
   memset(req, 0, sizeof(*req));
@@ -169,6 +195,10 @@ int atl_rpc_parse(const char *line, size_t len, atl_rpc_request_t *req,
   json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
   if (tok == NULL)
     return ATL_RPC_INTERNAL_ERROR;
+  /* JSON text is UTF-8 (RFC 8259); without this check, invalid bytes inside
+   * a string would be accepted and echoed back in error messages, making
+   * our own responses invalid JSON for strict clients. */
+  json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
   json_object *root = json_tokener_parse_ex(tok, line, (int)len);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
   size_t off = json_tokener_get_parse_end(tok);
@@ -180,6 +210,16 @@ int atl_rpc_parse(const char *line, size_t len, atl_rpc_request_t *req,
     off = len;
   }
   json_tokener_free(tok);
+  if (root != NULL && jerr == json_tokener_success && off == len &&
+      has_nonfinite(root)) {
+    json_object_put(root);
+    *error_response = atl_rpc_error(
+        NULL, ATL_RPC_PARSE_ERROR,
+        "Parse error: NaN and Infinity are not JSON numbers; send a finite "
+        "number",
+        NULL, NULL);
+    return ATL_RPC_PARSE_ERROR;
+  }
   if (root == NULL || jerr != json_tokener_success || off != len) {
     /* Trailing bytes after a complete value are as malformed as a broken
      * value: a frame holds exactly one JSON text. */

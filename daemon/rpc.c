@@ -242,13 +242,15 @@ static void read_work(uv_work_t *w) {
   atl_daemon_reader_give(rr->d, r);
 }
 
+static void read_image(read_req_t *rr, atl_store_reader_t *r);
+
 static void read_done(uv_work_t *w, int uvstatus) {
   read_req_t *rr = w->data;
   atl_daemon_t *d = rr->d;
   d->work_in_flight--;
   if (uvstatus != 0 && rr->status == 0)
     rr->status = ATL_ECANCELED;
-  if (rr->status == ATL_ENOENT && rr->fn != NULL && strlen(rr->id) == 64)
+  if (rr->status == ATL_ENOENT && rr->fn == read_image)
     atl_rpc_reply_error(d, rr->c, ATL_RPC_NO_IMAGE, "no such image", NULL);
   else if (rr->status != 0)
     no_session(d, rr->c, rr->id, rr->status);
@@ -354,14 +356,20 @@ static void deleted_cb(atl_daemon_t *d, atl_session_t *s, int status,
   json_object_put(r);
 }
 
+typedef struct {
+  atl_rpc_call_t *c;
+  char id[ATL_SESSION_ID_LEN + 1];
+} delete_req_t;
+
 static void delete_got(atl_daemon_t *d, atl_session_t *s, int status,
                        void *user) {
-  atl_rpc_call_t *c = user;
-  if (s == NULL) {
-    no_session(d, c, "", status);
-    return;
-  }
-  atl_session_delete(d, s, deleted_cb, c);
+  delete_req_t *dr = user;
+  atl_rpc_call_t *c = dr->c;
+  if (s == NULL)
+    no_session(d, c, dr->id, status);
+  else
+    atl_session_delete(d, s, deleted_cb, c);
+  free(dr);
 }
 
 static void m_session_delete(atl_daemon_t *d, atl_rpc_call_t *c,
@@ -370,16 +378,23 @@ static void m_session_delete(atl_daemon_t *d, atl_rpc_call_t *c,
   if (!only(d, c, p, names))
     return;
   const char *id = session_param(d, c, p);
-  if (id) {
-    /* The id is kept in the call for the error message. */
-    atl_session_get(d, id, delete_got, c);
+  if (id == NULL)
+    return;
+  delete_req_t *dr = calloc(1, sizeof(*dr));
+  if (dr == NULL) {
+    atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    return;
   }
+  dr->c = c;
+  snprintf(dr->id, sizeof(dr->id), "%s", id);
+  atl_session_get(d, id, delete_got, dr);
 }
 
 /* ---- tool.call ---- */
 
 typedef struct {
   atl_rpc_call_t *c;
+  char id[ATL_SESSION_ID_LEN + 1];
   char *tool;
   json_object *args;
 } call_req_t;
@@ -409,9 +424,7 @@ static void call_got(atl_daemon_t *d, atl_session_t *s, int status,
                      void *user) {
   call_req_t *cr = user;
   if (s == NULL) {
-    json_object *v = NULL;
-    (void)v;
-    no_session(d, cr->c, "", status);
+    no_session(d, cr->c, cr->id, status);
   } else if (d->shutting_down) {
     atl_rpc_reply_error(d, cr->c, ATL_RPC_SHUTTING_DOWN,
                         "the daemon is shutting down", NULL);
@@ -449,6 +462,7 @@ static void m_tool_call(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
     return;
   }
   cr->c = c;
+  snprintf(cr->id, sizeof(cr->id), "%s", id);
   cr->tool = strdup(json_object_get_string(name));
   cr->args = args ? json_object_get(args) : NULL;
   atl_session_get(d, id, call_got, cr);
@@ -489,6 +503,7 @@ static void read_events(read_req_t *rr, atl_store_reader_t *r) {
 
 typedef struct {
   atl_rpc_call_t *c;
+  char id[ATL_SESSION_ID_LEN + 1];
   int64_t after, limit, wait_ms;
 } events_req_t;
 
@@ -502,7 +517,7 @@ static void events_got(atl_daemon_t *d, atl_session_t *s, int status,
                        void *user) {
   events_req_t *er = user;
   if (s == NULL) {
-    no_session(d, er->c, "", status);
+    no_session(d, er->c, er->id, status);
     free(er);
     return;
   }
@@ -521,9 +536,12 @@ static void m_events_read(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   if (id == NULL)
     return;
   events_req_t *er = calloc(1, sizeof(*er));
-  if (er == NULL)
+  if (er == NULL) {
+    atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
     return;
+  }
   er->c = c;
+  snprintf(er->id, sizeof(er->id), "%s", id);
   er->limit = 1000;
   if (!int_param(d, c, p, "after_seq", 0, INT64_MAX, &er->after) ||
       !int_param(d, c, p, "limit", 1, 10000, &er->limit) ||

@@ -62,6 +62,39 @@ static void lru_touch(atl_daemon_t *d, atl_session_t *s) {
     d->lru_tail = s;
 }
 
+static atl_session_t *session_new(void) {
+  atl_session_t *s = calloc(1, sizeof(*s));
+  if (s != NULL)
+    pthread_mutex_init(&s->seq_mu, NULL);
+  return s;
+}
+
+static void session_free(atl_session_t *s) {
+  if (s->doc)
+    json_object_put(s->doc);
+  pthread_mutex_destroy(&s->seq_mu);
+  free(s);
+}
+
+int atl_session_submit(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
+                       const char *type, int64_t ts_ms, const char *data,
+                       atl_store_done_cb cb, void *user, int64_t *seq_out) {
+  /* Assigning the number and queueing the transaction under one lock keeps
+   * the store's queue in sequence order for each session. Without it, two
+   * threads could queue seq 6 before seq 5, and a reader that saw 6 would
+   * resume after it and never see 5. */
+  pthread_mutex_lock(&s->seq_mu);
+  int64_t seq = ++s->last_seq;
+  atl_txn_event_append(t, s->id, seq, type, ts_ms, data);
+  /* The caller learns its number before the callback can run. */
+  *seq_out = seq;
+  int rc = atl_store_submit(d->store, t, cb, user);
+  if (rc != 0)
+    s->last_seq--;
+  pthread_mutex_unlock(&s->seq_mu);
+  return rc;
+}
+
 static void session_remove(atl_daemon_t *d, atl_session_t *s) {
   atl_session_t **pp = &d->buckets[bucket_of(d, s->id)];
   while (*pp && *pp != s)
@@ -70,9 +103,7 @@ static void session_remove(atl_daemon_t *d, atl_session_t *s) {
     *pp = s->hnext;
   lru_unlink(d, s);
   d->n_sessions--;
-  if (s->doc)
-    json_object_put(s->doc);
-  free(s);
+  session_free(s);
 }
 
 static void session_insert(atl_daemon_t *d, atl_session_t *s) {
@@ -157,7 +188,7 @@ static void load_done(uv_work_t *w, int uvstatus) {
                  "session", lr->id, NULL);
       lr->status = ATL_ESTORE;
     } else {
-      s = calloc(1, sizeof(*s));
+      s = session_new();
       if (s == NULL) {
         json_object_put(doc);
         lr->status = ATL_ENOMEM;
@@ -253,8 +284,7 @@ static void commit_loop(void *arg) {
       c->cb(d, s, 0, c->user);
       atl_session_unref(d, s);
     } else {
-      json_object_put(s->doc);
-      free(s);
+      session_free(s);
       c->cb(d, NULL, c->status, c->user);
     }
     break;
@@ -287,11 +317,12 @@ static void commit_loop(void *arg) {
 }
 
 void atl_session_create(atl_daemon_t *d, atl_session_cb cb, void *user) {
-  atl_session_t *s = calloc(1, sizeof(*s));
+  atl_session_t *s = session_new();
   commit_t *c = calloc(1, sizeof(*c));
   atl_txn_t *t = atl_txn_new();
   if (s == NULL || c == NULL || t == NULL || atl_random_id(s->id) != 0) {
-    free(s);
+    if (s)
+      session_free(s);
     free(c);
     atl_txn_free(t);
     cb(d, NULL, ATL_ENOMEM, user);
@@ -333,14 +364,17 @@ int atl_session_emit(atl_daemon_t *d, atl_session_t *s, const char *type,
     atl_txn_free(t);
     return ATL_ENOMEM;
   }
-  int64_t seq = ++s->last_seq;
-  atl_txn_event_append(t, s->id, seq, type, atl_now_ms(), data_json);
   atl_session_ref(s);
-  *c = (commit_t){
-      .d = d, .s = s, .seq = seq, .done = done, .arg = arg, .kind = 2};
+  *c = (commit_t){.d = d, .s = s, .done = done, .arg = arg, .kind = 2};
   d->work_in_flight++;
-  atl_store_submit(d->store, t, commit_cb, c);
-  return 0;
+  int rc = atl_session_submit(d, s, t, type, atl_now_ms(), data_json, commit_cb,
+                              c, &c->seq);
+  if (rc != 0) {
+    d->work_in_flight--;
+    atl_session_unref(d, s);
+    free(c);
+  }
+  return rc;
 }
 
 /* ---- waiting for events ---- */
@@ -400,9 +434,7 @@ void atl_sessions_free_all(atl_daemon_t *d) {
     while (d->buckets[b]) {
       atl_session_t *s = d->buckets[b];
       d->buckets[b] = s->hnext;
-      if (s->doc)
-        json_object_put(s->doc);
-      free(s);
+      session_free(s);
     }
   }
   d->n_sessions = 0;

@@ -232,7 +232,7 @@ static void serialize(atl_call_job_t *j) {
     j->doc_text = strdup(json_object_to_json_string_ext(j->doc, flags));
 }
 
-static void job_finished_loop(void *arg);
+static void commit(atl_call_job_t *j);
 
 static void job_work(void *arg) {
   atl_call_job_t *j = arg;
@@ -247,7 +247,14 @@ static void job_work(void *arg) {
   }
   j->duration_ms = (int64_t)((atl_mono_ns() - t0) / 1000000u);
   serialize(j);
-  atl_daemon_post(j->d, job_finished_loop, j);
+  int expect = ATL_JOB_RUNNING;
+  if (atomic_compare_exchange_strong(&j->state, &expect, ATL_JOB_FINISHED)) {
+    /* In time: this thread commits, saving a trip through the loop. */
+    commit(j);
+  } else {
+    /* The deadline passed and the loop has answered: drop the result. */
+    job_release(j);
+  }
 }
 
 /* ---- steps 3 and 4: on the loop ---- */
@@ -284,6 +291,13 @@ static void commit_loop(void *arg) {
   atl_call_job_t *j = arg;
   atl_daemon_t *d = j->d;
   atl_session_t *s = j->s;
+  uv_timer_stop(&j->timer);
+  if (j->pool_ref) {
+    /* The pool thread let go when it submitted; its reference ends here,
+     * on the loop, where the job is freed once the timer closes. */
+    j->pool_ref = 0;
+    job_release(j);
+  }
   if (j->commit_status == 0) {
     if (j->new_doc) {
       json_object_put(s->doc);
@@ -314,48 +328,41 @@ static void commit_loop(void *arg) {
   uv_close((uv_handle_t *)&j->timer, timer_closed);
 }
 
-/* Builds and submits the transaction of a finished (or timed-out) call. */
+/* Builds and submits the transaction of a finished call: on the pool
+ * thread that ran it, or on the loop for a timed-out one. Only the session's
+ * id and its locked sequence counter are touched, so either thread may. */
 static void commit(atl_call_job_t *j) {
   atl_daemon_t *d = j->d;
   atl_session_t *s = j->s;
   atl_txn_t *t = atl_txn_new();
   if (t == NULL) {
     j->commit_status = ATL_ENOMEM;
-    commit_loop(j);
+    atl_daemon_post(d, commit_loop, j);
     return;
   }
   int64_t now = atl_now_ms();
   if (j->doc_text) {
     atl_txn_document_set(t, s->id, j->doc_text, now);
     /* The worker's copy becomes the session's document after the commit;
-     * it is no longer touched by the worker. */
+     * nothing touches it any more but the loop. */
     j->new_doc = json_object_get(j->doc);
   }
   for (size_t i = 0; i < j->n_images; i++)
     atl_txn_image_put(t, j->images[i].id, j->images[i].mime, j->images[i].data,
                       j->images[i].len, now);
-  j->seq = ++s->last_seq;
-  atl_txn_event_append(t, s->id, j->seq, "tool.finished", now, j->event);
-  atl_store_submit(d->store, t, commit_cb, j);
-}
-
-static void job_finished_loop(void *arg) {
-  atl_call_job_t *j = arg;
-  if (j->timed_out) {
-    /* Answered already at the deadline: drop the late result. */
-    job_release(j);
-    return;
+  int rc = atl_session_submit(d, s, t, "tool.finished", now, j->event,
+                              commit_cb, j, &j->seq);
+  if (rc != 0) {
+    j->commit_status = rc;
+    atl_daemon_post(d, commit_loop, j);
   }
-  uv_timer_stop(&j->timer);
-  j->worker_done = 1;
-  job_release(j); /* the pool's reference */
-  commit(j);
 }
 
 static void job_timeout(uv_timer_t *t) {
   atl_call_job_t *j = t->data;
-  if (j->worker_done)
-    return;
+  int expect = ATL_JOB_RUNNING;
+  if (!atomic_compare_exchange_strong(&j->state, &expect, ATL_JOB_TIMED_OUT))
+    return; /* the handler returned just in time and is committing */
   j->timed_out = 1;
   atomic_store(&j->cancelled, 1);
   /* The worker still owns the outcome fields; build the timeout's own
@@ -398,6 +405,7 @@ static void job_timeout(uv_timer_t *t) {
     return;
   }
   atomic_init(&tj->refs, 1);
+  atomic_init(&tj->state, ATL_JOB_FINISHED);
   tj->d = j->d;
   tj->s = j->s;
   tj->tool = j->tool;
@@ -434,11 +442,14 @@ static void start(atl_daemon_t *d, atl_call_job_t *j) {
   if (j->tool)
     uv_timer_start(&j->timer, job_timeout, j->tool->timeout_ms, 0);
   atomic_fetch_add(&j->refs, 1); /* the pool's reference */
+  j->pool_ref = 1;
   if (atl_pool_submit(d, job_work, j) != 0) {
     atomic_fetch_sub(&j->refs, 1);
+    j->pool_ref = 0;
+    atomic_store(&j->state, ATL_JOB_FINISHED);
     set_error(j, "out of memory");
     serialize(j);
-    job_finished_loop(j);
+    commit(j);
   }
 }
 
@@ -487,6 +498,7 @@ void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
     return;
   }
   atomic_init(&j->refs, 1);
+  atomic_init(&j->state, ATL_JOB_RUNNING);
   j->d = d;
   j->s = s;
   j->tool = atl_registry_find(&d->registry, tool);

@@ -7,6 +7,11 @@
 
 enum { ATL_OUTCOME_NONE = 0, ATL_OUTCOME_SUCCESS = 1, ATL_OUTCOME_ERROR = 2 };
 
+/* Who finishes a call: the pool thread when its handler returns in time, or
+ * the loop when the timeout fires first. Decided once, by compare and swap,
+ * so that exactly one of them commits. */
+enum { ATL_JOB_RUNNING = 0, ATL_JOB_FINISHED = 1, ATL_JOB_TIMED_OUT = 2 };
+
 typedef struct {
   char id[ATL_IMAGE_ID_LEN + 1];
   char *mime;
@@ -19,6 +24,7 @@ struct atl_call_job_s {
   atl_call_job_t *next; /* the session's queue */
   atomic_int refs;
   atomic_int cancelled;
+  atomic_int state; /* ATL_JOB_* */
   atl_daemon_t *d;
   atl_session_t *s;
   const atl_tool_entry_t *tool; /* NULL: unknown tool */
@@ -45,8 +51,9 @@ struct atl_call_job_s {
   char *event;
   char *doc_text;
 
-  /* Loop only. */
-  int worker_done;
+  /* Loop only, except commit_status, seq and new_doc, which the thread
+   * that commits sets before the store takes the transaction. */
+  int pool_ref; /* the pool's reference is still held */
   int timed_out;
   int commit_status;
   int64_t seq;

@@ -123,8 +123,24 @@ static void expect_error(const char *text, int code, const char *want) {
 Test(rpc, garbage) {
   expect_error("{\"jsonrpc\":", ATL_RPC_PARSE_ERROR, "Parse error");
   expect_error("hello", ATL_RPC_PARSE_ERROR, "Parse error");
-  expect_error("{} {}", ATL_RPC_PARSE_ERROR, "unexpected data");
+  expect_error("{} {}", ATL_RPC_PARSE_ERROR, "Parse error");
+  expect_error("{\"a\": NaN}", ATL_RPC_PARSE_ERROR, "NaN and Infinity");
+  expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\","
+               "\"params\":{\"r\":[1,-Infinity]}}",
+               ATL_RPC_PARSE_ERROR, "NaN and Infinity");
   expect_error("\x01\x02\xff", ATL_RPC_PARSE_ERROR, "Parse error");
+  /* Invalid UTF-8 inside a string is not JSON either. */
+  expect_error("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"\xff\xfe\"}",
+               ATL_RPC_PARSE_ERROR, "Parse error");
+  /* Valid multi-byte UTF-8 is fine. */
+  atl_rpc_request_t req;
+  char *err = NULL;
+  cr_assert_eq(
+      parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"caf\xc3\xa9\"}", &req,
+            &err),
+      0);
+  cr_assert_str_eq(req.method, "caf\xc3\xa9");
+  atl_rpc_request_free(&req);
 }
 
 Test(rpc, invalid_requests) {
