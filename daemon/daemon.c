@@ -13,23 +13,31 @@
 
 /* ---- the post queue ---- */
 
-int atl_daemon_post(atl_daemon_t *d, atl_post_fn fn, void *arg) {
+/* Appends a cell for fn(arg) to a FIFO; the caller holds the FIFO's lock. */
+static int fifo_push(atl_post_t **head, atl_post_t **tail, atl_post_fn fn,
+                     void *arg) {
   atl_post_t *p = malloc(sizeof(*p));
   if (p == NULL)
     return ATL_ENOMEM;
   p->next = NULL;
   p->fn = fn;
   p->arg = arg;
-  pthread_mutex_lock(&d->post_mu);
-  if (d->post_tail)
-    d->post_tail->next = p;
+  if (*tail)
+    (*tail)->next = p;
   else
-    d->post_head = p;
-  d->post_tail = p;
+    *head = p;
+  *tail = p;
+  return 0;
+}
+
+int atl_daemon_post(atl_daemon_t *d, atl_post_fn fn, void *arg) {
+  pthread_mutex_lock(&d->post_mu);
+  int rc = fifo_push(&d->post_head, &d->post_tail, fn, arg);
   pthread_mutex_unlock(&d->post_mu);
   /* uv_async_send coalesces: many posts, one wake-up. */
-  uv_async_send(&d->post_async);
-  return 0;
+  if (rc == 0)
+    uv_async_send(&d->post_async);
+  return rc;
 }
 
 static void post_drain_cb(uv_async_t *a) {
@@ -73,21 +81,12 @@ static void *pool_main(void *arg) {
 }
 
 int atl_pool_submit(atl_daemon_t *d, atl_post_fn fn, void *arg) {
-  atl_post_t *p = malloc(sizeof(*p));
-  if (p == NULL)
-    return ATL_ENOMEM;
-  p->next = NULL;
-  p->fn = fn;
-  p->arg = arg;
   pthread_mutex_lock(&d->pool_mu);
-  if (d->pool_tail)
-    d->pool_tail->next = p;
-  else
-    d->pool_head = p;
-  d->pool_tail = p;
-  pthread_cond_signal(&d->pool_cv);
+  int rc = fifo_push(&d->pool_head, &d->pool_tail, fn, arg);
+  if (rc == 0)
+    pthread_cond_signal(&d->pool_cv);
   pthread_mutex_unlock(&d->pool_mu);
-  return 0;
+  return rc;
 }
 
 static int pool_start(atl_daemon_t *d, unsigned n) {
