@@ -11,7 +11,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -278,6 +280,20 @@ static void on_connection(uv_stream_t *l, int status) {
   uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
 }
 
+/* 1 if something accepts connections on the unix socket at path. */
+static int socket_is_live(const char *path) {
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof(a.sun_path))
+    return 0;
+  strcpy(a.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return 0;
+  int live = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+  close(fd);
+  return live;
+}
+
 int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out) {
   atl_server_t *srv = calloc(1, sizeof(*srv));
   if (srv == NULL)
@@ -286,9 +302,19 @@ int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out) {
   srv->path = strdup(path);
   uv_pipe_init(d->loop, &srv->listener, 0);
   srv->listener.data = srv;
-  /* A socket file left by a daemon that died is removed; a live daemon on
-   * the same path would have to be stopped first (we check by connecting
-   * would race, so we rely on the data directory's lock instead). */
+  /* A socket file left by a daemon that died is removed, but one that a
+   * live daemon answers on is not: two daemons with different data
+   * directories must not steal each other's socket. */
+  if (socket_is_live(path)) {
+    atl_log_kv(ATL_LOG_ERROR,
+               "another daemon is listening on the API socket; stop it or use "
+               "another --socket-dir",
+               "path", path, NULL);
+    uv_close((uv_handle_t *)&srv->listener, NULL);
+    free(srv->path);
+    free(srv);
+    return ATL_EBUSY;
+  }
   unlink(path);
   mode_t old = umask(0117);
   int rc = uv_pipe_bind(&srv->listener, path);

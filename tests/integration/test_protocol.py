@@ -1065,6 +1065,24 @@ def check_second_daemon(ctx, d):
                    "the first still runs tools")
 
 
+def check_socket_taken(ctx, d):
+    ctx.logs.append(d)
+    # Its own data directory, so the data-dir lock does not stop it: only
+    # the socket check can.
+    other = Daemon("other", socket_dir=d.socket_dir)
+    ctx.logs.append(other)
+    other.spawn()
+    st = other.wait(5)
+    ctx.expect(st == 1, "a daemon on a busy socket exits with status 1",
+               "still running" if st is None else st)
+    ctx.expect("another daemon is listening" in other.log_text(),
+               "it says another daemon is listening", other.log_text())
+    with d.connect() as c:
+        info = c.call("daemon.info")
+        ctx.expect(info.get("pid") == d.proc.pid,
+                   "the first still owns the socket", info)
+
+
 # ------------------------------------------------------------------- main
 
 def main():
@@ -1122,6 +1140,8 @@ def main():
         ("SIGKILL during calls loses no acknowledged call", check_crash),
         ("a second atelierd on the same data dir exits 1", check_second_daemon,
          main_d),
+        ("a daemon with its own data dir cannot steal a live socket",
+         check_socket_taken, main_d),
     ]
     only = os.environ.get("ATL_PROTO_ONLY")  # e.g. "1,5,20" while debugging
     wanted = {int(x) for x in only.split(",")} if only else None
