@@ -222,11 +222,11 @@ int main(int argc, char **argv) {
   }
   double elapsed = (double)(now_ns() - start) / 1e9;
   qsort(lat, n, sizeof(*lat), cmp_u64);
+#define PCT(q) (n ? lat[(size_t)((double)n * (q))] / 1e6 : 0.0)
   printf("clients=%d calls=%zu errors=%ld seconds=%.2f calls_per_s=%.0f "
-         "p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n",
-         nclients, n, errors, elapsed, (double)n / elapsed,
-         n ? lat[n / 2] / 1e6 : 0.0, n ? lat[(size_t)(n * 0.99)] / 1e6 : 0.0,
-         n ? lat[n - 1] / 1e6 : 0.0);
+         "p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f\n",
+         nclients, n, errors, elapsed, (double)n / elapsed, PCT(0.50),
+         PCT(0.90), PCT(0.99), PCT(0.999), n ? lat[n - 1] / 1e6 : 0.0);
   if (want_sessions > 0)
     printf("daemon RSS after the run: %.1f MB\n", daemon_rss_kb(ctl) / 1024.0);
   for (int i = 0; i < nclients; i++) {
