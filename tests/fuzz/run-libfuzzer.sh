@@ -1,0 +1,42 @@
+#!/bin/sh
+# Builds each fuzz target with clang's libFuzzer (plus ASan and UBSan) and
+# fuzzes it for SECONDS, starting from a copy of its seed corpus. A crash
+# leaves its input in $out/<target>/crash-* and fails the run; add such an
+# input to tests/fuzz/corpus/<target>/ once fixed, so replay.sh keeps it.
+#
+#   tests/fuzz/run-libfuzzer.sh [BUILD_DIR] [SECONDS]
+set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:-$src/build}" && pwd)
+secs=${2:-20}
+out=$build/tests/fuzz/libfuzzer
+cc=${CLANG:-clang}
+command -v "$cc" >/dev/null || { echo "clang not found: apt-get install clang libclang-rt-14-dev"; exit 1; }
+mkdir -p "$out"
+flags="-g -O1 -std=gnu17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+  -I$src/include -I$src/daemon -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto)"
+libs="$(pkg-config --libs json-c libpcre2-8 inih libcrypto) -lpthread -lm"
+sources() {
+  case $1 in
+    jsonrpc) echo daemon/jsonrpc.c daemon/util.c ;;
+    schema) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c daemon/util.c ;;
+    config) echo daemon/config.c daemon/log.c daemon/util.c ;;
+  esac
+}
+status=0
+for t in jsonrpc schema config; do
+  files=
+  for f in $(sources $t) tests/fuzz/fuzz_$t.c; do files="$files $src/$f"; done
+  # shellcheck disable=SC2086
+  $cc $flags -o "$out/fuzz_$t" $files $libs
+  rm -rf "$out/$t" && mkdir -p "$out/$t/corpus"
+  cp "$src/tests/fuzz/corpus/$t/"* "$out/$t/corpus/"
+  if (cd "$out/$t" && ASAN_OPTIONS=detect_leaks=1 "$out/fuzz_$t" \
+        -max_total_time="$secs" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1 corpus >log 2>&1); then
+    echo "ok - fuzz_$t: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/$t/log" | grep -o '[0-9]*$') runs in ${secs} s, no crash"
+  else
+    echo "not ok - fuzz_$t crashed; see $out/$t/log"; tail -30 "$out/$t/log"; status=1
+  fi
+done
+exit $status
