@@ -365,45 +365,13 @@ static void job_timeout(uv_timer_t *t) {
     return; /* the handler returned just in time and is committing */
   j->timed_out = 1;
   atomic_store(&j->cancelled, 1);
-  /* The worker still owns the outcome fields; build the timeout's own
-   * envelope and event here without touching them. */
-  char msg[256];
-  snprintf(msg, sizeof(msg), "tool '%s' timed out after %u ms", j->tool_name,
-           j->tool->timeout_ms);
-  json_object *env = json_object_new_object();
-  json_object_object_add(env, "success", json_object_new_boolean(0));
-  json_object_object_add(env, "error", json_object_new_string(msg));
-  char *envelope = strdup(json_object_to_json_string_ext(
-      env, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-  json_object_put(env);
-  json_object *ev = json_object_new_object();
-  json_object *op = json_object_new_object();
-  json_object_object_add(op, "tool", json_object_new_string(j->tool_name));
-  json_object_object_add(op, "arguments",
-                         (j->tool->tool.flags & ATL_TOOL_REDACT_ARGS)
-                             ? json_object_new_string("(redacted)")
-                             : json_object_new_string("(see the call)"));
-  json_object_object_add(ev, "operation", op);
-  json_object_object_add(ev, "success", json_object_new_boolean(0));
-  json_object_object_add(ev, "error", json_object_new_string(msg));
-  json_object_object_add(ev, "duration_ms",
-                         json_object_new_int64(j->tool->timeout_ms));
-  char ts[32];
-  atl_format_time_ms(j->started_ms, ts, sizeof(ts));
-  json_object_object_add(ev, "timestamp", json_object_new_string(ts));
-  char *event = strdup(json_object_to_json_string_ext(
-      ev, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-  json_object_put(ev);
-
-  /* A second, loop-owned job carries the timeout through the commit so the
-   * original stays untouched for the worker. */
+  /* The worker still owns the original job's outcome fields, so a second,
+   * loop-owned job carries the timeout through serialize() and the commit.
+   * The arguments are the worker's too (defaults are filled in place), so
+   * the event refers to the call instead of copying them. */
   atl_call_job_t *tj = calloc(1, sizeof(*tj));
-  if (tj == NULL || envelope == NULL || event == NULL) {
-    free(envelope);
-    free(event);
-    free(tj);
+  if (tj == NULL)
     return;
-  }
   atomic_init(&tj->refs, 1);
   atomic_init(&tj->state, ATL_JOB_FINISHED);
   tj->d = j->d;
@@ -411,14 +379,15 @@ static void job_timeout(uv_timer_t *t) {
   tj->tool = j->tool;
   tj->tool_name = strdup(j->tool_name);
   memcpy(tj->session_id, j->session_id, sizeof(tj->session_id));
-  tj->error = strdup(msg);
-  tj->envelope = envelope;
-  tj->event = event;
+  tj->args = json_object_new_string("(see the call)");
+  tj->started_ms = j->started_ms;
+  tj->duration_ms = j->tool->timeout_ms;
+  tj->timed_out = 1;
+  set_error(tj, "tool '%s' timed out after %u ms", j->tool_name,
+            j->tool->timeout_ms);
+  serialize(tj);
   tj->done = j->done;
   tj->user = j->user;
-  tj->timed_out = 1;
-  tj->outcome = ATL_OUTCOME_ERROR;
-  tj->duration_ms = j->tool->timeout_ms;
   j->done = NULL;
   uv_timer_init(j->d->loop, &tj->timer);
   tj->timer.data = tj;
