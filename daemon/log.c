@@ -98,20 +98,27 @@ static int open_log_file(const char *path) {
   return fd < 0 ? -errno : fd;
 }
 
+/* Goes back to stderr, closing the log file if there is one. The caller
+ * holds g_ctl; the write lock keeps writers off the descriptor while it
+ * changes and is closed. */
+static void use_stderr(void) {
+  int old = atomic_load(&g_fd);
+  if (old != STDERR_FILENO) {
+    pthread_rwlock_wrlock(&g_fd_lock);
+    atomic_store(&g_fd, STDERR_FILENO);
+    pthread_rwlock_unlock(&g_fd_lock);
+    close(old);
+  }
+  free(g_path);
+  g_path = NULL;
+}
+
 int atl_log_open(atl_log_level_t level, const char *path) {
   int rc = 0;
   atl_log_set_level(level);
   pthread_mutex_lock(&g_ctl);
   if (path == NULL) {
-    int old = atomic_load(&g_fd);
-    if (old != STDERR_FILENO) {
-      pthread_rwlock_wrlock(&g_fd_lock);
-      atomic_store(&g_fd, STDERR_FILENO);
-      pthread_rwlock_unlock(&g_fd_lock);
-      close(old);
-    }
-    free(g_path);
-    g_path = NULL;
+    use_stderr();
     goto out;
   }
   char *copy = strdup(path);
@@ -167,15 +174,7 @@ int atl_log_reopen(void) {
 
 void atl_log_close(void) {
   pthread_mutex_lock(&g_ctl);
-  int old = atomic_load(&g_fd);
-  if (old != STDERR_FILENO) {
-    pthread_rwlock_wrlock(&g_fd_lock);
-    atomic_store(&g_fd, STDERR_FILENO);
-    pthread_rwlock_unlock(&g_fd_lock);
-    close(old);
-  }
-  free(g_path);
-  g_path = NULL;
+  use_stderr();
   pthread_mutex_unlock(&g_ctl);
   /* Registered secrets are kept: anything logged after a close (to stderr)
    * or after the log is opened again must still be scrubbed. */
