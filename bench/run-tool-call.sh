@@ -4,6 +4,9 @@
 # RSS with 10,000 sessions in the store and 64 clients connected.
 #
 #   bench/run-tool-call.sh [BUILD_DIR] [ROUNDS] [SECONDS]
+#
+# ATELIER_BENCH_SYNC sets store.synchronous (full); ATELIER_BENCH_CONF adds
+# lines to the daemon's configuration, e.g. "[tools]\ninline_fast = no".
 set -eu
 build=${1:-build}
 rounds=${2:-5}
@@ -17,6 +20,7 @@ synchronous = $sync
 [log]
 level = warn
 CONF
+printf '%b\n' "${ATELIER_BENCH_CONF:-}" >>"$tmp/atelierd.conf"
 "$build/atelierd" --foreground --config "$tmp/atelierd.conf" \
   --socket-dir "$tmp/run" --data-dir "$tmp/data" \
   --plugin-dir "$build/plugins/.libs" 2>"$tmp/daemon.log" &

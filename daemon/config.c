@@ -72,6 +72,7 @@ static const key_def_t keys[] = {
      "milliseconds"},
     {"tools", "threads", T_U32, OFF(tool_threads), 1, 64, "threads"},
     {"tools", "check_results", T_BOOL, OFF(check_results), 0, 0, NULL},
+    {"tools", "inline_fast", T_BOOL, OFF(inline_fast), 0, 0, NULL},
     {"store", "synchronous", T_SYNC, OFF(store_synchronous), 0, 0, NULL},
     {"store", "session_cache", T_U32, OFF(session_cache), 1, 1048576,
      "sessions"},
@@ -84,16 +85,27 @@ static const char *const sections[] = {"daemon",  "log",   "api",
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 const char *const atl_config_keys[] = {
-    "daemon.socket_dir", "daemon.data_dir",
-    "daemon.plugin_dir", "daemon.pid_file",
-    "daemon.foreground", "daemon.shutdown_timeout_ms",
-    "log.level",         "log.file",
-    "api.max_frame",     "api.max_clients",
-    "plugins.strict",    "plugins.disable",
-    "tools.timeout_ms",  "tools.long_timeout_ms",
-    "tools.threads",     "tools.check_results",
-    "store.synchronous", "store.session_cache",
-    "store.max_batch",   NULL,
+    "daemon.socket_dir",
+    "daemon.data_dir",
+    "daemon.plugin_dir",
+    "daemon.pid_file",
+    "daemon.foreground",
+    "daemon.shutdown_timeout_ms",
+    "log.level",
+    "log.file",
+    "api.max_frame",
+    "api.max_clients",
+    "plugins.strict",
+    "plugins.disable",
+    "tools.timeout_ms",
+    "tools.long_timeout_ms",
+    "tools.threads",
+    "tools.check_results",
+    "tools.inline_fast",
+    "store.synchronous",
+    "store.session_cache",
+    "store.max_batch",
+    NULL,
 };
 
 /* Like asprintf, but NULL on failure and with a format check. */
@@ -130,6 +142,7 @@ void atl_config_defaults(atl_config_t *cfg) {
   cfg->tool_long_timeout_ms = 600000;
   cfg->tool_threads = 4;
   cfg->check_results = 0;
+  cfg->inline_fast = 1;
   cfg->store_synchronous = 2;
   cfg->session_cache = 1024;
   cfg->max_batch = 1024;

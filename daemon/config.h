@@ -34,6 +34,7 @@ typedef struct {
   uint32_t tool_long_timeout_ms; /* ATL_TOOL_LONG_RUNNING; default 600000 */
   uint32_t tool_threads;         /* handler threads; default 4 */
   int check_results;             /* validate results against result schemas */
+  int inline_fast;               /* run ATL_TOOL_FAST handlers on the loop */
   /* [store] */
   int store_synchronous;  /* 1 normal, 2 full; default 2 (full) */
   uint32_t session_cache; /* sessions kept in memory; default 1024 */

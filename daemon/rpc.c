@@ -169,6 +169,11 @@ static void m_daemon_info(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
                          json_object_new_int64((int64_t)st.transactions));
   json_object_object_add(so, "failures",
                          json_object_new_int64((int64_t)st.failures));
+  json_object_object_add(so, "checkpoints",
+                         json_object_new_int64((int64_t)st.checkpoints));
+  json_object_object_add(so, "writer_checkpoints",
+                         json_object_new_int64((int64_t)st.writer_checkpoints));
+  json_object_object_add(so, "wal_pages", json_object_new_int64(st.wal_pages));
   json_object_object_add(r, "store", so);
   atl_rpc_reply(d, c, r);
   json_object_put(r);

@@ -17,6 +17,7 @@
 
 #include <sqlite3.h>
 
+#include "checkpoint.h"
 #include "store.h"
 #include "util.h"
 
@@ -306,6 +307,14 @@ struct atl_store_s {
   bool closing;
   bool idle; /* the writer waits on cv: submitters must signal */
   atomic_uint_fast64_t commits, transactions, failures;
+
+  /* The WAL, seen by the writer thread only (its wal hook runs there). */
+  atl_checkpointer_t *ckpt;
+  int next_kick;        /* WAL size (pages) at which to wake the checkpointer */
+  bool restart_wanted;  /* the WAL reached ATL_STORE_WAL_HARD_PAGES */
+  uint64_t caught_up_0; /* the checkpointer's catch-ups when it did */
+  atomic_int wal_pages;
+  atomic_uint_fast64_t writer_checkpoints;
 };
 
 /* Sets *err to a malloc()ed message (if err is not NULL) and returns code. */
@@ -471,6 +480,49 @@ static void commit_group(atl_store_t *st, atl_txn_t *group) {
   }
 }
 
+/* Runs on the writer thread after every COMMIT, with the WAL's size. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
+  (void)db;
+  (void)name;
+  atl_store_t *st = arg;
+  if (pages < atomic_load_explicit(&st->wal_pages, memory_order_relaxed))
+    st->next_kick = ATL_STORE_WAL_SOFT_PAGES; /* the WAL started over */
+  atomic_store_explicit(&st->wal_pages, pages, memory_order_relaxed);
+  if (st->ckpt == NULL)
+    return SQLITE_OK;
+  if (pages >= ATL_STORE_WAL_HARD_PAGES && !st->restart_wanted) {
+    st->restart_wanted = true;
+    st->caught_up_0 = atl_checkpointer_caught_up(st->ckpt);
+    st->next_kick = pages; /* kick now */
+  }
+  if (pages >= st->next_kick) {
+    atl_checkpointer_kick(st->ckpt);
+    st->next_kick = pages + ATL_STORE_WAL_SOFT_PAGES;
+  }
+  return SQLITE_OK;
+}
+
+/* Between groups: restarts the WAL if it is due (see
+ * ATL_STORE_WAL_HARD_PAGES). The group's callbacks have run, so no
+ * acknowledgement waits for this. */
+static void writer_checkpoint(atl_store_t *st) {
+  int pages = atomic_load_explicit(&st->wal_pages, memory_order_relaxed);
+  bool over = pages >= ATL_STORE_WAL_LIMIT_PAGES;
+  if (!over && atl_checkpointer_caught_up(st->ckpt) == st->caught_up_0)
+    return;
+  /* PASSIVE returns SQLITE_BUSY at once if the background checkpoint is
+   * running, and the next group tries again. At the limit, FULL waits for
+   * it (the busy timeout) instead, so that the WAL stays bounded. */
+  int log = -1, done = -1;
+  if (sqlite3_wal_checkpoint_v2(st->db, NULL,
+                                over ? SQLITE_CHECKPOINT_FULL
+                                     : SQLITE_CHECKPOINT_PASSIVE,
+                                &log, &done) == SQLITE_OK &&
+      log == done)
+    st->restart_wanted = false;
+  atomic_fetch_add_explicit(&st->writer_checkpoints, 1, memory_order_relaxed);
+}
+
 static void *writer_main(void *arg) {
   atl_store_t *st = arg;
   for (;;) {
@@ -501,6 +553,8 @@ static void *writer_main(void *arg) {
     last->next = NULL;
     pthread_mutex_unlock(&st->mu);
     commit_group(st, group);
+    if (st->restart_wanted)
+      writer_checkpoint(st);
   }
   return NULL;
 }
@@ -570,6 +624,13 @@ void atl_store_stats(atl_store_t *st, atl_store_stats_t *out) {
   out->transactions =
       atomic_load_explicit(&st->transactions, memory_order_relaxed);
   out->failures = atomic_load_explicit(&st->failures, memory_order_relaxed);
+  out->wal_pages = atomic_load_explicit(&st->wal_pages, memory_order_relaxed);
+  out->writer_checkpoints =
+      atomic_load_explicit(&st->writer_checkpoints, memory_order_relaxed);
+  atl_checkpointer_stats_t cs = {0};
+  if (st->ckpt != NULL)
+    atl_checkpointer_stats(st->ckpt, &cs);
+  out->checkpoints = cs.runs;
 }
 
 /* ---- Opening and closing ------------------------------------------------ */
@@ -617,6 +678,7 @@ static int migrate(sqlite3 *db, const char *path, char **err) {
 }
 
 static void store_free(atl_store_t *st) {
+  atl_checkpointer_stop(st->ckpt);
   for (int i = 0; i < W_COUNT; i++)
     sqlite3_finalize(st->w[i]);
   sqlite3_close(st->db);
@@ -673,6 +735,15 @@ int atl_store_open(const atl_store_options_t *opt, atl_store_t **out,
       goto error;
     }
   }
+  /* Checkpoints are ours to run (checkpoint.h): SQLite's automatic one is
+   * turned off first, since it installs a WAL hook of its own. */
+  sqlite3_wal_autocheckpoint(st->db, 0);
+  sqlite3_wal_hook(st->db, wal_hook, st);
+  st->next_kick = ATL_STORE_WAL_SOFT_PAGES;
+  if ((rc = atl_checkpointer_start(st->path, sync, &st->ckpt)) != 0) {
+    rc = fail(err, rc, "%s: cannot start the checkpointer", st->path);
+    goto error;
+  }
   pthread_mutex_init(&st->mu, NULL);
   pthread_cond_init(&st->cv, NULL);
   if (pthread_create(&st->thread, NULL, writer_main, st) != 0) {
@@ -698,6 +769,8 @@ void atl_store_close(atl_store_t *st) {
   /* The writer drains the queue before it exits: everything submitted
    * before close began is committed and its callback called. */
   pthread_join(st->thread, NULL);
+  atl_checkpointer_stop(st->ckpt);
+  st->ckpt = NULL;
   /* Folding the WAL back into the database leaves one self-contained file
    * behind and keeps the WAL from growing across restarts. */
   sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL,

@@ -80,11 +80,36 @@ int atl_store_submit(atl_store_t *st, atl_txn_t *t, atl_store_done_cb cb,
 /* Submits t and waits for its commit; returns the commit status. */
 int atl_store_submit_wait(atl_store_t *st, atl_txn_t *t);
 
+/* WAL sizes, in pages (4 KiB). Past ATL_STORE_WAL_SOFT_PAGES the background
+ * checkpointer is woken, and again each time the WAL has grown by as much:
+ * waking it after every commit would keep its I/O competing with the
+ * writer's, and rarer checkpoints copy each hot page once for many commits.
+ *
+ * Under sustained load the WAL never starts over by itself (checkpoint.h),
+ * so past ATL_STORE_WAL_HARD_PAGES the writer restarts it: it waits for the
+ * next background checkpoint that catches up with the WAL, then runs one of its
+ * own between two groups, which has only the last few commits to copy
+ * (1 to 2 ms, against 4 to 9 ms for one that copies everything). Past
+ * ATL_STORE_WAL_LIMIT_PAGES it does not wait any more.
+ *
+ * The sizes were chosen by bench/tool-call (bench/README.md): a larger WAL
+ * means fewer restarts under load, but a longer stretch of appends that
+ * grow the file, and so costlier fsyncs, before the first one. */
+enum {
+  ATL_STORE_WAL_SOFT_PAGES = 2000,
+  ATL_STORE_WAL_HARD_PAGES = 8000,
+  ATL_STORE_WAL_LIMIT_PAGES = 16000
+};
+
 /* Counters for benchmarks and the admin socket. */
 typedef struct {
-  uint64_t commits;      /* COMMIT statements */
-  uint64_t transactions; /* transactions committed */
-  uint64_t failures;     /* transactions rolled back */
+  uint64_t commits;            /* COMMIT statements */
+  uint64_t transactions;       /* transactions committed */
+  uint64_t failures;           /* transactions rolled back */
+  uint64_t checkpoints;        /* background checkpoints run */
+  uint64_t writer_checkpoints; /* checkpoints the writer had to run itself,
+                                  the WAL having reached its hard limit */
+  int64_t wal_pages;           /* the WAL's size after the last commit */
 } atl_store_stats_t;
 void atl_store_stats(atl_store_t *st, atl_store_stats_t *out);
 

@@ -3,20 +3,21 @@
  * A call goes through these steps:
  *   1. (loop) it waits its turn: calls of one session run one at a time,
  *      each seeing the document the previous one committed;
- *   2. (pool) the arguments are validated and completed with defaults, the
- *      handler runs on a private copy of the document, and the envelope,
- *      the tool.finished event and the new document are serialized there,
- *      off the loop;
- *   3. (loop) one store transaction gets the document, the event and any
- *      images; the store's group commit batches it with other sessions';
- *   4. (loop) after the commit, the session takes the new document and the
- *      caller gets the envelope. Nothing is acknowledged before step 4.
+ *   2. (pool, or the loop for a handler flagged ATL_TOOL_FAST) the
+ *      arguments are validated and completed with defaults, the handler
+ *      runs on a private copy of the document, the envelope, the
+ *      tool.finished event and the new document are serialized, and one
+ *      store transaction gets the document, the event and any images; the
+ *      store's group commit batches it with other sessions';
+ *   3. (loop) after the commit, the session takes the new document and the
+ *      caller gets the envelope. Nothing is acknowledged before step 3.
  * A handler that overruns its timeout is answered with an error envelope
  * at the deadline; its late result is discarded, so the document only ever
  * holds the changes of calls that were answered as successful.
  */
 #include "atl-build.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,7 @@ static void timer_closed(uv_handle_t *h) {
   job_release(h->data);
 }
 
-/* ---- step 2: on the pool ---- */
+/* ---- step 2: on the pool (or the loop, for a fast handler) ---- */
 
 static char *join_errors(json_object *errors) {
   size_t n = json_object_array_length(errors), len = 1;
@@ -257,7 +258,7 @@ static void job_work(void *arg) {
   }
 }
 
-/* ---- steps 3 and 4: on the loop ---- */
+/* ---- step 3: on the loop ---- */
 
 static void answer(atl_call_job_t *j, int rpc_status, const char *envelope) {
   atl_daemon_t *d = j->d;
@@ -397,6 +398,34 @@ static void job_timeout(uv_timer_t *t) {
   commit(tj);
 }
 
+/* A handler flagged ATL_TOOL_FAST runs here on the loop (step 2 without
+ * the pool): the pool's two hand-offs, a wake-up each way, cost more than
+ * such a handler, and with 64 clients they were what kept the tool-call
+ * p99 above 5 ms (bench/README.md). */
+static bool runs_inline(const atl_daemon_t *d, const atl_call_job_t *j) {
+  return j->tool != NULL && (j->tool->tool.flags & ATL_TOOL_FAST) &&
+         d->cfg->inline_fast;
+}
+
+/* A fast handler that is not fast holds up every client of the daemon, so
+ * say which one; at most once a second, so the log is not flooded. The job
+ * is still alive: its commit can only finish on this thread, later. */
+static void warn_if_slow(const atl_call_job_t *j, uint64_t ns) {
+  static uint64_t last_warned_ns; /* the loop's only */
+  const uint64_t limit_ns = 2000000u;
+  uint64_t now = atl_mono_ns();
+  if (ns <= limit_ns || (last_warned_ns && now - last_warned_ns < 1000000000u))
+    return;
+  last_warned_ns = now;
+  char ms[32];
+  snprintf(ms, sizeof(ms), "%.1f", (double)ns / 1e6);
+  atl_log_kv(ATL_LOG_WARN,
+             "a tool flagged fast held the event loop; unflag it or set "
+             "tools.inline_fast = no",
+             "plugin", j->tool->plugin->desc.name, "tool", j->tool_name, "ms",
+             ms, NULL);
+}
+
 static void start(atl_daemon_t *d, atl_call_job_t *j) {
   atl_session_t *s = j->s;
   s->busy = 1;
@@ -408,10 +437,17 @@ static void start(atl_daemon_t *d, atl_call_job_t *j) {
     j->doc = json_object_new_object();
   uv_timer_init(d->loop, &j->timer);
   j->timer.data = j;
-  if (j->tool)
-    uv_timer_start(&j->timer, job_timeout, j->tool->timeout_ms, 0);
   atomic_fetch_add(&j->refs, 1); /* the pool's reference */
   j->pool_ref = 1;
+  if (runs_inline(d, j)) {
+    /* No timer: nothing could fire it while the handler holds the loop. */
+    uint64_t t0 = atl_mono_ns();
+    job_work(j);
+    warn_if_slow(j, atl_mono_ns() - t0);
+    return;
+  }
+  if (j->tool)
+    uv_timer_start(&j->timer, job_timeout, j->tool->timeout_ms, 0);
   if (atl_pool_submit(d, job_work, j) != 0) {
     atomic_fetch_sub(&j->refs, 1);
     j->pool_ref = 0;

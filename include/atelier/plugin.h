@@ -75,7 +75,16 @@ enum {
    * "(redacted)" in their place. */
   ATL_TOOL_REDACT_ARGS = 1u << 1,
   /* The tool never changes the document; the host skips writing it back. */
-  ATL_TOOL_READ_ONLY = 1u << 2
+  ATL_TOOL_READ_ONLY = 1u << 2,
+  /* The handler never blocks and returns in well under a millisecond: it
+   * only computes on its arguments and the document (scene edits, echo).
+   * The host may then run it on its event-loop thread instead of a worker,
+   * which saves two thread hand-offs per call; the tool's timeout cannot
+   * interrupt it there, and the host logs a warning when it takes more
+   * than 2 ms. Everything in the host table may be used as usual. A host
+   * that does not know this flag (ABI 1.0 before it existed) ignores it and
+   * runs the handler on a worker, so a plugin may set it unconditionally. */
+  ATL_TOOL_FAST = 1u << 3
 };
 
 typedef struct atl_host_s atl_host_t;

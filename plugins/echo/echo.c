@@ -8,6 +8,9 @@
  *   echo_store  {"key": string, "value": any} -> writes the namespace,
  *               reporting before/after (document changes and events)
  *   echo_secret {"api_key": string} -> redacted arguments
+ * echo, echo_fail, echo_store and echo_secret are flagged ATL_TOOL_FAST
+ * (they run on the daemon's loop); echo_image and echo_sleep run on its
+ * workers.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -170,7 +173,7 @@ static const atl_tool_t echo_tools[] = {
                      "\"additionalProperties\":false}",
      .result_schema = "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":"
                       "\"string\"}},\"required\":[\"text\"]}",
-     .flags = ATL_TOOL_READ_ONLY,
+     .flags = ATL_TOOL_READ_ONLY | ATL_TOOL_FAST,
      .handler = echo_echo},
     {.name = "echo_image",
      .description = "Returns a small PNG gradient of the given size in "
@@ -199,7 +202,7 @@ static const atl_tool_t echo_tools[] = {
                      "\"type\":\"string\",\"default\":\"failed on purpose\"},"
                      "\"internal\":{\"type\":\"boolean\",\"default\":false}},"
                      "\"additionalProperties\":false}",
-     .flags = ATL_TOOL_READ_ONLY,
+     .flags = ATL_TOOL_READ_ONLY | ATL_TOOL_FAST,
      .handler = echo_fail},
     {.name = "echo_store",
      .description = "Stores value under key in the session document's echo "
@@ -209,6 +212,7 @@ static const atl_tool_t echo_tools[] = {
          "\"string\",\"minLength\":1,\"maxLength\":64},\"value\":{}},"
          "\"required\":[\"key\",\"value\"],"
          "\"additionalProperties\":false}",
+     .flags = ATL_TOOL_FAST,
      .handler = echo_store},
     {.name = "echo_secret",
      .description = "Takes an API key and returns its length; its arguments "
@@ -216,7 +220,7 @@ static const atl_tool_t echo_tools[] = {
      .input_schema = "{\"type\":\"object\",\"properties\":{\"api_key\":{"
                      "\"type\":\"string\"}},\"required\":[\"api_key\"],"
                      "\"additionalProperties\":false}",
-     .flags = ATL_TOOL_READ_ONLY | ATL_TOOL_REDACT_ARGS,
+     .flags = ATL_TOOL_READ_ONLY | ATL_TOOL_REDACT_ARGS | ATL_TOOL_FAST,
      .handler = echo_secret},
 };
 

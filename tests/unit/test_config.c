@@ -86,6 +86,7 @@ static void assert_defaults(const atl_config_t *cfg) {
   cr_assert_eq(cfg->tool_long_timeout_ms, 600000);
   cr_assert_eq(cfg->tool_threads, 4);
   cr_assert_eq(cfg->check_results, 0);
+  cr_assert_eq(cfg->inline_fast, 1);
   cr_assert_eq(cfg->store_synchronous, 2);
   cr_assert_eq(cfg->session_cache, 1024);
   cr_assert_eq(cfg->max_batch, 1024);
@@ -125,6 +126,7 @@ Test(config, file_sets_every_key) {
                 "long_timeout_ms = 86400000\n"
                 "threads = 64\n"
                 "check_results = true\n"
+                "inline_fast = no\n"
                 "[store]\n"
                 "synchronous = normal\n"
                 "session_cache = 1\n"
@@ -145,6 +147,7 @@ Test(config, file_sets_every_key) {
   cr_assert_eq(cfg.tool_long_timeout_ms, 86400000);
   cr_assert_eq(cfg.tool_threads, 64);
   cr_assert_eq(cfg.check_results, 1);
+  cr_assert_eq(cfg.inline_fast, 0);
   cr_assert_eq(cfg.store_synchronous, 1);
   cr_assert_eq(cfg.session_cache, 1);
   cr_assert_eq(cfg.max_batch, 65536);
@@ -266,7 +269,7 @@ Test(config, empty_required_path) {
 Test(config, unknown_key) {
   expect_error("[tools]\n# comment\n\ntimeout_ms = 10\nfoo = 1\n", ATL_ECONFIG,
                "%s:5: unknown key 'foo' in [tools] (known: timeout_ms, "
-               "long_timeout_ms, threads, check_results)");
+               "long_timeout_ms, threads, check_results, inline_fast)");
 }
 
 Test(config, unknown_section) {
@@ -367,7 +370,7 @@ Test(config, sample_loads_and_mentions_every_key) {
     cr_assert(at != NULL && (next == NULL || at < next),
               "%s is not in the sample's [%s]", *k, section);
   }
-  cr_assert_eq(count, 19);
+  cr_assert_eq(count, 20);
 }
 
 /* Runs atl_config_from_args on a NULL-terminated list of arguments. */

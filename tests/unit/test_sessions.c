@@ -224,6 +224,74 @@ Test(sessions, calls_of_one_session_run_in_order) {
   free(again.doc);
 }
 
+/* A fast handler (ATL_TOOL_FAST) runs inside atl_toolcall_start(), on the
+ * loop: its event is numbered and queued before the call returns. Any
+ * other handler, and a fast one with tools.inline_fast off, runs on a
+ * worker, after. */
+typedef struct {
+  call_t *c;
+  const char *tool;
+  const char *args;
+  int64_t before, after;
+} probe_t;
+
+static void probe_got(atl_daemon_t *dd, atl_session_t *s, int status,
+                      void *user) {
+  probe_t *p = user;
+  cr_assert_eq(status, 0);
+  json_object *args = json_tokener_parse(p->args);
+  p->before = s->last_seq;
+  atl_toolcall_start(dd, s, p->tool, args, call_cb, p->c);
+  p->after = s->last_seq;
+  json_object_put(args);
+}
+
+static probe_t probe(const char *id, const char *tool, const char *args) {
+  call_t *c = calloc(1, sizeof(*c));
+  probe_t p = {c, tool, args, 0, 0};
+  atl_session_get(&d, id, probe_got, &p);
+  run_until(&c->done);
+  cr_assert_eq(c->rpc_status, 0);
+  cr_assert(strstr(c->envelope, "\"success\":true") != NULL, "%s", c->envelope);
+  free(c->envelope);
+  free(c);
+  return p;
+}
+
+Test(sessions, fast_handlers_run_on_the_loop_unless_configured_not_to) {
+  got_t g = create();
+  probe_t p = probe(g.id, "echo_store", "{\"key\":\"k\",\"value\":1}");
+  cr_assert_eq(p.after, p.before + 1, "a fast handler ran on the loop");
+  /* echo_sleep is not flagged fast: it has not even started. */
+  p = probe(g.id, "echo_sleep", "{\"ms\":100}");
+  cr_assert_eq(p.after, p.before, "a slow handler ran on a worker");
+  /* With every worker asleep in another session's call, a call that goes
+   * to a worker cannot have started when atl_toolcall_start() returns. */
+  cfg.inline_fast = 0;
+  cr_assert_leq(cfg.tool_threads, 4);
+  call_t sleepers[4] = {{0}};
+  call_req_t sr[4];
+  got_t others[4];
+  for (unsigned i = 0; i < cfg.tool_threads && i < 4; i++) {
+    others[i] = create();
+    sr[i] = (call_req_t){&sleepers[i], "echo_sleep", "{\"ms\":300}"};
+    atl_session_get(&d, others[i].id, call_got, &sr[i]);
+  }
+  p = probe(g.id, "echo_store", "{\"key\":\"k\",\"value\":2}");
+  cr_assert_eq(p.after, p.before, "inline_fast = no: on a worker");
+  for (unsigned i = 0; i < cfg.tool_threads && i < 4; i++) {
+    run_until(&sleepers[i].done);
+    free(sleepers[i].envelope);
+    free(others[i].doc);
+  }
+  /* Both ways give the same result, committed in order. */
+  got_t again = get(g.id);
+  cr_assert_str_eq(again.doc, "{\"echo\":{\"k\":2}}");
+  cr_assert_eq(again.committed_seq, 4, "created + three tool.finished");
+  free(g.doc);
+  free(again.doc);
+}
+
 static void delete_got(atl_daemon_t *dd, atl_session_t *s, int status,
                        void *user) {
   cr_assert_eq(status, 0);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -487,6 +488,58 @@ Test(store, reopen_keeps_everything) {
   free(row.document);
   atl_store_reader_close(r);
   atl_store_close(st);
+}
+
+/* ---- The WAL --------------------------------------------------------------
+ */
+
+static int64_t file_size(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
+}
+
+/* About 2.5 times ATL_STORE_WAL_LIMIT_PAGES of WAL, one commit after the
+ * other, with no pause in which a checkpoint could catch up by itself:
+ * without the writer's restarts the WAL file would grow to about 150 MiB.
+ * SQLite never shrinks the file (journal_size_limit is off), so its size
+ * is the WAL's peak. */
+Test(store, wal_is_checkpointed_in_the_background_and_stays_bounded,
+     .timeout = 120) {
+  atl_store_t *st = open_store_sync(1);
+  char a[33];
+  mkid(a, 9, 1);
+  create_session(st, a, 1, "{}");
+  enum { EVENT_BYTES = 60000, EVENTS = 2600 };
+  char *data = malloc(EVENT_BYTES + 3);
+  cr_assert_not_null(data);
+  data[0] = '"';
+  memset(data + 1, 'x', EVENT_BYTES);
+  data[EVENT_BYTES + 1] = '"';
+  data[EVENT_BYTES + 2] = '\0';
+  for (int i = 1; i <= EVENTS; i++) {
+    data[1 + i % EVENT_BYTES] = (char)('a' + i % 26); /* no two alike */
+    atl_txn_t *t = atl_txn_new();
+    atl_txn_event_append(t, a, i, "big", i, data);
+    cr_assert_eq(atl_store_submit_wait(st, t), 0, "event %d", i);
+  }
+  free(data);
+  atl_store_stats_t ss;
+  atl_store_stats(st, &ss);
+  cr_assert_gt(ss.checkpoints, 0, "the background checkpointer never ran");
+  cr_assert_gt(ss.writer_checkpoints, 0, "the WAL was never restarted");
+  cr_assert_lt(ss.wal_pages, ATL_STORE_WAL_LIMIT_PAGES + 64);
+  char wal[160];
+  snprintf(wal, sizeof(wal), "%s/data/atelier.db-wal", tmpdir);
+  int64_t peak = file_size(wal);
+  cr_assert_lt(peak, (int64_t)(ATL_STORE_WAL_LIMIT_PAGES + 64) * 4120,
+               "the WAL grew to %" PRId64 " bytes", peak);
+  cr_assert_eq(sql_int("SELECT count(*) FROM events WHERE type = 'big'"),
+               EVENTS);
+  atl_store_close(st);
+  /* Closing folds everything back: the WAL is empty, or gone. */
+  cr_assert_leq(file_size(wal), 0);
+  cr_assert_eq(sql_int("SELECT max(seq) FROM events"), EVENTS);
+  cr_assert_eq(sql_int("SELECT last_seq FROM sessions"), EVENTS);
 }
 
 /* ---- Concurrency -------------------------------------------------------- */
