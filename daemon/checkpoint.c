@@ -18,10 +18,13 @@
 struct atl_checkpointer_s {
   sqlite3 *db; /* used only by the thread, once started */
   pthread_t thread;
-  pthread_mutex_t mu; /* guards the two flags */
-  pthread_cond_t cv;
+  pthread_mutex_t mu;     /* guards the flags */
+  pthread_cond_t cv;      /* wakes the thread */
+  pthread_cond_t idle_cv; /* tells a pauser that no checkpoint runs */
   bool wanted;
   bool stopping;
+  bool paused;
+  bool running;
   atomic_uint_fast64_t runs, busy, errors, caught_up;
 };
 
@@ -47,9 +50,10 @@ static void run_once(atl_checkpointer_t *c) {
     sync_database(c);
     if (log_frames == copied)
       atomic_fetch_add_explicit(&c->caught_up, 1, memory_order_release);
-  } else if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
-    /* The writer is running its own checkpoint: nothing is lost, the WAL
-     * is being folded back anyway. */
+  } else if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED ||
+             rc == SQLITE_INTERRUPT) {
+    /* The writer is running its own checkpoint, or paused this one to run
+     * it: nothing is lost, the WAL is being folded back anyway. */
     atomic_fetch_add_explicit(&c->busy, 1, memory_order_relaxed);
   } else {
     atomic_fetch_add_explicit(&c->errors, 1, memory_order_relaxed);
@@ -67,14 +71,17 @@ static void *checkpointer_main(void *arg) {
   (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
   pthread_mutex_lock(&c->mu);
   for (;;) {
-    while (!c->wanted && !c->stopping)
+    while ((!c->wanted || c->paused) && !c->stopping)
       pthread_cond_wait(&c->cv, &c->mu);
     if (c->stopping)
       break;
     c->wanted = false;
+    c->running = true;
     pthread_mutex_unlock(&c->mu);
     run_once(c);
     pthread_mutex_lock(&c->mu);
+    c->running = false;
+    pthread_cond_broadcast(&c->idle_cv);
   }
   pthread_mutex_unlock(&c->mu);
   return NULL;
@@ -100,7 +107,9 @@ int atl_checkpointer_start(const char *db_path, int synchronous,
     goto fail;
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
+  pthread_cond_init(&c->idle_cv, NULL);
   if (pthread_create(&c->thread, NULL, checkpointer_main, c) != 0) {
+    pthread_cond_destroy(&c->idle_cv);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     goto fail;
@@ -125,6 +134,28 @@ void atl_checkpointer_kick(atl_checkpointer_t *c) {
   pthread_mutex_unlock(&c->mu);
 }
 
+/* SQLite checks for an interrupt between two pages of a checkpoint, so a
+ * checkpoint stops within microseconds of CPU time even when this thread
+ * is starved at its low priority; waiting for it to finish instead could
+ * take the writer hundreds of milliseconds on a busy machine. */
+void atl_checkpointer_pause(atl_checkpointer_t *c) {
+  pthread_mutex_lock(&c->mu);
+  c->paused = true;
+  while (c->running) {
+    sqlite3_interrupt(c->db);
+    pthread_cond_wait(&c->idle_cv, &c->mu);
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
+void atl_checkpointer_resume(atl_checkpointer_t *c) {
+  pthread_mutex_lock(&c->mu);
+  c->paused = false;
+  if (c->wanted)
+    pthread_cond_signal(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
 uint64_t atl_checkpointer_caught_up(atl_checkpointer_t *c) {
   return atomic_load_explicit(&c->caught_up, memory_order_acquire);
 }
@@ -144,6 +175,7 @@ void atl_checkpointer_stop(atl_checkpointer_t *c) {
   pthread_cond_signal(&c->cv);
   pthread_mutex_unlock(&c->mu);
   pthread_join(c->thread, NULL);
+  pthread_cond_destroy(&c->idle_cv);
   pthread_cond_destroy(&c->cv);
   pthread_mutex_destroy(&c->mu);
   sqlite3_close(c->db);

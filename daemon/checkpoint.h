@@ -13,7 +13,8 @@
  * the writer keeps appending, and SQLite only starts the WAL over once a
  * checkpoint has caught up with it. So the writer still runs a checkpoint
  * of its own when the WAL reaches the hard limit; by then the background
- * thread has copied nearly everything, and the writer's is short.
+ * thread has copied nearly everything, and the writer's is short
+ * (store.h, ATL_STORE_WAL_HARD_PAGES).
  */
 #ifndef ATL_CHECKPOINT_H
 #define ATL_CHECKPOINT_H
@@ -37,6 +38,13 @@ int atl_checkpointer_start(const char *db_path, int synchronous,
 /* Asks for a checkpoint; never blocks. Requests made while one runs are
  * folded into one more run after it. Safe from any thread. */
 void atl_checkpointer_kick(atl_checkpointer_t *c);
+
+/* Stops a running checkpoint and keeps new ones from starting until
+ * atl_checkpointer_resume(); returns once none runs. For the writer, whose
+ * own checkpoint cannot start while another one holds SQLite's checkpoint
+ * lock (SQLite does not wait for that lock, busy timeout or not). */
+void atl_checkpointer_pause(atl_checkpointer_t *c);
+void atl_checkpointer_resume(atl_checkpointer_t *c);
 
 /* How many checkpoints so far copied the whole WAL as it was when they
  * began: the writer, seeing this change, knows that one of its own now has

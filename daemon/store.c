@@ -485,8 +485,11 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
   (void)db;
   (void)name;
   atl_store_t *st = arg;
-  if (pages < atomic_load_explicit(&st->wal_pages, memory_order_relaxed))
-    st->next_kick = ATL_STORE_WAL_SOFT_PAGES; /* the WAL started over */
+  if (pages < atomic_load_explicit(&st->wal_pages, memory_order_relaxed)) {
+    /* The WAL started over: the restart, if one was wanted, happened. */
+    st->next_kick = ATL_STORE_WAL_SOFT_PAGES;
+    st->restart_wanted = false;
+  }
   atomic_store_explicit(&st->wal_pages, pages, memory_order_relaxed);
   if (st->ckpt == NULL)
     return SQLITE_OK;
@@ -502,24 +505,32 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
   return SQLITE_OK;
 }
 
-/* Between groups: restarts the WAL if it is due (see
- * ATL_STORE_WAL_HARD_PAGES). The group's callbacks have run, so no
- * acknowledgement waits for this. */
+/* Between groups: tries to restart the WAL (see ATL_STORE_WAL_HARD_PAGES).
+ * The group's callbacks have run, so no acknowledgement waits for this.
+ *
+ * After a PASSIVE checkpoint that caught up, SQLite starts the WAL over at
+ * the next write, unless a checkpoint is running on the other connection
+ * just then; so the wish stands until the WAL hook sees the WAL shrink, and
+ * the writer tries again after the next background catch-up. Past the
+ * limit it pauses the background thread and runs a RESTART checkpoint,
+ * which waits (the busy timeout) for readers and guarantees the restart:
+ * that bounds the WAL even when the background thread is starved. */
 static void writer_checkpoint(atl_store_t *st) {
   int pages = atomic_load_explicit(&st->wal_pages, memory_order_relaxed);
   bool over = pages >= ATL_STORE_WAL_LIMIT_PAGES;
-  if (!over && atl_checkpointer_caught_up(st->ckpt) == st->caught_up_0)
+  uint64_t caught_up = atl_checkpointer_caught_up(st->ckpt);
+  if (!over && caught_up == st->caught_up_0)
     return;
-  /* PASSIVE returns SQLITE_BUSY at once if the background checkpoint is
-   * running, and the next group tries again. At the limit, FULL waits for
-   * it (the busy timeout) instead, so that the WAL stays bounded. */
-  int log = -1, done = -1;
-  if (sqlite3_wal_checkpoint_v2(st->db, NULL,
-                                over ? SQLITE_CHECKPOINT_FULL
-                                     : SQLITE_CHECKPOINT_PASSIVE,
-                                &log, &done) == SQLITE_OK &&
-      log == done)
-    st->restart_wanted = false;
+  st->caught_up_0 = caught_up;
+  if (over) {
+    atl_checkpointer_pause(st->ckpt);
+    sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_RESTART, NULL,
+                              NULL);
+    atl_checkpointer_resume(st->ckpt);
+  } else {
+    sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+                              NULL);
+  }
   atomic_fetch_add_explicit(&st->writer_checkpoints, 1, memory_order_relaxed);
 }
 
