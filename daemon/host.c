@@ -12,6 +12,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "schema.h"
 #include "toolcall.h"
 
 /* The daemon is a process-wide singleton; plugins reach it through their
@@ -157,6 +158,25 @@ static int host_call_progress(atl_call_t *call, double fraction,
   return emit_text(j->d, call->session_id, "tool.progress", text);
 }
 
+/* Plugins' schemas are held to the same strict subset as tool schemas, so
+ * that a keyword the validator does not know is an error at init, not a
+ * check silently skipped. */
+static int host_schema_compile(const atl_host_t *h, const char *schema_json,
+                               atl_schema_t **out, char **err) {
+  (void)h;
+  if (err != NULL)
+    *err = NULL;
+  if (schema_json == NULL || out == NULL)
+    return ATL_EINVAL;
+  char *msg = NULL;
+  int rc = atl_schema_compile_text(schema_json, ATL_SCHEMA_STRICT, out, &msg);
+  if (err != NULL)
+    *err = msg;
+  else
+    free(msg);
+  return rc;
+}
+
 void atl_host_table_init(atl_daemon_t *d, atl_host_t *h) {
   g_daemon = d;
   memset(h, 0, sizeof(*h));
@@ -176,4 +196,8 @@ void atl_host_table_init(atl_daemon_t *d, atl_host_t *h) {
   h->call_cancelled = atl__call_cancelled;
   h->call_progress = host_call_progress;
   h->render = NULL;
+  h->schema_compile = host_schema_compile;
+  h->schema_validate = atl_schema_validate;
+  h->schema_apply_defaults = atl_schema_apply_defaults;
+  h->schema_free = atl_schema_free;
 }

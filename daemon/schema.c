@@ -470,7 +470,11 @@ static void check_array(vctx_t *v, sink_t *k, const node_t *n,
       (n->max_items >= 0 && c > n->max_items)) {
     if (begin(v, k, &sb)) {
       schema_sb_puts(&sb, "expected an array of ");
-      if (n->min_items >= 0 && c < n->min_items)
+      /* [x, y, z]: "exactly 3 items" says it all in one go. */
+      if (n->min_items >= 0 && n->min_items == n->max_items)
+        schema_sb_put_count(&sb, n->min_items, "exactly 1 item",
+                            "exactly %lld items");
+      else if (n->min_items >= 0 && c < n->min_items)
         schema_sb_put_count(&sb, n->min_items, "at least 1 item",
                             "at least %lld items");
       else

@@ -28,6 +28,11 @@ struct atl_server_s {
   uv_pipe_t listener;
   char *path;
   int listening;
+  /* libuv uses a closing handle until its close callback: the server is
+   * freed only once it is closed (atl_server_close) and its listener is
+   * too, whichever comes last. */
+  int listener_closed;
+  int closed;
   atl_conn_t *conns;
   unsigned n_conns;
 };
@@ -294,6 +299,18 @@ static int socket_is_live(const char *path) {
   return live;
 }
 
+static void server_free(atl_server_t *srv) {
+  free(srv->path);
+  free(srv);
+}
+
+static void listener_closed(uv_handle_t *h) {
+  atl_server_t *srv = h->data;
+  srv->listener_closed = 1;
+  if (srv->closed)
+    server_free(srv);
+}
+
 int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out) {
   atl_server_t *srv = calloc(1, sizeof(*srv));
   if (srv == NULL)
@@ -310,9 +327,8 @@ int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out) {
                "another daemon is listening on the API socket; stop it or use "
                "another --socket-dir",
                "path", path, NULL);
-    uv_close((uv_handle_t *)&srv->listener, NULL);
-    free(srv->path);
-    free(srv);
+    srv->closed = 1;
+    uv_close((uv_handle_t *)&srv->listener, listener_closed);
     return ATL_EBUSY;
   }
   unlink(path);
@@ -324,9 +340,8 @@ int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out) {
   if (rc != 0) {
     atl_log_kv(ATL_LOG_ERROR, "cannot listen on the API socket", "path", path,
                "error", uv_strerror(rc), NULL);
-    uv_close((uv_handle_t *)&srv->listener, NULL);
-    free(srv->path);
-    free(srv);
+    srv->closed = 1;
+    uv_close((uv_handle_t *)&srv->listener, listener_closed);
     return ATL_EIO;
   }
   srv->listening = 1;
@@ -338,7 +353,7 @@ void atl_server_stop_accepting(atl_server_t *srv) {
   if (!srv->listening)
     return;
   srv->listening = 0;
-  uv_close((uv_handle_t *)&srv->listener, NULL);
+  uv_close((uv_handle_t *)&srv->listener, listener_closed);
   unlink(srv->path);
 }
 
@@ -346,8 +361,9 @@ void atl_server_close(atl_server_t *srv) {
   atl_server_stop_accepting(srv);
   while (srv->conns)
     conn_close(srv->conns);
-  free(srv->path);
-  free(srv);
+  srv->closed = 1;
+  if (srv->listener_closed)
+    server_free(srv);
 }
 
 unsigned atl_server_clients(const atl_server_t *srv) {

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define ATL_PLUGIN_ABI_MAJOR 1
-#define ATL_PLUGIN_ABI_MINOR 0
+#define ATL_PLUGIN_ABI_MINOR 1
 
 /* The name of the one symbol a plugin exports. */
 #define ATL_PLUGIN_SYMBOL "atl_plugin"
@@ -93,6 +93,8 @@ typedef struct atl_tool_s atl_tool_t;
 typedef struct atl_plugin_s atl_plugin_t;
 typedef struct atl_http_request_s atl_http_request_t;
 typedef struct atl_http_response_s atl_http_response_t;
+/* A compiled JSON Schema (ABI 1.1); opaque. */
+typedef struct atl_schema_s atl_schema_t;
 
 /* One tool call, as the handler sees it. The host allocates and owns the
  * struct and everything it points to; all of it is valid until the handler
@@ -270,9 +272,38 @@ struct atl_host_s {
    * tool.progress event. */
   int (*call_progress)(atl_call_t *call, double fraction, const char *message);
 
-  /* The render farm's API; NULL until the render farm exists (ABI 1.1). */
+  /* The render farm's API; NULL until the render farm exists. */
   const void *render;
+
+  /* ---- ABI 1.1: check h->struct_size before using these. ---- */
+
+  /* The daemon's JSON Schema validator, the one that checks tool
+   * arguments, for JSON a plugin puts together itself: an update merged
+   * into a stored object, an imported file. Its messages read exactly like
+   * those the model gets for bad arguments ("/radius: expected a number >
+   * 0, got -1"). The keywords are those of doc/plugin-guide.md; unknown
+   * keywords are errors.
+   *
+   * schema_compile: 0 and *out (free it with schema_free), or ATL_ESCHEMA
+   * and, if err is not NULL, a malloc()ed message in *err (free() it). A
+   * compiled schema is immutable: any thread may use it at any time. */
+  int (*schema_compile)(const atl_host_t *h, const char *schema_json,
+                        atl_schema_t **out, char **err);
+  /* The number of problems in instance (0: valid), all of them. If errors
+   * is not NULL and there are problems, *errors is a new JSON array of
+   * message strings; the caller releases it with json_object_put(). */
+  int (*schema_validate)(const atl_schema_t *s, json_object *instance,
+                         json_object **errors);
+  /* Fills in the schema's "default" values of absent properties, in
+   * place. Use it on a valid instance. */
+  int (*schema_apply_defaults)(const atl_schema_t *s, json_object *instance);
+  void (*schema_free)(atl_schema_t *s);
 };
+
+/* Whether the host table h has member m (a host older than the plugin's
+ * header lacks the members added since). */
+#define ATL_HOST_HAS(h, m)                                                     \
+  ((h)->struct_size >= offsetof(atl_host_t, m) + sizeof((h)->m))
 
 #ifdef __cplusplus
 }

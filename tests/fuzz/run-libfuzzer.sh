@@ -5,6 +5,9 @@
 # input to tests/fuzz/corpus/<target>/ once fixed, so replay.sh keeps it.
 #
 #   tests/fuzz/run-libfuzzer.sh [BUILD_DIR] [SECONDS]
+#
+# ATL_FUZZ_TARGETS chooses the targets (default: all of them), e.g.
+# ATL_FUZZ_TARGETS=scene tests/fuzz/run-libfuzzer.sh build 600
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
@@ -14,17 +17,21 @@ cc=${CLANG:-clang}
 command -v "$cc" >/dev/null || { echo "clang not found: apt-get install clang libclang-rt-14-dev"; exit 1; }
 mkdir -p "$out"
 flags="-g -O1 -std=gnu17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-  -I$src/include -I$src/daemon -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto)"
+  -D_GNU_SOURCE -I$src/include -I$src/daemon -I$src/plugins/scene -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto)"
 libs="$(pkg-config --libs json-c libpcre2-8 inih libcrypto) -lpthread -lm"
 sources() {
   case $1 in
     jsonrpc) echo daemon/jsonrpc.c daemon/util.c ;;
     schema) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c daemon/util.c ;;
     config) echo daemon/config.c daemon/log.c daemon/util.c ;;
+    scene) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c \
+      daemon/util.c plugins/scene/scene.c plugins/scene/scene_state.c \
+      plugins/scene/scene_objects.c plugins/scene/scene_describe.c \
+      plugins/scene/scene_io.c ;;
   esac
 }
 status=0
-for t in jsonrpc schema config; do
+for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene}; do
   files=
   for f in $(sources $t) tests/fuzz/fuzz_$t.c; do files="$files $src/$f"; done
   # shellcheck disable=SC2086

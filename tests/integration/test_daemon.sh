@@ -308,6 +308,43 @@ else
   diag "$tmp/follow.out" "$tmp/follow.err"
 fi
 
+# --- The scene plugin -------------------------------------------------------
+
+ctl call "$sid" create_shape '{"id":"ball","type":"sphere","properties":{"center":[0,1,0],"radius":1}}'
+if [ "$rc" -eq 0 ] && [[ $out == *'"material": {'* ]] &&
+  [[ $out == *'"albedo": ['* ]]; then
+  check_ok "scene: create_shape answers with the shape, defaults filled in"
+else
+  check_fail "scene: create_shape answers with the shape, defaults filled in"
+fi
+
+ctl call "$sid" update_shape '{"id":"ball","updates":{"properties":{"radius":-1}}}'
+if [ "$rc" -ne 0 ] && [[ $err == *"shape 'ball' was not changed"* ]] &&
+  [[ $err == *"/properties/radius: expected a number > 0"* ]]; then
+  check_ok "scene: an invalid update fails and says why"
+else
+  check_fail "scene: an invalid update fails and says why"
+fi
+
+ctl events "$sid" --json
+if [ "$rc" -eq 0 ] &&
+  grep -q '"tool":"create_shape","target":"ball",.*"after":{"id":"ball","type":"sphere"' <<<"$out" &&
+  ! grep -q '"tool":"update_shape".*"success":true' <<<"$out"; then
+  check_ok "scene: the events record the created shape, and no failed update as a success"
+else
+  check_fail "scene: the events record the created shape, and no failed update as a success"
+fi
+
+ctl call "$sid" create_light '{"id":"sun","type":"directional","properties":{"direction":[-1,-2,-1],"emission":[3,3,3]}}'
+ctl call "$sid" get_scene_state '{}'
+scene_before=$out
+if [ "$rc" -eq 0 ] && [[ $out == *'"id": "ball"'* ]] && [[ $out == *'"id": "sun"'* ]] &&
+  [[ $out != *'"radius": -1'* ]]; then
+  check_ok "scene: get_scene_state has the shape and the light, not the failed update"
+else
+  check_fail "scene: get_scene_state has the shape and the light, not the failed update"
+fi
+
 ctl events "$sid" --json
 json_before=$out
 ctl session show "$sid"
@@ -350,6 +387,13 @@ else
   check_fail "session show is identical after the restart (document, history)"
   printf '%s\n' "$show_before" >"$tmp/show.before"
   diag "$tmp/show.before"
+fi
+
+ctl call "$sid" get_scene_state '{}'
+if [ "$rc" -eq 0 ] && [ "$out" = "$scene_before" ]; then
+  check_ok "scene: the scene is intact after the restart"
+else
+  check_fail "scene: the scene is intact after the restart"
 fi
 
 # --- Orderly shutdown -------------------------------------------------------

@@ -472,7 +472,7 @@ Test(config, version_prints_version, .init = cr_redirect_stdout) {
   char *err = NULL;
   cr_assert_eq(from_args(&cfg, &err, "--version", NULL), 1);
   fflush(stdout);
-  cr_assert_stdout_eq_str("atelierd " PACKAGE_VERSION " (plugin ABI 1.0)\n");
+  cr_assert_stdout_eq_str("atelierd " PACKAGE_VERSION " (plugin ABI 1.1)\n");
 }
 
 Test(config, short_version, .init = cr_redirect_stdout) {

@@ -200,7 +200,10 @@ Test(schema, items_and_counts) {
                     "\"minItems\":3,\"maxItems\":3}}}";
   cr_expect(is_valid(sch, "{\"center\":[0,1,2]}"));
   expect_errors(sch, "{\"center\":[0,1]}",
-                "/center: expected an array of at least 3 items, got 2 items",
+                "/center: expected an array of exactly 3 items, got 2 items",
+                NULL);
+  expect_errors(sch, "{\"center\":[0,1,2,3]}",
+                "/center: expected an array of exactly 3 items, got 4 items",
                 NULL);
   expect_errors("{\"minItems\":3}", "[1,2]",
                 "(root): expected an array of at least 3 items, got 2 items",
