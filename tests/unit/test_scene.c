@@ -454,3 +454,49 @@ Test(scene, degenerate_geometry) {
             "focus_distance 5\\nEnvironment: gradient, top_color [0.5, 0.7, "
             "1], bottom_color [1, 1, 1]\\n\"}");
 }
+
+Test(scene, light_environment_and_argument_errors) {
+  static const char *const point =
+      "{\"id\":\"%s\",\"type\":\"point\",\"properties\":{\"center\":[0,3,0],"
+      "\"emission\":[1,1,1]}}";
+  char args[256];
+  snprintf(args, sizeof(args), point, "a");
+  free(ok("create_light", args));
+  snprintf(args, sizeof(args), point, "b");
+  free(ok("create_light", args));
+  EXPECT_ERR("update_light", "{\"id\":\"a\",\"updates\":{\"id\":\"b\"}}",
+             "cannot rename light 'a' to 'b': another light has that id; "
+             "nothing changed");
+  EXPECT_ERR("update_light",
+             "{\"id\":\"a\",\"updates\":{\"type\":\"spot\",\"properties\":{"
+             "\"center\":[0,1,0],\"emission\":[1,1,1],\"cone_angle\":120}}}",
+             "light 'a' was not changed: the update would make it invalid:\n"
+             "/properties/cone_angle: expected a number > 0 and <= 90, got "
+             "120");
+  EXPECT_ERR("update_light", "{\"id\":\"zz\",\"updates\":{\"id\":\"y\"}}",
+             "light 'zz' not found; lights: a, b");
+  EXPECT_ERR("update_shape", "{\"id\":\"a\",\"updates\":{}}",
+             "/updates: expected an object with at least 1 property, got 0 "
+             "properties");
+  EXPECT_ERR("set_environment", "{\"type\":\"gradient\",\"top_color\":[1,1,1]}",
+             "(root): missing required property 'bottom_color'");
+  EXPECT_ERR("set_environment", "{\"type\":\"sky\"}",
+             "/type: expected one of \"none\", \"uniform\", \"gradient\", got "
+             "\"sky\"");
+  EXPECT_ERR("import_scene", "{\"scene\":5}",
+             "/scene: expected an object, got 5");
+  EXPECT_ERR("import_scene",
+             "{\"scene\":{\"lights\":[{\"id\":\"x\",\"type\":\"disc_spot_"
+             "light\",\"properties\":{}}]}}",
+             "the scene was not imported (1 problem); the current scene is "
+             "unchanged:\n/scene/lights/0/type: expected one of \"point\", "
+             "\"spot\", \"area_quad\", \"area_disc\", \"area_sphere\", "
+             "\"directional\", got \"disc_spot_light\"");
+  /* The failed calls left the two lights as they were. */
+  char *state = ok("get_scene_state", "{}");
+  cr_assert(strstr(state, "\"lights\":[{\"id\":\"a\",\"type\":\"point\","
+                          "\"properties\":{\"center\":[0,3,0],\"emission\":["
+                          "1,1,1]}},{\"id\":\"b\",") != NULL,
+            "%s", state);
+  free(state);
+}
