@@ -1,0 +1,337 @@
+/* The OpenAI-compatible Chat Completions protocol (OpenAI, OpenRouter,
+ * Ollama, llama.cpp's server, vLLM): POST {base}/v1/chat/completions with
+ * "stream": true.
+ *
+ * Unlike scene-llm's adapter, every tool result goes back (one "tool"
+ * message per call, in order), and images a tool returned follow them in a
+ * user message of image_url data URLs, since "tool" messages take text
+ * only.
+ */
+#include "atl-build.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <atelier/error.h>
+
+#include "provider.h"
+
+static const char *str_of(json_object *o, const char *key) {
+  json_object *v;
+  return json_object_object_get_ex(o, key, &v) &&
+                 json_object_is_type(v, json_type_string)
+             ? json_object_get_string(v)
+             : NULL;
+}
+
+static json_object *text_of_parts(json_object *parts) {
+  /* The text parts joined; NULL when there is none. */
+  size_t n = json_object_array_length(parts);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  int any = 0;
+  for (size_t i = 0; f != NULL && i < n; i++) {
+    json_object *p = json_object_array_get_idx(parts, i);
+    const char *type = str_of(p, "type");
+    const char *text = str_of(p, "text");
+    if (type != NULL && strcmp(type, "text") == 0 && text != NULL) {
+      fputs(text, f);
+      any = 1;
+    }
+  }
+  if (f != NULL)
+    fclose(f);
+  json_object *out = any ? json_object_new_string(buf) : NULL;
+  free(buf);
+  return out;
+}
+
+static char *json_text(json_object *o) {
+  return strdup(json_object_to_json_string_ext(
+      o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+static void add_model_message(json_object *msgs, json_object *m) {
+  json_object *parts = NULL;
+  json_object_object_get_ex(m, "parts", &parts);
+  json_object *out = json_object_new_object();
+  json_object_object_add(out, "role", json_object_new_string("assistant"));
+  json_object *text = parts ? text_of_parts(parts) : NULL;
+  json_object_object_add(out, "content", text); /* null with only calls */
+  json_object *calls = json_object_new_array();
+  size_t n = parts ? json_object_array_length(parts) : 0;
+  for (size_t i = 0; i < n; i++) {
+    json_object *p = json_object_array_get_idx(parts, i);
+    const char *type = str_of(p, "type");
+    if (type == NULL || strcmp(type, "tool_call") != 0)
+      continue;
+    json_object *args = NULL;
+    json_object_object_get_ex(p, "arguments", &args);
+    json_object *fn = json_object_new_object();
+    json_object_object_add(
+        fn, "name",
+        json_object_new_string(str_of(p, "name") ? str_of(p, "name") : ""));
+    char *a = args ? json_text(args) : strdup("{}");
+    json_object_object_add(fn, "arguments",
+                           json_object_new_string(a ? a : "{}"));
+    free(a);
+    json_object *c = json_object_new_object();
+    json_object_object_add(
+        c, "id",
+        json_object_new_string(str_of(p, "id") ? str_of(p, "id") : ""));
+    json_object_object_add(c, "type", json_object_new_string("function"));
+    json_object_object_add(c, "function", fn);
+    json_object_array_add(calls, c);
+  }
+  if (json_object_array_length(calls) > 0)
+    json_object_object_add(out, "tool_calls", calls);
+  else
+    json_object_put(calls);
+  json_object_array_add(msgs, out);
+}
+
+static void add_tool_message(json_object *msgs, json_object *m) {
+  json_object *parts = NULL;
+  json_object_object_get_ex(m, "parts", &parts);
+  size_t n = parts ? json_object_array_length(parts) : 0;
+  json_object *images = json_object_new_array();
+  for (size_t i = 0; i < n; i++) {
+    json_object *p = json_object_array_get_idx(parts, i), *result = NULL;
+    json_object_object_get_ex(p, "result", &result);
+    json_object *out = json_object_new_object();
+    json_object_object_add(out, "role", json_object_new_string("tool"));
+    json_object_object_add(
+        out, "tool_call_id",
+        json_object_new_string(str_of(p, "id") ? str_of(p, "id") : ""));
+    char *text = result ? json_text(result) : strdup("{}");
+    json_object_object_add(out, "content",
+                           json_object_new_string(text ? text : "{}"));
+    free(text);
+    json_object_array_add(msgs, out);
+    json_object *imgs;
+    if (json_object_object_get_ex(p, "images", &imgs))
+      for (size_t k = 0; k < json_object_array_length(imgs); k++) {
+        json_object *im = json_object_array_get_idx(imgs, k);
+        const char *mime = str_of(im, "mime"), *data = str_of(im, "data");
+        if (mime == NULL || data == NULL)
+          continue;
+        char *url = NULL;
+        if (asprintf(&url, "data:%s;base64,%s", mime, data) < 0)
+          continue;
+        json_object *iu = json_object_new_object();
+        json_object_object_add(iu, "url", json_object_new_string(url));
+        free(url);
+        json_object *part = json_object_new_object();
+        json_object_object_add(part, "type",
+                               json_object_new_string("image_url"));
+        json_object_object_add(part, "image_url", iu);
+        json_object_array_add(images, part);
+      }
+  }
+  if (json_object_array_length(images) > 0) {
+    json_object *intro = json_object_new_object();
+    json_object_object_add(intro, "type", json_object_new_string("text"));
+    json_object_object_add(
+        intro, "text",
+        json_object_new_string("The images the tool calls above returned:"));
+    json_object *content = json_object_new_array();
+    json_object_array_add(content, intro);
+    for (size_t k = 0; k < json_object_array_length(images); k++)
+      json_object_array_add(
+          content, json_object_get(json_object_array_get_idx(images, k)));
+    json_object *u = json_object_new_object();
+    json_object_object_add(u, "role", json_object_new_string("user"));
+    json_object_object_add(u, "content", content);
+    json_object_array_add(msgs, u);
+  }
+  json_object_put(images);
+}
+
+static int build(const atl_provider_cfg_t *cfg, const char *model,
+                 const char *system, json_object *history, json_object *tools,
+                 atl_provider_req_t *out) {
+  memset(out, 0, sizeof(*out));
+  json_object *body = json_object_new_object();
+  json_object_object_add(body, "model", json_object_new_string(model));
+  json_object_object_add(body, "stream", json_object_new_boolean(1));
+  json_object *so = json_object_new_object();
+  json_object_object_add(so, "include_usage", json_object_new_boolean(1));
+  json_object_object_add(body, "stream_options", so);
+  if (cfg->max_tokens > 0)
+    json_object_object_add(body, "max_tokens",
+                           json_object_new_int64(cfg->max_tokens));
+  json_object *msgs = json_object_new_array();
+  if (system != NULL) {
+    json_object *s = json_object_new_object();
+    json_object_object_add(s, "role", json_object_new_string("system"));
+    json_object_object_add(s, "content", json_object_new_string(system));
+    json_object_array_add(msgs, s);
+  }
+  size_t n = history ? json_object_array_length(history) : 0;
+  for (size_t i = 0; i < n; i++) {
+    json_object *m = json_object_array_get_idx(history, i), *parts = NULL;
+    const char *role = str_of(m, "role");
+    json_object_object_get_ex(m, "parts", &parts);
+    if (role == NULL)
+      continue;
+    if (strcmp(role, "user") == 0) {
+      json_object *u = json_object_new_object();
+      json_object_object_add(u, "role", json_object_new_string("user"));
+      json_object *text = parts ? text_of_parts(parts) : NULL;
+      json_object_object_add(u, "content",
+                             text ? text : json_object_new_string(""));
+      json_object_array_add(msgs, u);
+    } else if (strcmp(role, "model") == 0) {
+      add_model_message(msgs, m);
+    } else if (strcmp(role, "tool") == 0) {
+      add_tool_message(msgs, m);
+    }
+  }
+  json_object_object_add(body, "messages", msgs);
+  size_t nt = tools ? json_object_array_length(tools) : 0;
+  if (nt > 0) {
+    json_object *ts = json_object_new_array();
+    for (size_t i = 0; i < nt; i++) {
+      json_object *t = json_object_array_get_idx(tools, i), *schema = NULL;
+      json_object_object_get_ex(t, "input_schema", &schema);
+      json_object *fn = json_object_new_object();
+      json_object_object_add(
+          fn, "name",
+          json_object_new_string(str_of(t, "name") ? str_of(t, "name") : ""));
+      if (str_of(t, "description") != NULL)
+        json_object_object_add(
+            fn, "description",
+            json_object_new_string(str_of(t, "description")));
+      json_object_object_add(fn, "parameters",
+                             schema ? json_object_get(schema)
+                                    : json_object_new_object());
+      json_object *o = json_object_new_object();
+      json_object_object_add(o, "type", json_object_new_string("function"));
+      json_object_object_add(o, "function", fn);
+      json_object_array_add(ts, o);
+    }
+    json_object_object_add(body, "tools", ts);
+  }
+  out->body = json_text(body);
+  json_object_put(body);
+  if (asprintf(&out->url, "%s/v1/chat/completions", cfg->base_url) < 0)
+    out->url = NULL;
+  out->headers[0] = strdup("Content-Type: application/json");
+  out->headers[1] = strdup("Accept: text/event-stream");
+  if (cfg->api_key != NULL && cfg->api_key[0] != '\0' &&
+      asprintf(&out->headers[2], "Authorization: Bearer %s", cfg->api_key) < 0)
+    out->headers[2] = NULL;
+  if (out->body == NULL || out->url == NULL || out->headers[0] == NULL ||
+      out->headers[1] == NULL) {
+    atl_provider_req_free(out);
+    return ATL_ENOMEM;
+  }
+  return 0;
+}
+
+/* "data: {chunk}" events; "data: [DONE]" ends the stream. */
+static int event(atl_turn_t *t, const char *name, const char *data,
+                 size_t len) {
+  (void)name;
+  if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
+    t->done = 1;
+    return 0;
+  }
+  json_object *chunk = json_tokener_parse(data);
+  if (chunk == NULL || !json_object_is_type(chunk, json_type_object)) {
+    json_object_put(chunk);
+    return atl_turn_fail(t, "the stream sent malformed JSON: %.200s", data);
+  }
+  int rc = 0;
+  json_object *err;
+  if (json_object_object_get_ex(chunk, "error", &err)) {
+    const char *msg = str_of(err, "message");
+    rc = atl_turn_fail(t, "the provider reported an error: %s",
+                       msg ? msg : json_object_to_json_string(err));
+    json_object_put(chunk);
+    return rc;
+  }
+  json_object *usage;
+  if (json_object_object_get_ex(chunk, "usage", &usage) &&
+      json_object_is_type(usage, json_type_object)) {
+    json_object *v;
+    if (json_object_object_get_ex(usage, "prompt_tokens", &v))
+      t->input_tokens = json_object_get_int64(v);
+    if (json_object_object_get_ex(usage, "completion_tokens", &v))
+      t->output_tokens = json_object_get_int64(v);
+  }
+  json_object *choices, *choice, *delta;
+  if (json_object_object_get_ex(chunk, "choices", &choices) &&
+      json_object_is_type(choices, json_type_array) &&
+      json_object_array_length(choices) > 0 &&
+      (choice = json_object_array_get_idx(choices, 0)) != NULL) {
+    const char *finish = str_of(choice, "finish_reason");
+    if (finish != NULL) {
+      free(t->stop_reason);
+      t->stop_reason = strdup(finish);
+    }
+    if (json_object_object_get_ex(choice, "delta", &delta) &&
+        json_object_is_type(delta, json_type_object)) {
+      json_object *content, *calls;
+      if (json_object_object_get_ex(delta, "content", &content) &&
+          json_object_is_type(content, json_type_string))
+        rc = atl_turn_text(t, json_object_get_string(content),
+                           (size_t)json_object_get_string_len(content));
+      if (rc == 0 && json_object_object_get_ex(delta, "tool_calls", &calls) &&
+          json_object_is_type(calls, json_type_array)) {
+        for (size_t i = 0; rc == 0 && i < json_object_array_length(calls);
+             i++) {
+          json_object *c = json_object_array_get_idx(calls, i), *idx, *fn;
+          /* Fragments of one call share its index; only the first has
+           * the id and the name. */
+          size_t index = json_object_object_get_ex(c, "index", &idx)
+                             ? (size_t)json_object_get_int(idx)
+                             : i;
+          atl_turn_call_t *tc = atl_turn_call(t, index);
+          if (tc == NULL) {
+            rc = atl_turn_fail(t, "tool call index %zu is out of range", index);
+            break;
+          }
+          const char *id = str_of(c, "id");
+          if (id != NULL && tc->id == NULL)
+            tc->id = strdup(id);
+          if (json_object_object_get_ex(c, "function", &fn)) {
+            const char *fname = str_of(fn, "name");
+            if (fname != NULL && tc->name == NULL)
+              tc->name = strdup(fname);
+            const char *args = str_of(fn, "arguments");
+            if (args != NULL)
+              rc = atl_turn_call_args(tc, args, strlen(args));
+          }
+        }
+      }
+    }
+  }
+  json_object_put(chunk);
+  return rc;
+}
+
+static char *error_message(const char *body, size_t len) {
+  (void)len;
+  json_object *o = json_tokener_parse(body), *err;
+  char *out = NULL;
+  if (o != NULL && json_object_object_get_ex(o, "error", &err)) {
+    const char *m = json_object_is_type(err, json_type_object)
+                        ? str_of(err, "message")
+                        : json_object_get_string(err);
+    if (m != NULL)
+      out = strdup(m);
+  }
+  json_object_put(o);
+  return out;
+}
+
+const atl_provider_ops_t atl_provider_openai = {
+    .type = "openai",
+    .build = build,
+    .event = event,
+    .error_message = error_message,
+    .turn_free = NULL,
+};
