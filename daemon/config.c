@@ -77,11 +77,16 @@ static const key_def_t keys[] = {
     {"store", "session_cache", T_U32, OFF(session_cache), 1, 1048576,
      "sessions"},
     {"store", "max_batch", T_U32, OFF(max_batch), 1, 65536, "transactions"},
+    {"agent", "provider", T_OPTPATH, OFF(agent_provider), 0, 0, NULL},
+    {"agent", "max_turns", T_U32, OFF(max_turns), 1, 1000, "turns"},
+    {"agent", "queue_max", T_U32, OFF(queue_max), 0, 64, "messages"},
+    {"agent", "system_prompt_file", T_OPTPATH, OFF(system_prompt_file), 0, 0,
+     NULL},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
-static const char *const sections[] = {"daemon",  "log",   "api",
-                                       "plugins", "tools", "store"};
+static const char *const sections[] = {"daemon", "log",   "api",  "plugins",
+                                       "tools",  "store", "agent"};
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 const char *const atl_config_keys[] = {
@@ -105,6 +110,10 @@ const char *const atl_config_keys[] = {
     "store.synchronous",
     "store.session_cache",
     "store.max_batch",
+    "agent.provider",
+    "agent.max_turns",
+    "agent.queue_max",
+    "agent.system_prompt_file",
     NULL,
 };
 
@@ -146,6 +155,10 @@ void atl_config_defaults(atl_config_t *cfg) {
   cfg->store_synchronous = 2;
   cfg->session_cache = 1024;
   cfg->max_batch = 1024;
+  cfg->agent_provider = NULL;
+  cfg->max_turns = 10;
+  cfg->queue_max = 4;
+  cfg->system_prompt_file = NULL;
 }
 
 void atl_config_free(atl_config_t *cfg) {
@@ -157,6 +170,7 @@ void atl_config_free(atl_config_t *cfg) {
       *p = NULL;
     }
   }
+  atl_providers_free(cfg);
 }
 
 /* A deep copy, so that a load that fails half way leaves the caller's
@@ -171,6 +185,8 @@ static int config_copy(atl_config_t *dst, const atl_config_t *src) {
     if (*p != NULL && (*p = strdup(*p)) == NULL)
       rc = ATL_ENOMEM;
   }
+  if (atl_providers_copy(dst, src) < 0)
+    rc = ATL_ENOMEM;
   if (rc < 0)
     atl_config_free(dst);
   return rc;
@@ -267,6 +283,8 @@ static char *known_list(const char *section) {
 }
 
 static int known_section(const char *name) {
+  if (strncmp(name, "provider.", 9) == 0)
+    return atl_provider_name_ok(name + 9);
   for (size_t i = 0; i < NSECTIONS; i++) {
     if (strcmp(name, sections[i]) == 0)
       return 1;
@@ -294,9 +312,15 @@ static void check_section_line(load_t *st, const char *s, size_t n) {
   if (known_section(name))
     return;
   char *known = known_list(NULL);
-  set_err(st, ATL_ECONFIG,
-          fmt_msg("%s:%d: unknown section [%s] (known: %s)", st->path,
-                  st->lineno, name, known ? known : ""));
+  if (strncmp(name, "provider.", 9) == 0)
+    set_err(st, ATL_ECONFIG,
+            fmt_msg("%s:%d: [%s]: a provider's name is 1 to 32 of a-z, 0-9, "
+                    "'_' and '-'",
+                    st->path, st->lineno, name));
+  else
+    set_err(st, ATL_ECONFIG,
+            fmt_msg("%s:%d: unknown section [%s] (known: %s, provider.NAME)",
+                    st->path, st->lineno, name, known ? known : ""));
   free(known);
 }
 
@@ -322,6 +346,26 @@ static char *reader(char *str, int num, void *stream) {
   return st->err != NULL ? NULL : str;
 }
 
+static int provider_key(load_t *st, const char *section, const char *name,
+                        const char *value) {
+  char *expected = NULL, *unknown = NULL;
+  if (atl_provider_conf_set(st->cfg, section + 9, name, value, &expected,
+                            &unknown) < 0) {
+    set_err(st, ATL_ENOMEM, fmt_msg("out of memory"));
+  } else if (unknown != NULL) {
+    set_err(st, ATL_ECONFIG,
+            fmt_msg("%s:%d: unknown key '%s' in [%s] (known: %s)", st->path,
+                    st->lineno, name, section, unknown));
+  } else if (expected != NULL) {
+    set_err(st, ATL_ECONFIG,
+            fmt_msg("%s:%d: [%s] %s: expected %s, got '%s'", st->path,
+                    st->lineno, section, name, expected, value));
+  }
+  free(expected);
+  free(unknown);
+  return st->err == NULL;
+}
+
 static int handler(void *user, const char *section, const char *name,
                    const char *value) {
   load_t *st = user;
@@ -335,6 +379,8 @@ static int handler(void *user, const char *section, const char *name,
     free(known);
     return 0;
   }
+  if (strncmp(section, "provider.", 9) == 0)
+    return provider_key(st, section, name, value);
   const key_def_t *k = NULL;
   for (size_t i = 0; i < NKEYS; i++) {
     if (strcmp(keys[i].section, section) == 0 &&
@@ -483,6 +529,14 @@ int atl_config_load(atl_config_t *cfg, const char *path, char **err) {
     st.err = fmt_msg("%s: out of memory", path);
   }
   free(st.data);
+  if (st.err == NULL && st.rc == 0) {
+    char *why = atl_providers_check(&work);
+    if (why != NULL) {
+      st.rc = ATL_ECONFIG;
+      st.err = fmt_msg("%s: %s", path, why);
+      free(why);
+    }
+  }
   if (st.err != NULL || st.rc < 0) {
     atl_config_free(&work);
     *err = st.err;

@@ -12,6 +12,18 @@
 
 #include <atelier/plugin.h>
 
+/* A [provider.NAME] section: one LLM endpoint. */
+typedef struct {
+  char *name;          /* NAME: a-z, 0-9, '_' and '-', at most 32 */
+  char *type;          /* gemini, anthropic, openai or replay */
+  char *base_url;      /* NULL: the type's public endpoint */
+  char *api_key_env;   /* the environment variable that holds the key */
+  char *models;        /* comma-separated; the first is the default */
+  char *cassette;      /* replay: the recorded turns */
+  uint32_t timeout_ms; /* per model call; default 120000 */
+  uint32_t max_tokens; /* output tokens per model call; default 4096 */
+} atl_provider_conf_t;
+
 typedef struct {
   /* [daemon] */
   char *socket_dir; /* api.sock and admin.sock; default /run/atelier */
@@ -39,6 +51,15 @@ typedef struct {
   int store_synchronous;  /* 1 normal, 2 full; default 2 (full) */
   uint32_t session_cache; /* sessions kept in memory; default 1024 */
   uint32_t max_batch;     /* transactions per group commit; default 1024 */
+  /* [agent] */
+  char *agent_provider;     /* the [provider.*] used; NULL: chosen from the
+                               environment, else offline */
+  uint32_t max_turns;       /* model calls per user message; default 10 */
+  uint32_t queue_max;       /* messages waiting for a busy session; 4 */
+  char *system_prompt_file; /* NULL: the built-in template */
+  /* [provider.NAME] sections, in file order; owned by the configuration. */
+  atl_provider_conf_t *providers;
+  size_t n_providers;
 } atl_config_t;
 
 /* Fills cfg with the built-in defaults (strings malloc()ed). */
@@ -63,6 +84,22 @@ int atl_config_from_args(atl_config_t *cfg, int argc, char **argv, char **err);
 /* (On any return other than 0, cfg has already been freed; calling
  * atl_config_free() on it again is harmless: it sets the strings to NULL.
  * A failed atl_config_load() leaves cfg as it was.) */
+
+/* [provider.*] sections (config_provider.c). */
+int atl_provider_name_ok(const char *name);
+atl_provider_conf_t *atl_provider_conf(const atl_config_t *cfg,
+                                       const char *name);
+/* Sets key of section [provider.name] from value. Returns 0 or ATL_ENOMEM;
+ * on a bad value sets *expected to what was expected, on an unknown key
+ * *unknown to the known keys (both malloc()ed; the caller frees them). */
+int atl_provider_conf_set(atl_config_t *cfg, const char *name, const char *key,
+                          const char *value, char **expected, char **unknown);
+void atl_providers_free(atl_config_t *cfg);
+int atl_providers_copy(atl_config_t *dst, const atl_config_t *src);
+/* What is wrong with the sections taken together (a provider without a
+ * type, [agent] provider naming no section), as a malloc()ed message, or
+ * NULL if nothing is. */
+char *atl_providers_check(const atl_config_t *cfg);
 
 /* The --help text. */
 const char *atl_config_usage(void);

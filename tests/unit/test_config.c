@@ -275,13 +275,13 @@ Test(config, unknown_key) {
 Test(config, unknown_section) {
   expect_error("[daemon]\nforeground = no\n[toolz]\n", ATL_ECONFIG,
                "%s:3: unknown section [toolz] (known: daemon, log, api, "
-               "plugins, tools, store)");
+               "plugins, tools, store, agent, provider.NAME)");
 }
 
 Test(config, key_outside_section) {
   expect_error("foreground = yes\n", ATL_ECONFIG,
                "%s:1: key 'foreground' is outside any section (sections: "
-               "daemon, log, api, plugins, tools, store)");
+               "daemon, log, api, plugins, tools, store, agent)");
 }
 
 Test(config, syntax_error_reported_before_later_errors) {
@@ -370,7 +370,7 @@ Test(config, sample_loads_and_mentions_every_key) {
     cr_assert(at != NULL && (next == NULL || at < next),
               "%s is not in the sample's [%s]", *k, section);
   }
-  cr_assert_eq(count, 20);
+  cr_assert_eq(count, 24);
 }
 
 /* Runs atl_config_from_args on a NULL-terminated list of arguments. */
@@ -514,4 +514,69 @@ Test(config, bad_flags) {
   expect_arg_error("unexpected argument 'extra'; try --help", "extra", NULL);
   expect_arg_error("option '--foreground' takes no argument; try --help",
                    "--foreground=yes", NULL);
+}
+
+/* ---- [agent] and [provider.NAME] ---- */
+
+Test(config, agent_and_providers) {
+  atl_config_t cfg;
+  atl_config_defaults(&cfg);
+  cr_assert_null(cfg.agent_provider);
+  cr_assert_eq(cfg.max_turns, 10);
+  cr_assert_eq(cfg.queue_max, 4);
+  load_ok(&cfg, "[agent]\n"
+                "provider = local\n"
+                "max_turns = 3\n"
+                "[provider.claude]\n"
+                "type = anthropic\n"
+                "api_key_env = ANTHROPIC_API_KEY\n"
+                "models = claude-sonnet-4-5, claude-haiku-4-5\n"
+                "[provider.local]\n"
+                "type = openai\n"
+                "base_url = http://127.0.0.1:11434//\n"
+                "timeout_ms = 5000\n"
+                "max_tokens = 100\n");
+  cr_assert_str_eq(cfg.agent_provider, "local");
+  cr_assert_eq(cfg.max_turns, 3);
+  cr_assert_eq(cfg.n_providers, 2);
+  const atl_provider_conf_t *c = atl_provider_conf(&cfg, "claude");
+  cr_assert_str_eq(c->type, "anthropic");
+  cr_assert_null(c->base_url);
+  cr_assert_str_eq(c->api_key_env, "ANTHROPIC_API_KEY");
+  cr_assert_str_eq(c->models, "claude-sonnet-4-5, claude-haiku-4-5");
+  cr_assert_eq(c->timeout_ms, 120000);
+  cr_assert_eq(c->max_tokens, 4096);
+  const atl_provider_conf_t *l = atl_provider_conf(&cfg, "local");
+  cr_assert_str_eq(l->base_url, "http://127.0.0.1:11434");
+  cr_assert_eq(l->timeout_ms, 5000);
+  cr_assert_eq(l->max_tokens, 100);
+  atl_config_free(&cfg);
+  cr_assert_null(cfg.providers);
+}
+
+Test(config, provider_errors) {
+  expect_error("[provider.a]\ntype = cohere\n", ATL_ECONFIG,
+               "%s:2: [provider.a] type: expected gemini, anthropic, openai or "
+               "replay, got 'cohere'");
+  expect_error("[provider.a]\ntype = openai\nbase_url = ftp://x\n", ATL_ECONFIG,
+               "%s:3: [provider.a] base_url: expected an http:// or https:// "
+               "URL, got 'ftp://x'");
+  expect_error("[provider.a]\ntype = openai\napi_key = sk-123\n", ATL_ECONFIG,
+               "%s:3: unknown key 'api_key' in [provider.a] (known: type, "
+               "base_url, api_key_env, models, cassette, timeout_ms, "
+               "max_tokens)");
+  expect_error("[provider.Big Name]\ntype = openai\n", ATL_ECONFIG,
+               "%s:1: [provider.Big Name]: a provider's name is 1 to 32 of "
+               "a-z, 0-9, '_' and '-'");
+  expect_error("[provider.a]\nmodels = m\n", ATL_ECONFIG,
+               "%s: [provider.a] has no type (gemini, anthropic, openai or "
+               "replay)");
+  expect_error("[agent]\nprovider = claude\n", ATL_ECONFIG,
+               "%s: [agent] provider: there is no section [provider.claude] "
+               "(add one, or name another)");
+  expect_error("[provider.r]\ntype = replay\n", ATL_ECONFIG,
+               "%s: [provider.r] is a replay without a cassette");
+  expect_error("[agent]\nmax_turns = 0\n", ATL_ECONFIG,
+               "%s:2: [agent] max_turns: expected a whole number of turns "
+               "between 1 and 1000, got '0'");
 }
