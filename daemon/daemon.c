@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "agent/agent.h"
 #include "log.h"
 
 /* ---- the post queue ---- */
@@ -282,6 +283,9 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
                              cfg->plugins_disable, cfg->plugins_strict, &lo);
   if (rc != 0)
     return rc;
+  rc = atl_agent_init(d);
+  if (rc != 0)
+    return rc;
 
   rc = atl_mkdir_p(cfg->socket_dir, 0755);
   if (rc != 0) {
@@ -303,6 +307,7 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
 
 void atl_daemon_free(atl_daemon_t *d) {
   pool_stop(d);
+  atl_agent_free(d);
   atl_registry_unload(&d->registry);
   atl_sessions_free_all(d);
   /* Whatever is still posted belongs to work that will never finish; the

@@ -124,6 +124,7 @@ struct atl_session_s {
   atl_waiter_t *waiters; /* events.read long polls */
   atl_session_t *hnext;  /* hash chain */
   atl_session_t *lru_prev, *lru_next;
+  struct atl_agent_s *agent; /* the agent's state; NULL until a message */
 };
 
 typedef void (*atl_session_cb)(atl_daemon_t *d, atl_session_t *s, int status,
@@ -145,6 +146,11 @@ void atl_session_delete(atl_daemon_t *d, atl_session_t *s, atl_session_cb cb,
  * NULL) runs on the loop afterwards. Assigns the next sequence number. */
 int atl_session_emit(atl_daemon_t *d, atl_session_t *s, const char *type,
                      const char *data_json, atl_post_fn done, void *arg);
+/* The same with more in the transaction (t: taken, even on failure), such
+ * as the history entry the event reports. */
+int atl_session_emit_txn(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
+                         const char *type, const char *data_json,
+                         atl_post_fn done, void *arg);
 /* Appends an event of type to t, numbering it, and submits t; any thread.
  * *seq_out gets the event's sequence number before cb can run. Returns 0
  * or a negative ATL_E* code (t is freed either way). */
@@ -244,6 +250,9 @@ struct atl_daemon_s {
   size_t n_buckets;
   size_t n_sessions;
   atl_session_t *lru_head, *lru_tail; /* head: most recently used */
+
+  struct atl_agent_provider_s *agent; /* the LLM provider (agent/agent.h) */
+  json_object *tools_json; /* every tool as the providers are given them */
 
   unsigned calls_in_flight; /* tool calls started and not yet answered */
   unsigned work_in_flight;  /* other asynchronous work */

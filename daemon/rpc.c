@@ -11,6 +11,7 @@
 
 #include <openssl/evp.h>
 
+#include "agent/agent.h"
 #include "daemon.h"
 #include "log.h"
 
@@ -473,6 +474,105 @@ static void m_tool_call(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   atl_session_get(d, id, call_got, cr);
 }
 
+/* ---- session.send, session.cancel (the agent) ---- */
+
+typedef struct {
+  atl_rpc_call_t *c;
+  char id[ATL_SESSION_ID_LEN + 1];
+  char *text;
+  char *model;
+  int cancel;
+} agent_req_t;
+
+static void agent_got(atl_daemon_t *d, atl_session_t *s, int status,
+                      void *user) {
+  agent_req_t *ar = user;
+  if (s == NULL) {
+    no_session(d, ar->c, ar->id, status);
+  } else if (ar->cancel) {
+    json_object *r = json_object_new_object();
+    json_object_object_add(r, "cancelled",
+                           json_object_new_boolean(atl_agent_cancel(d, s)));
+    atl_rpc_reply(d, ar->c, r);
+    json_object_put(r);
+  } else {
+    int queued = 0;
+    int rc = atl_agent_send(d, s, ar->text, ar->model, &queued);
+    if (rc == ATL_EBUSY) {
+      char msg[160];
+      snprintf(msg, sizeof(msg),
+               "too many messages waiting for this session's run (%u, "
+               "agent.queue_max); wait for run.completed, or cancel the run",
+               d->cfg->queue_max);
+      atl_rpc_reply_error(d, ar->c, ATL_RPC_QUEUE_FULL, msg, NULL);
+    } else if (rc != 0) {
+      atl_rpc_reply_error(d, ar->c, ATL_RPC_INTERNAL_ERROR, atl_strerror(rc),
+                          NULL);
+    } else {
+      json_object *r = json_object_new_object();
+      json_object_object_add(r, "queued", json_object_new_boolean(queued));
+      atl_rpc_reply(d, ar->c, r);
+      json_object_put(r);
+    }
+  }
+  if (s != NULL)
+    atl_session_unref(d, s);
+  free(ar->text);
+  free(ar->model);
+  free(ar);
+}
+
+static void m_session_send(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {"session", "text", "model", NULL};
+  if (!only(d, c, p, names))
+    return;
+  const char *id = session_param(d, c, p);
+  if (id == NULL)
+    return;
+  json_object *text = NULL, *model = NULL;
+  if (!json_object_object_get_ex(p, "text", &text) ||
+      !json_object_is_type(text, json_type_string) ||
+      json_object_get_string_len(text) == 0) {
+    invalid(d, c, "\"text\" must be the user's message (a non-empty string)");
+    return;
+  }
+  if (json_object_object_get_ex(p, "model", &model) && model != NULL &&
+      (!json_object_is_type(model, json_type_string) ||
+       json_object_get_string_len(model) == 0)) {
+    invalid(d, c, "\"model\" must be a model name (a non-empty string)");
+    return;
+  }
+  agent_req_t *ar = calloc(1, sizeof(*ar));
+  if (ar == NULL) {
+    atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    return;
+  }
+  ar->c = c;
+  snprintf(ar->id, sizeof(ar->id), "%s", id);
+  ar->text = strdup(json_object_get_string(text));
+  ar->model = model ? strdup(json_object_get_string(model)) : NULL;
+  atl_session_get(d, id, agent_got, ar);
+}
+
+static void m_session_cancel(atl_daemon_t *d, atl_rpc_call_t *c,
+                             json_object *p) {
+  static const char *const names[] = {"session", NULL};
+  if (!only(d, c, p, names))
+    return;
+  const char *id = session_param(d, c, p);
+  if (id == NULL)
+    return;
+  agent_req_t *ar = calloc(1, sizeof(*ar));
+  if (ar == NULL) {
+    atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    return;
+  }
+  ar->c = c;
+  ar->cancel = 1;
+  snprintf(ar->id, sizeof(ar->id), "%s", id);
+  atl_session_get(d, id, agent_got, ar);
+}
+
 /* ---- events.read ---- */
 
 static int event_row(const atl_event_row_t *row, void *user) {
@@ -615,10 +715,12 @@ static const struct {
     {"daemon.info", m_daemon_info, 0},
     {"events.read", m_events_read, 0},
     {"image.get", m_image_get, 0},
+    {"session.cancel", m_session_cancel, 0},
     {"session.create", m_session_create, 1},
     {"session.delete", m_session_delete, 1},
     {"session.get", m_session_get, 0},
     {"session.list", m_session_list, 0},
+    {"session.send", m_session_send, 1},
     {"tool.call", m_tool_call, 1},
     {"tool.list", m_tool_list, 0},
 };

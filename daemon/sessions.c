@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "agent/agent.h"
 #include "log.h"
 
 struct atl_waiter_s {
@@ -70,6 +71,7 @@ static atl_session_t *session_new(void) {
 }
 
 static void session_free(atl_session_t *s) {
+  atl_agent_session_free(s);
   if (s->doc)
     json_object_put(s->doc);
   pthread_mutex_destroy(&s->seq_mu);
@@ -357,8 +359,13 @@ void atl_session_delete(atl_daemon_t *d, atl_session_t *s, atl_session_cb cb,
 
 int atl_session_emit(atl_daemon_t *d, atl_session_t *s, const char *type,
                      const char *data_json, atl_post_fn done, void *arg) {
+  return atl_session_emit_txn(d, s, atl_txn_new(), type, data_json, done, arg);
+}
+
+int atl_session_emit_txn(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
+                         const char *type, const char *data_json,
+                         atl_post_fn done, void *arg) {
   commit_t *c = calloc(1, sizeof(*c));
-  atl_txn_t *t = atl_txn_new();
   if (c == NULL || t == NULL) {
     free(c);
     atl_txn_free(t);

@@ -1,0 +1,874 @@
+/* The agent loop (see agent.h): runs, turns, tool calls, offline mode.
+ *
+ * A run goes through these steps, all on the loop thread:
+ *   1. the user's message is committed to the history (run.started);
+ *   2. a turn: the provider's request is sent; the answer streams in as
+ *      server-sent events, each piece of text becoming a text.delta event;
+ *      429s, 5xxs and connection errors are retried with backoff;
+ *   3. the model's message is committed (text.done);
+ *   4. its tool calls run one after the other, each through the same path
+ *      as a tool.call (tool.started, then tool.finished); an unknown tool
+ *      or bad arguments get an error result the model sees;
+ *   5. the results are committed as one tool message; back to 2, unless
+ *      the model made no call (run.completed), the turn limit is reached
+ *      (run.limit_reached), or the run was cancelled (run.cancelled).
+ */
+#include "atl-build.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "agent/sse.h"
+#include "log.h"
+
+/* A message waiting for the session's run to end. */
+typedef struct pending_s {
+  struct pending_s *next;
+  char *text;
+  char *model;
+} pending_t;
+
+struct atl_agent_s {
+  atl_daemon_t *d;
+  atl_session_t *s;     /* pinned while a run is active */
+  json_object *history; /* NULL until loaded */
+  pending_t *q_head, *q_tail;
+  unsigned queued;
+
+  int loading; /* the history is being read from the store */
+
+  /* The run. */
+  int active;
+  int cancel;
+  int direct; /* a "/tool {json}" message: no model call */
+  unsigned turns;
+  char *model;
+  int64_t input_tokens, output_tokens;
+  /* The turn in flight. */
+  atl_turn_t turn;
+  atl_sse_t sse;
+  unsigned attempt;
+  uint64_t call_started_ns;
+  uv_timer_t retry_timer;
+  int timer_ready;
+  /* The tool calls of the last model message, and their results. */
+  json_object *calls;
+  size_t next_call;
+  json_object *results;
+};
+
+static void run_next(atl_agent_t *a);
+static void turn_start(atl_agent_t *a);
+
+/* ---- the provider ---- */
+
+static const struct {
+  const char *type, *url, *env, *model;
+} defaults[] = {
+    {"anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY",
+     "claude-sonnet-4-5"},
+    {"gemini", "https://generativelanguage.googleapis.com", "GEMINI_API_KEY",
+     "gemini-2.5-flash"},
+    {"openai", "https://api.openai.com", "OPENAI_API_KEY", "gpt-4.1-mini"},
+};
+#define NDEFAULTS (sizeof(defaults) / sizeof(defaults[0]))
+
+static int default_of(const char *type) {
+  for (size_t i = 0; i < NDEFAULTS; i++)
+    if (strcmp(defaults[i].type, type) == 0)
+      return (int)i;
+  return -1;
+}
+
+/* The first model of "a, b, c". */
+static char *first_model(const char *models) {
+  if (models == NULL)
+    return NULL;
+  while (*models == ' ')
+    models++;
+  size_t n = strcspn(models, ", ");
+  return n ? strndup(models, n) : NULL;
+}
+
+static void offline(atl_agent_provider_t *p, const char *why) {
+  p->ops = NULL;
+  free(p->why_offline);
+  p->why_offline = strdup(why);
+}
+
+static void resolve(atl_daemon_t *d, atl_agent_provider_t *p) {
+  const atl_config_t *cfg = d->cfg;
+  const atl_provider_conf_t *conf = NULL;
+  int def = -1;
+  if (cfg->agent_provider != NULL) {
+    conf = atl_provider_conf(cfg, cfg->agent_provider);
+    def = conf ? default_of(conf->type) : -1;
+  } else {
+    /* No provider chosen: the first whose key is in the environment. */
+    for (size_t i = 0; i < NDEFAULTS && def < 0; i++)
+      if (getenv(defaults[i].env) != NULL && *getenv(defaults[i].env))
+        def = (int)i;
+  }
+  if (conf == NULL && def < 0) {
+    offline(p, "No LLM provider is configured, so I cannot think for "
+               "myself yet. Set ANTHROPIC_API_KEY, GEMINI_API_KEY or "
+               "OPENAI_API_KEY in atelierd's environment, or add a "
+               "[provider.NAME] section and [agent] provider = NAME to "
+               "atelierd.conf (conf/atelierd.conf.sample shows how), then "
+               "restart atelierd. Meanwhile, a message like /create_shape "
+               "{\"id\": \"ball\", \"type\": \"sphere\", \"properties\": "
+               "{\"center\": [0, 1, 0], \"radius\": 1}} calls a tool "
+               "directly.");
+    return;
+  }
+  const char *type = conf ? conf->type : defaults[def].type;
+  p->ops = atl_provider_find(type);
+  if (p->ops == NULL) {
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "The configured provider type '%s' is not available in this "
+             "build of atelierd.",
+             type);
+    offline(p, msg);
+    atl_log_kv(ATL_LOG_ERROR, "provider type not available", "type", type,
+               NULL);
+    return;
+  }
+  const char *env = conf && conf->api_key_env ? conf->api_key_env
+                    : def >= 0                ? defaults[def].env
+                                              : NULL;
+  const char *key = env ? getenv(env) : NULL;
+  p->api_key = key && *key ? strdup(key) : NULL;
+  p->base_url = strdup(conf && conf->base_url ? conf->base_url
+                       : def >= 0             ? defaults[def].url
+                                              : "http://127.0.0.1");
+  p->model = first_model(conf ? conf->models : NULL);
+  if (p->model == NULL && def >= 0)
+    p->model = strdup(defaults[def].model);
+  p->cfg.name = conf ? conf->name : defaults[def].type;
+  p->cfg.type = type;
+  p->cfg.base_url = p->base_url;
+  p->cfg.api_key = p->api_key;
+  p->cfg.max_tokens = conf ? conf->max_tokens : 4096;
+  p->cfg.timeout_ms = conf ? conf->timeout_ms : 120000;
+  atl_log_kv(ATL_LOG_INFO, "agent provider", "provider", p->cfg.name, "type",
+             type, "model", p->model ? p->model : "(none)", "key",
+             p->api_key ? "(set)" : "(none)", NULL);
+}
+
+int atl_agent_init(atl_daemon_t *d) {
+  atl_agent_provider_t *p = calloc(1, sizeof(*p));
+  json_object *tools = json_object_new_array();
+  if (p == NULL || tools == NULL) {
+    free(p);
+    json_object_put(tools);
+    return ATL_ENOMEM;
+  }
+  resolve(d, p);
+  d->agent = p;
+  for (size_t i = 0; i < d->registry.n_tools; i++) {
+    const atl_tool_entry_t *te = d->registry.tools[i];
+    json_object *t = json_object_new_object();
+    json_object_object_add(t, "name", json_object_new_string(te->tool.name));
+    if (te->tool.description)
+      json_object_object_add(t, "description",
+                             json_object_new_string(te->tool.description));
+    json_object_object_add(t, "input_schema",
+                           json_tokener_parse(te->tool.input_schema));
+    json_object_array_add(tools, t);
+  }
+  d->tools_json = tools;
+  return 0;
+}
+
+void atl_agent_free(atl_daemon_t *d) {
+  atl_agent_provider_t *p = d->agent;
+  if (p != NULL) {
+    free(p->model);
+    free(p->base_url);
+    free(p->api_key);
+    free(p->why_offline);
+    free(p);
+  }
+  d->agent = NULL;
+  json_object_put(d->tools_json);
+  d->tools_json = NULL;
+}
+
+/* ---- committing history and events ---- */
+
+static char *json_text(json_object *o) {
+  return strdup(json_object_to_json_string_ext(
+      o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* Appends msg (taken) to the history, in memory and in the store, with an
+ * event of type carrying data (taken; may be NULL). */
+static void commit_message(atl_agent_t *a, json_object *msg, const char *type,
+                           json_object *data) {
+  atl_session_t *s = a->s;
+  json_object *role;
+  json_object_object_get_ex(msg, "role", &role);
+  json_object_object_add(msg, "ts_ms", json_object_new_int64(atl_now_ms()));
+  char *content = json_text(msg);
+  atl_txn_t *t = atl_txn_new();
+  if (t != NULL && content != NULL)
+    atl_txn_history_append(t, s->id, s->history_len,
+                           json_object_get_string(role), content, atl_now_ms());
+  s->history_len++;
+  json_object_array_add(a->history, msg);
+  char *dt = data ? json_text(data) : NULL;
+  if (atl_session_emit_txn(a->d, s, t, type, dt, NULL, NULL) != 0)
+    atl_log_kv(ATL_LOG_ERROR, "could not commit the history", "session", s->id,
+               NULL);
+  free(dt);
+  free(content);
+  json_object_put(data);
+}
+
+static void emit(atl_agent_t *a, const char *type, json_object *data) {
+  char *dt = data ? json_text(data) : NULL;
+  atl_session_emit(a->d, a->s, type, dt, NULL, NULL);
+  free(dt);
+  json_object_put(data);
+}
+
+static json_object *obj_str(const char *k, const char *v) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, k, json_object_new_string(v));
+  return o;
+}
+
+static json_object *text_message(const char *role, const char *text) {
+  json_object *m = json_object_new_object();
+  json_object_object_add(m, "role", json_object_new_string(role));
+  json_object *parts = json_object_new_array();
+  json_object *p = obj_str("type", "text");
+  json_object_object_add(p, "text", json_object_new_string(text));
+  json_object_array_add(parts, p);
+  json_object_object_add(m, "parts", parts);
+  return m;
+}
+
+/* ---- ending a run ---- */
+
+static void run_end(atl_agent_t *a, const char *type, json_object *data) {
+  if (data == NULL)
+    data = json_object_new_object();
+  json_object_object_add(data, "turns", json_object_new_int((int)a->turns));
+  json_object *u = json_object_new_object();
+  json_object_object_add(u, "input_tokens",
+                         json_object_new_int64(a->input_tokens));
+  json_object_object_add(u, "output_tokens",
+                         json_object_new_int64(a->output_tokens));
+  json_object_object_add(data, "usage", u);
+  emit(a, type, data);
+  atl_log_kv(ATL_LOG_INFO, "run ended", "session", a->s->id, "how", type, NULL);
+  a->active = 0;
+  a->cancel = 0;
+  free(a->model);
+  a->model = NULL;
+  json_object_put(a->calls);
+  a->calls = NULL;
+  json_object_put(a->results);
+  a->results = NULL;
+  atl_session_t *s = a->s;
+  run_next(a);
+  if (!a->active)
+    atl_session_unref(a->d, s);
+}
+
+static void run_error(atl_agent_t *a, int http_status, const char *msg) {
+  json_object *data = obj_str("message", msg);
+  if (http_status > 0)
+    json_object_object_add(data, "status", json_object_new_int(http_status));
+  atl_log_kv(ATL_LOG_ERROR, "run failed", "session", a->s->id, "error", msg,
+             NULL);
+  run_end(a, "run.error", data);
+}
+
+/* ---- tool calls ---- */
+
+static void call_next(atl_agent_t *a);
+
+static void add_result(atl_agent_t *a, json_object *call, json_object *env) {
+  json_object *id, *name, *ok;
+  json_object_object_get_ex(call, "id", &id);
+  json_object_object_get_ex(call, "name", &name);
+  json_object *p = obj_str("type", "tool_result");
+  json_object_object_add(p, "id", json_object_get(id));
+  json_object_object_add(p, "name", json_object_get(name));
+  int success = json_object_object_get_ex(env, "success", &ok) &&
+                json_object_get_boolean(ok);
+  json_object_object_add(p, "result", env);
+  json_object_object_add(p, "is_error", json_object_new_boolean(!success));
+  json_object_array_add(a->results, p);
+}
+
+static json_object *error_envelope(const char *fmt, ...) ATL_PRINTF(1, 2);
+static json_object *error_envelope(const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  json_object *env = json_object_new_object();
+  json_object_object_add(env, "success", json_object_new_boolean(0));
+  json_object_object_add(env, "error", json_object_new_string(msg));
+  return env;
+}
+
+static void call_done(atl_daemon_t *d, int rpc_status, const char *envelope,
+                      void *user) {
+  (void)d;
+  atl_agent_t *a = user;
+  json_object *call = json_object_array_get_idx(a->calls, a->next_call - 1);
+  json_object *env =
+      rpc_status == 0 && envelope
+          ? json_tokener_parse(envelope)
+          : error_envelope("the tool call could not be "
+                           "completed (%s); nothing changed",
+                           rpc_status == 0 ? "no answer" : "store error");
+  add_result(a, call, env ? env : error_envelope("no result"));
+  call_next(a);
+}
+
+static void calls_done(atl_agent_t *a) {
+  json_object *msg = json_object_new_object();
+  json_object_object_add(msg, "role", json_object_new_string("tool"));
+  json_object *count = json_object_new_object();
+  json_object_object_add(
+      count, "count",
+      json_object_new_int((int)json_object_array_length(a->results)));
+  json_object_object_add(msg, "parts", a->results);
+  a->results = NULL;
+  commit_message(a, msg, "tool.results", count);
+  json_object_put(a->calls);
+  a->calls = NULL;
+  if (a->cancel) {
+    run_end(a, "run.cancelled", NULL);
+  } else if (a->direct) {
+    run_end(a, "run.completed", NULL);
+  } else if (a->turns >= a->d->cfg->max_turns) {
+    char text[128];
+    snprintf(text, sizeof(text),
+             "Reached maximum turn limit (%u turns). Send a message to "
+             "continue.",
+             a->d->cfg->max_turns);
+    commit_message(a, text_message("model", text), "text.done",
+                   obj_str("text", text));
+    run_end(a, "run.limit_reached", obj_str("message", text));
+  } else {
+    turn_start(a);
+  }
+}
+
+/* Runs the calls one after the other: each sees the document the previous
+ * one committed. The cancel flag is honoured between calls, never in the
+ * middle of one. */
+static void call_next(atl_agent_t *a) {
+  size_t n = json_object_array_length(a->calls);
+  while (a->next_call < n) {
+    json_object *call = json_object_array_get_idx(a->calls, a->next_call++);
+    json_object *name, *args, *bad, *id;
+    json_object_object_get_ex(call, "name", &name);
+    json_object_object_get_ex(call, "arguments", &args);
+    json_object_object_get_ex(call, "id", &id);
+    const char *tool = json_object_get_string(name);
+    json_object *started = obj_str("tool", tool);
+    json_object_object_add(started, "id", json_object_get(id));
+    json_object_object_add(started, "arguments", json_object_get(args));
+    emit(a, "tool.started", started);
+    if (a->cancel) {
+      add_result(a, call,
+                 error_envelope("not run: the user cancelled the run"));
+      continue;
+    }
+    if (json_object_object_get_ex(call, "bad_arguments", &bad)) {
+      /* Nothing is skipped: the model learns its arguments were broken. */
+      add_result(a, call,
+                 error_envelope("the arguments are not a JSON object: %.300s",
+                                json_object_get_string(bad)));
+      continue;
+    }
+    /* An unknown tool gets its error from the tool-call path itself, with
+     * the list of the tools there are. */
+    atl_toolcall_start(a->d, a->s, tool, args, call_done, a);
+    return;
+  }
+  calls_done(a);
+}
+
+/* ---- a turn ---- */
+
+static void on_text(const char *text, size_t len, void *user) {
+  atl_agent_t *a = user;
+  json_object *data = json_object_new_object();
+  json_object_object_add(data, "text",
+                         json_object_new_string_len(text, (int)len));
+  emit(a, "text.delta", data);
+}
+
+static int sse_event(const char *event, const char *data, size_t len,
+                     void *user) {
+  atl_agent_t *a = user;
+  return a->d->agent->ops->event(&a->turn, event, data, len) != 0;
+}
+
+static int on_data(const char *data, size_t len, void *user) {
+  atl_agent_t *a = user;
+  if (a->cancel)
+    return 1; /* stop listening: the run ends without this turn */
+  return atl_sse_feed(&a->sse, data, len, sse_event, a) != 0;
+}
+
+static void retry_fired(uv_timer_t *t) {
+  atl_agent_t *a = t->data;
+  if (a->d->shutting_down)
+    run_error(a, 0,
+              "the daemon is shutting down; send the message again "
+              "once it is back");
+  else
+    turn_start(a);
+}
+
+/* 429, 5xx and connection errors are worth another try; the rest are our
+ * mistake or the provider's refusal, and would fail again. */
+static int retryable(const atl_http_response_t *r) {
+  return r->status < 0 || r->http_code == 429 || r->http_code >= 500;
+}
+
+static void turn_done(const atl_http_response_t *r, void *user) {
+  atl_agent_t *a = user;
+  atl_agent_provider_t *p = a->d->agent;
+  uint64_t ms = (atl_mono_ns() - a->call_started_ns) / 1000000u;
+  if (a->cancel) {
+    /* The partial answer is dropped: the history keeps whole turns. */
+    atl_turn_free(&a->turn);
+    atl_sse_free(&a->sse);
+    run_end(a, "run.cancelled", NULL);
+    return;
+  }
+  if (a->d->shutting_down) {
+    atl_turn_free(&a->turn);
+    atl_sse_free(&a->sse);
+    run_error(a, 0,
+              "the daemon is shutting down; send the message again "
+              "once it is back");
+    return;
+  }
+  int ok = r->status == 0 && r->http_code >= 200 && r->http_code < 300 &&
+           a->turn.error == NULL && a->turn.done;
+  if (!ok) {
+    char msg[600];
+    char *why = r->body_len && p->ops->error_message
+                    ? p->ops->error_message(r->body, r->body_len)
+                    : NULL;
+    int broken = a->turn.error != NULL;
+    if (broken)
+      snprintf(msg, sizeof(msg), "the provider's answer was broken: %s",
+               a->turn.error);
+    else if (r->status < 0)
+      snprintf(msg, sizeof(msg), "the provider could not be reached: %s",
+               r->error ? r->error : "connection failed");
+    else if (r->http_code >= 300)
+      snprintf(msg, sizeof(msg), "the provider answered HTTP %ld: %s",
+               r->http_code, why ? why : "(no message)");
+    else
+      snprintf(msg, sizeof(msg),
+               "the provider's answer stopped before its "
+               "end (a truncated stream)");
+    free(why);
+    int again = !broken && (r->status < 0 || r->http_code >= 300) &&
+                retryable(r) && a->attempt < 3;
+    atl_turn_free(&a->turn);
+    atl_sse_free(&a->sse);
+    if (again) {
+      /* 1 s, 2 s, then 4 s, with jitter so that sessions that failed
+       * together do not come back together. */
+      uint64_t delay = 1000u << (a->attempt - 1);
+      delay += (uint64_t)(rand() % 250);
+      atl_log_kv(ATL_LOG_WARN, "model call failed; retrying", "session",
+                 a->s->id, "error", msg, NULL);
+      uv_timer_start(&a->retry_timer, retry_fired, delay, 0);
+      return;
+    }
+    run_error(a, r->http_code >= 300 ? (int)r->http_code : 0, msg);
+    return;
+  }
+  json_object *msg = atl_turn_message(&a->turn);
+  if (a->turn.input_tokens > 0)
+    a->input_tokens += a->turn.input_tokens;
+  if (a->turn.output_tokens > 0)
+    a->output_tokens += a->turn.output_tokens;
+  json_object_object_add(msg, "latency_ms", json_object_new_int64((int64_t)ms));
+  json_object_object_add(msg, "model", json_object_new_string(a->model));
+  json_object *done = obj_str("text", a->turn.text ? a->turn.text : "");
+  json_object_object_add(done, "latency_ms",
+                         json_object_new_int64((int64_t)ms));
+  atl_turn_free(&a->turn);
+  atl_sse_free(&a->sse);
+  a->turns++;
+  a->attempt = 0;
+  /* The calls of this message, in order. */
+  json_object *parts, *calls = json_object_new_array();
+  json_object_object_get_ex(msg, "parts", &parts);
+  for (size_t i = 0; i < json_object_array_length(parts); i++) {
+    json_object *part = json_object_array_get_idx(parts, i), *type;
+    if (json_object_object_get_ex(part, "type", &type) &&
+        strcmp(json_object_get_string(type), "tool_call") == 0)
+      json_object_array_add(calls, json_object_get(part));
+  }
+  commit_message(a, msg, "text.done", done);
+  if (json_object_array_length(calls) == 0) {
+    json_object_put(calls);
+    run_end(a, "run.completed", NULL);
+    return;
+  }
+  a->calls = calls;
+  a->next_call = 0;
+  a->results = json_object_new_array();
+  call_next(a);
+}
+
+static char *system_prompt(atl_agent_t *a);
+
+static void turn_start(atl_agent_t *a) {
+  atl_agent_provider_t *p = a->d->agent;
+  if (a->cancel) {
+    run_end(a, "run.cancelled", NULL);
+    return;
+  }
+  a->attempt++;
+  atl_turn_init(&a->turn);
+  a->turn.on_text = on_text;
+  a->turn.user = a;
+  atl_sse_init(&a->sse, 0);
+  char *system = system_prompt(a);
+  atl_provider_req_t req;
+  int rc = p->ops->build(&p->cfg, a->model, system, a->history,
+                         a->d->tools_json, &req);
+  free(system);
+  if (rc != 0) {
+    atl_turn_free(&a->turn);
+    atl_sse_free(&a->sse);
+    run_error(a, 0, "could not build the request to the provider");
+    return;
+  }
+  atl_http_request_t hr = {.struct_size = sizeof(hr),
+                           .method = "POST",
+                           .url = req.url,
+                           .headers = (const char *const *)req.headers,
+                           .body = req.body,
+                           .body_len = strlen(req.body),
+                           .timeout_ms = p->cfg.timeout_ms};
+  a->call_started_ns = atl_mono_ns();
+  rc = atl_http_request(a->d->http, &hr, on_data, turn_done, a);
+  atl_provider_req_free(&req);
+  if (rc != 0) {
+    atl_turn_free(&a->turn);
+    atl_sse_free(&a->sse);
+    run_error(a, 0, "could not start the request to the provider");
+  }
+}
+
+/* ---- the system prompt ---- */
+
+static const char template[] =
+    "You are an autonomous assistant that builds things in Atelier by "
+    "calling tools: 3D scenes, optical benches, drawings.\n"
+    "\n"
+    "AVAILABLE TOOLS:\n"
+    "You have tools for creating, updating and removing what the session "
+    "holds. Each tool call returns a JSON result showing what happened. You "
+    "may call several tools in one response; they run in order.\n"
+    "\n"
+    "WORKFLOW:\n"
+    "1. Explain to the user what you are doing as you work\n"
+    "2. Call tools to create or modify things\n"
+    "3. Review the tool results: if there are errors, retry with "
+    "corrections\n"
+    "4. Iterate until the result matches the user's request\n"
+    "5. When satisfied, give a final answer with text only, no tool calls\n"
+    "\n"
+    "TOOL RESULTS:\n"
+    "- Success: {\"success\": true, \"result\": {<the complete object>}}\n"
+    "- Error: {\"success\": false, \"error\": \"<what was wrong>\"}\n"
+    "\n"
+    "The results show the complete state of each object, with every default "
+    "filled in. Use them to track what exists and to check your work.\n"
+    "\n"
+    "CURRENT SCENE:\n"
+    "%s\n";
+
+static char *system_prompt(atl_agent_t *a) {
+  atl_daemon_t *d = a->d;
+  char *scene = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&scene, &len);
+  for (size_t i = 0; f != NULL && i < d->registry.n_plugins; i++) {
+    atl_plugin_entry_t *pe = d->registry.plugins[i];
+    if (pe->desc.describe == NULL)
+      continue;
+    json_object *ns = NULL;
+    json_object_object_get_ex(a->s->doc, pe->desc.name, &ns);
+    char *text = pe->desc.describe(pe->state, ns);
+    if (text != NULL)
+      fputs(text, f);
+    free(text);
+  }
+  if (f != NULL)
+    fclose(f);
+  char *out = NULL;
+  if (asprintf(&out, template, scene && *scene ? scene : "(empty)") < 0)
+    out = NULL;
+  free(scene);
+  return out;
+}
+
+/* ---- runs ---- */
+
+/* Offline, or "/tool {json}" with any provider: the tool runs directly. */
+static int direct_call(atl_agent_t *a, const char *text) {
+  if (text[0] != '/')
+    return 0;
+  size_t n = strcspn(text + 1, " \t\n");
+  char *tool = strndup(text + 1, n);
+  const char *rest = text + 1 + n;
+  json_object *args =
+      *rest ? json_tokener_parse(rest) : json_object_new_object();
+  json_object *call = obj_str("type", "tool_call");
+  json_object_object_add(call, "id", json_object_new_string("direct"));
+  json_object_object_add(call, "name", json_object_new_string(tool));
+  if (args != NULL && json_object_is_type(args, json_type_object)) {
+    json_object_object_add(call, "arguments", args);
+  } else {
+    json_object_put(args);
+    json_object_object_add(call, "arguments", json_object_new_object());
+    json_object_object_add(call, "bad_arguments", json_object_new_string(rest));
+  }
+  free(tool);
+  a->calls = json_object_new_array();
+  json_object_array_add(a->calls, call);
+  a->next_call = 0;
+  a->results = json_object_new_array();
+  /* The model never asked for this call, so no model call follows: the
+   * run ends with the results. */
+  a->direct = 1;
+  call_next(a);
+  return 1;
+}
+
+static void run_start(atl_agent_t *a, char *text, char *model) {
+  atl_agent_provider_t *p = a->d->agent;
+  a->active = 1;
+  a->cancel = 0;
+  a->direct = 0;
+  a->turns = 0;
+  a->attempt = 0;
+  a->input_tokens = a->output_tokens = 0;
+  a->model = model ? model : p->model ? strdup(p->model) : strdup("");
+  json_object *started = obj_str("text", text);
+  json_object_object_add(started, "model", json_object_new_string(a->model));
+  json_object_object_add(
+      started, "provider",
+      json_object_new_string(p->ops ? p->cfg.name : "(offline)"));
+  commit_message(a, text_message("user", text), "run.started", started);
+  if (direct_call(a, text)) {
+    free(text);
+    return;
+  }
+  free(text);
+  if (p->ops == NULL) {
+    commit_message(a, text_message("model", p->why_offline), "text.done",
+                   obj_str("text", p->why_offline));
+    run_end(a, "run.completed", NULL);
+    return;
+  }
+  turn_start(a);
+}
+
+static void run_next(atl_agent_t *a) {
+  pending_t *m = a->q_head;
+  if (m == NULL || a->active)
+    return;
+  a->q_head = m->next;
+  if (a->q_head == NULL)
+    a->q_tail = NULL;
+  a->queued--;
+  char *text = m->text, *model = m->model;
+  free(m);
+  run_start(a, text, model);
+}
+
+/* ---- the history, loaded once ---- */
+
+typedef struct {
+  atl_agent_t *a;
+  json_object *history;
+  int status;
+} load_t;
+
+static int history_row(const atl_history_row_t *row, void *user) {
+  json_object *m = json_tokener_parse(row->content);
+  if (m != NULL)
+    json_object_array_add(user, m);
+  return 0;
+}
+
+/* A daemon killed between a model message and its tool results leaves
+ * calls without results, which every provider refuses. They are answered
+ * here, once, as interrupted: the history is whole again, and the model
+ * learns what happened. */
+static void repair(atl_agent_t *a) {
+  size_t n = json_object_array_length(a->history);
+  json_object *last = n ? json_object_array_get_idx(a->history, n - 1) : NULL;
+  json_object *role, *parts;
+  if (last == NULL || !json_object_object_get_ex(last, "role", &role) ||
+      strcmp(json_object_get_string(role), "model") != 0 ||
+      !json_object_object_get_ex(last, "parts", &parts))
+    return;
+  a->results = json_object_new_array();
+  for (size_t i = 0; i < json_object_array_length(parts); i++) {
+    json_object *part = json_object_array_get_idx(parts, i), *type;
+    if (json_object_object_get_ex(part, "type", &type) &&
+        strcmp(json_object_get_string(type), "tool_call") == 0)
+      add_result(a, part,
+                 error_envelope("interrupted: atelierd stopped before this "
+                                "call ran; it did not run"));
+  }
+  if (json_object_array_length(a->results) == 0) {
+    json_object_put(a->results);
+    a->results = NULL;
+    return;
+  }
+  json_object *msg = json_object_new_object();
+  json_object_object_add(msg, "role", json_object_new_string("tool"));
+  json_object_object_add(msg, "parts", a->results);
+  a->results = NULL;
+  commit_message(a, msg, "run.interrupted",
+                 obj_str("message", "the previous run was interrupted by a "
+                                    "restart of atelierd"));
+}
+
+static void load_done(void *arg) {
+  load_t *l = arg;
+  atl_agent_t *a = l->a;
+  a->d->work_in_flight--;
+  a->loading = 0;
+  if (a->history == NULL)
+    a->history = l->history;
+  else
+    json_object_put(l->history);
+  free(l);
+  repair(a);
+  run_next(a);
+  if (!a->active)
+    atl_session_unref(a->d, a->s);
+}
+
+static void load_work(void *arg) {
+  load_t *l = arg;
+  atl_store_reader_t *r = atl_daemon_reader_take(l->a->d);
+  l->history = json_object_new_array();
+  if (r != NULL) {
+    l->status =
+        atl_store_history_read(r, l->a->s->id, 0, 0, history_row, l->history);
+    atl_daemon_reader_give(l->a->d, r);
+  }
+  atl_daemon_post(l->a->d, load_done, l);
+}
+
+/* ---- the session's agent ---- */
+
+static atl_agent_t *agent_of(atl_daemon_t *d, atl_session_t *s) {
+  if (s->agent == NULL) {
+    atl_agent_t *a = calloc(1, sizeof(*a));
+    if (a == NULL)
+      return NULL;
+    a->d = d;
+    a->s = s;
+    uv_timer_init(d->loop, &a->retry_timer);
+    a->retry_timer.data = a;
+    a->timer_ready = 1;
+    s->agent = a;
+  }
+  return s->agent;
+}
+
+int atl_agent_send(atl_daemon_t *d, atl_session_t *s, const char *text,
+                   const char *model, int *queued_out) {
+  atl_agent_t *a = agent_of(d, s);
+  if (a == NULL)
+    return ATL_ENOMEM;
+  int busy = a->active || a->loading || a->q_head != NULL;
+  if (busy && a->queued >= d->cfg->queue_max)
+    return ATL_EBUSY;
+  pending_t *m = calloc(1, sizeof(*m));
+  if (m == NULL)
+    return ATL_ENOMEM;
+  m->text = strdup(text);
+  m->model = model ? strdup(model) : NULL;
+  if (a->q_tail)
+    a->q_tail->next = m;
+  else
+    a->q_head = m;
+  a->q_tail = m;
+  a->queued++;
+  *queued_out = a->active || a->loading;
+  if (a->active || a->loading)
+    return 0;
+  /* A run pins the session until it ends. */
+  atl_session_ref(s);
+  if (a->history == NULL) {
+    if (s->history_len == 0) {
+      a->history = json_object_new_array();
+    } else {
+      load_t *l = calloc(1, sizeof(*l));
+      if (l == NULL)
+        return ATL_ENOMEM;
+      l->a = a;
+      a->loading = 1;
+      d->work_in_flight++;
+      atl_pool_submit(d, load_work, l);
+      return 0;
+    }
+  }
+  run_next(a);
+  return 0;
+}
+
+int atl_agent_cancel(atl_daemon_t *d, atl_session_t *s) {
+  (void)d;
+  atl_agent_t *a = s->agent;
+  if (a == NULL || !a->active)
+    return 0;
+  a->cancel = 1;
+  return 1;
+}
+
+static void timer_closed(uv_handle_t *h) {
+  free(h->data);
+}
+
+void atl_agent_session_free(atl_session_t *s) {
+  atl_agent_t *a = s->agent;
+  if (a == NULL)
+    return;
+  s->agent = NULL;
+  while (a->q_head) {
+    pending_t *m = a->q_head;
+    a->q_head = m->next;
+    free(m->text);
+    free(m->model);
+    free(m);
+  }
+  json_object_put(a->history);
+  json_object_put(a->calls);
+  json_object_put(a->results);
+  free(a->model);
+  uv_close((uv_handle_t *)&a->retry_timer, timer_closed);
+}

@@ -1,0 +1,44 @@
+/* The agent loop: a user message starts a run; the model is called with
+ * the system prompt, the whole history and every tool; its text streams
+ * out as events; its tool calls run in order and their results go back;
+ * the run ends when the model answers without a call, at the turn limit,
+ * on cancel, or on an error. Everything runs on the loop thread.
+ *
+ * History and events are committed after every step, so a daemon killed
+ * mid-run restarts with a consistent history.
+ */
+#ifndef ATL_AGENT_H
+#define ATL_AGENT_H
+
+#include "daemon.h"
+#include "providers/provider.h"
+
+/* The provider the daemon talks to, resolved once at start-up from the
+ * configuration and the environment. */
+typedef struct atl_agent_provider_s {
+  const atl_provider_ops_t *ops; /* NULL: offline */
+  atl_provider_cfg_t cfg;
+  char *model;    /* the default model */
+  char *base_url; /* owned copies behind cfg's pointers */
+  char *api_key;
+  char *why_offline; /* what to tell a user in offline mode */
+} atl_agent_provider_t;
+
+typedef struct atl_agent_s atl_agent_t;
+
+int atl_agent_init(atl_daemon_t *d);
+void atl_agent_free(atl_daemon_t *d);
+
+/* The session's agent state is freed with the session. */
+void atl_agent_session_free(atl_session_t *s);
+
+/* session.send: starts a run with text, or queues it while one is active.
+ * Returns 0, or ATL_EBUSY when the queue is full (agent.queue_max).
+ * model may be NULL (the provider's default). */
+int atl_agent_send(atl_daemon_t *d, atl_session_t *s, const char *text,
+                   const char *model, int *queued_out);
+/* session.cancel: the run stops after the tool call in flight; returns 1
+ * if a run was active. */
+int atl_agent_cancel(atl_daemon_t *d, atl_session_t *s);
+
+#endif
