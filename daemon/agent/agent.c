@@ -52,6 +52,10 @@ struct atl_agent_s {
   atl_sse_t sse;
   unsigned attempt;
   uint64_t call_started_ns;
+  /* The first bytes of the answer as they came: an error answer's body,
+   * which the stream callback receives rather than the response. */
+  char raw[8192];
+  size_t raw_len;
   uv_timer_t retry_timer;
   int timer_ready;
   /* The tool calls of the last model message, and their results. */
@@ -422,6 +426,12 @@ static int on_data(const char *data, size_t len, void *user) {
   atl_agent_t *a = user;
   if (a->cancel)
     return 1; /* stop listening: the run ends without this turn */
+  size_t keep = sizeof(a->raw) - 1 - a->raw_len;
+  if (keep > len)
+    keep = len;
+  memcpy(a->raw + a->raw_len, data, keep);
+  a->raw_len += keep;
+  a->raw[a->raw_len] = '\0';
   return atl_sse_feed(&a->sse, data, len, sse_event, a) != 0;
 }
 
@@ -464,13 +474,23 @@ static void turn_done(const atl_http_response_t *r, void *user) {
            a->turn.error == NULL && a->turn.done;
   if (!ok) {
     char msg[600];
-    char *why = r->body_len && p->ops->error_message
-                    ? p->ops->error_message(r->body, r->body_len)
-                    : NULL;
+    char *why = NULL;
+    if (p->ops->error_message != NULL && r->body_len > 0)
+      why = p->ops->error_message(r->body, r->body_len);
+    else if (p->ops->error_message != NULL && a->raw_len > 0)
+      why = p->ops->error_message(a->raw, a->raw_len);
     int broken = a->turn.error != NULL;
+    /* Once an answer has begun, its text is out as text.delta events: a
+     * retry would say it twice, so a cut answer is an error instead. */
+    int begun = a->turn.text_len > 0 || a->turn.n_calls > 0;
     if (broken)
       snprintf(msg, sizeof(msg), "the provider's answer was broken: %s",
                a->turn.error);
+    else if (r->status < 0 && begun)
+      snprintf(msg, sizeof(msg),
+               "the provider's answer stopped before its end (a truncated "
+               "stream): %s",
+               r->error ? r->error : "connection closed");
     else if (r->status < 0)
       snprintf(msg, sizeof(msg), "the provider could not be reached: %s",
                r->error ? r->error : "connection failed");
@@ -482,7 +502,7 @@ static void turn_done(const atl_http_response_t *r, void *user) {
                "the provider's answer stopped before its "
                "end (a truncated stream)");
     free(why);
-    int again = !broken && (r->status < 0 || r->http_code >= 300) &&
+    int again = !broken && !begun && (r->status < 0 || r->http_code >= 300) &&
                 retryable(r) && a->attempt < 3;
     atl_turn_free(&a->turn);
     atl_sse_free(&a->sse);
@@ -543,6 +563,8 @@ static void turn_start(atl_agent_t *a) {
     return;
   }
   a->attempt++;
+  a->raw_len = 0;
+  a->raw[0] = '\0';
   atl_turn_init(&a->turn);
   a->turn.on_text = on_text;
   a->turn.user = a;

@@ -1,0 +1,434 @@
+#!/usr/bin/env python3
+"""The agent loop against a provider: the real atelierd with the real
+plugins, talking to tests/fake-llm/fake_llm.py (the one test double the
+project allows, itself checked against the official SDKs) over loopback.
+
+Each check scripts the fake provider's turns, sends a message with
+session.send over raw JSON-RPC, follows the session's events to the end of
+the run, and checks the events, the history and what the provider was sent.
+
+Run by `make check` (ATL_TEST_BUILDDIR, ATL_TEST_SRCDIR). Output: "ok N -"
+or "not ok N -" lines, "#" diagnostics, a final "P passed, F failed".
+Standard library only.
+"""
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.request
+
+SRCDIR = os.environ.get(
+    "ATL_TEST_SRCDIR",
+    os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+BUILDDIR = os.environ.get("ATL_TEST_BUILDDIR", os.path.join(SRCDIR, "build"))
+DAEMON = os.path.join(BUILDDIR, "atelierd")
+PLUGIN_DIR = os.path.join(BUILDDIR, "plugins", ".libs")
+FAKE = os.environ.get("FAKE_LLM",
+                      os.path.join(SRCDIR, "tests", "fake-llm", "fake_llm.py"))
+KEY = "sk-agent-test-SECRET"
+
+TMP = tempfile.mkdtemp(prefix="atl-agent.", dir=os.environ.get("TMPDIR", "/tmp"))
+PROCS = []
+
+
+def cleanup():
+    for p in PROCS:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+atexit.register(cleanup)
+signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
+
+
+# ---------------------------------------------------------------- helpers
+
+class Fake:
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, FAKE, "--port", "0"], stdout=subprocess.PIPE,
+            stderr=open(os.path.join(TMP, "fake.log"), "w"), text=True)
+        PROCS.append(self.proc)
+        line = self.proc.stdout.readline()
+        if "listening on" not in line:
+            raise RuntimeError("fake-llm did not start: %r" % line)
+        self.url = line.strip().split()[-1]
+
+    def _post(self, path, obj):
+        req = urllib.request.Request(self.url + path, json.dumps(obj).encode(),
+                                     {"Content-Type": "application/json"})
+        return json.load(urllib.request.urlopen(req, timeout=10))
+
+    def script(self, turns):
+        self._post("/_fake/reset", {})
+        self._post("/_fake/script", {"turns": turns})
+
+    def requests(self):
+        with urllib.request.urlopen(self.url + "/_fake/requests", timeout=10) as r:
+            return [q for q in json.load(r)["requests"]
+                    if q["path"].startswith("/v1")]
+
+
+class Daemon:
+    def __init__(self, name, conf, data_dir=None, env=None):
+        self.dir = os.path.join(TMP, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.sock = os.path.join(self.dir, "run", "api.sock")
+        self.data = data_dir or os.path.join(self.dir, "data")
+        path = os.path.join(self.dir, "atelierd.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        e = {k: v for k, v in os.environ.items()
+             if k not in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY",
+                          "OPENAI_API_KEY")}
+        e.update(env or {})
+        self.log = os.path.join(self.dir, "daemon.log")
+        self.proc = subprocess.Popen(
+            [DAEMON, "--foreground", "--config", path, "--socket-dir",
+             os.path.dirname(self.sock), "--data-dir", self.data,
+             "--plugin-dir", PLUGIN_DIR, "--log-level", "debug"],
+            stderr=open(self.log, "a"), env=e)
+        PROCS.append(self.proc)
+        for _ in range(200):
+            if os.path.exists(self.sock):
+                try:
+                    self.rpc("daemon.info", {})
+                    return
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        raise RuntimeError("atelierd did not start")
+
+    def rpc(self, method, params):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(20)
+        s.connect(self.sock)
+        s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
+                              "params": params}).encode() + b"\n")
+        buf = b""
+        while b"\n" not in buf:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            buf += chunk
+        s.close()
+        resp = json.loads(buf.split(b"\n", 1)[0])
+        if "error" in resp:
+            raise RuntimeError("%s: %s" % (method, resp["error"]))
+        return resp["result"]
+
+    def session(self):
+        return self.rpc("session.create", {})["id"]
+
+    def events(self, sid, after=0):
+        return self.rpc("events.read", {"session": sid, "after_seq": after,
+                                        "limit": 10000})["events"]
+
+    def run(self, sid, text, ends=1, timeout=30):
+        """Sends text and returns the events up to the end of `ends` runs."""
+        start = self.events(sid)
+        after = start[-1]["seq"] if start else 0
+        self.rpc("session.send", {"session": sid, "text": text})
+        return self.follow(sid, after, ends, timeout)
+
+    def follow(self, sid, after, ends=1, timeout=30):
+        out = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = self.rpc("events.read", {"session": sid, "after_seq": after,
+                                         "limit": 10000, "wait_ms": 1000})
+            for e in r["events"]:
+                out.append(e)
+                after = e["seq"]
+            if sum(1 for e in out if e["type"] in END) >= ends:
+                return out
+        raise AssertionError("the run did not end; events: %s" %
+                             [e["type"] for e in out])
+
+    def history(self, sid):
+        return self.rpc("session.get", {"session": sid})["history"]
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=15)
+
+
+END = ("run.completed", "run.error", "run.cancelled", "run.limit_reached")
+
+
+def types(events):
+    return [e["type"] for e in events if e["type"] != "text.delta"]
+
+
+def conf(url, extra=""):
+    return ("[agent]\nprovider = fake\nmax_turns = 3\n%s\n"
+            "[provider.fake]\ntype = openai\nbase_url = %s\n"
+            "api_key_env = FAKE_LLM_KEY\nmodels = fake-model, other-model\n"
+            "timeout_ms = 5000\n" % (extra, url))
+
+
+SPHERE = {"id": "ball", "type": "sphere",
+          "properties": {"center": [0, 1, 0], "radius": 1}}
+
+# ---------------------------------------------------------------- checks
+
+results = []
+
+
+def check(name):
+    def wrap(fn):
+        results.append((name, fn))
+        return fn
+    return wrap
+
+
+@check("a text answer streams as text.delta events and ends the run")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    fake.script([{"text": "Hello, I am a fake model.", "chunks": 4,
+                  "usage": {"input": 11, "output": 7}}])
+    sid = d.session()
+    ev = d.run(sid, "hi")
+    deltas = [e["data"]["text"] for e in ev if e["type"] == "text.delta"]
+    assert "".join(deltas) == "Hello, I am a fake model.", deltas
+    assert len(deltas) >= 2, "it streamed in pieces: %s" % deltas
+    assert types(ev) == ["run.started", "text.done", "run.completed"], types(ev)
+    done = ev[-1]["data"]
+    assert done["usage"] == {"input_tokens": 11, "output_tokens": 7}, done
+    req = fake.requests()[-1]
+    assert req["headers"]["authorization"] == "(redacted)", req["headers"]
+    assert req["body"]["model"] == "fake-model"
+    assert req["body"]["stream"] is True
+    assert req["body"]["messages"][0]["role"] == "system"
+    assert "CURRENT SCENE" in req["body"]["messages"][0]["content"]
+    assert req["body"]["messages"][1] == {"role": "user", "content": "hi"}
+    names = [t["function"]["name"] for t in req["body"]["tools"]]
+    assert "create_shape" in names and "echo" in names, names
+    h = d.history(sid)
+    assert [m["role"] for m in h] == ["user", "model"], h
+
+
+@check("parallel tool calls run in order; every result goes back, errors too")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    fake.script([
+        {"text": "Making two.", "tool_calls": [
+            {"id": "call_1", "name": "create_shape", "arguments": SPHERE},
+            {"id": "call_2", "name": "create_shape",
+             "arguments": {"id": "bad", "type": "sphere",
+                           "properties": {"center": [0, 0, 0], "radius": -1}}},
+            {"id": "call_3", "name": "no_such_tool", "arguments": {}}]},
+        {"text": "One worked."}])
+    sid = d.session()
+    ev = d.run(sid, "two balls")
+    t = types(ev)
+    assert t == ["run.started", "text.done", "tool.started", "tool.finished",
+                 "tool.started", "tool.finished", "tool.started",
+                 "tool.finished", "tool.results", "text.done",
+                 "run.completed"], t
+    fin = [e["data"] for e in ev if e["type"] == "tool.finished"]
+    assert [f["success"] for f in fin] == [True, False, False], fin
+    assert ev[-1]["data"]["turns"] == 2
+    second = fake.requests()[-1]["body"]["messages"]
+    tools = [m for m in second if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tools] == ["call_1", "call_2",
+                                                   "call_3"], tools
+    assert json.loads(tools[0]["content"])["success"] is True
+    assert "/properties/radius" in json.loads(tools[1]["content"])["error"]
+    assert "unknown tool 'no_such_tool'" in json.loads(tools[2]["content"])["error"]
+    state = d.rpc("tool.call", {"session": sid, "name": "get_scene_state",
+                                "arguments": {}})
+    assert [s["id"] for s in state["result"]["shapes"]] == ["ball"], state
+
+
+@check("the turn limit stops the run with the message, and the next message resumes")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    call = {"name": "echo", "arguments": {"text": "again"}}
+    fake.script([{"tool_calls": [call]}] * 3 + [{"text": "resumed"}])
+    sid = d.session()
+    ev = d.run(sid, "loop forever")
+    assert ev[-1]["type"] == "run.limit_reached", types(ev)
+    assert ev[-1]["data"]["message"] == ("Reached maximum turn limit (3 turns)."
+                                         " Send a message to continue.")
+    assert len(fake.requests()) == 3
+    ev = d.run(sid, "go on")
+    assert ev[-1]["type"] == "run.completed", types(ev)
+    msgs = fake.requests()[-1]["body"]["messages"]
+    assert msgs[-1] == {"role": "user", "content": "go on"}, msgs[-1]
+    assert sum(1 for m in msgs if m["role"] == "tool") == 3
+
+
+@check("429 with Retry-After is retried; the run then completes")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    fake.script([{"status": 429, "retry_after": 0, "error_message": "slow down"},
+                 {"text": "after the retry"}])
+    sid = d.session()
+    ev = d.run(sid, "hello")
+    assert ev[-1]["type"] == "run.completed", types(ev)
+    assert len(fake.requests()) == 2
+
+
+@check("three 500s end the run with run.error carrying the provider's message")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    fake.script([{"status": 500, "error_message": "the fake is down"}] * 4)
+    sid = d.session()
+    ev = d.run(sid, "hello", timeout=30)
+    assert ev[-1]["type"] == "run.error", types(ev)
+    assert ev[-1]["data"]["status"] == 500
+    assert "the fake is down" in ev[-1]["data"]["message"], ev[-1]
+    assert len(fake.requests()) == 3, "at most 3 tries"
+
+
+@check("a truncated stream and malformed JSON are errors, not hangs")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    fake.script([{"text": "this stream is cut short", "chunks": 6,
+                  "truncate": True}])
+    sid = d.session()
+    ev = d.run(sid, "hello")
+    assert ev[-1]["type"] == "run.error", types(ev)
+    assert "truncated" in ev[-1]["data"]["message"], ev[-1]
+    fake.script([{"text": "broken", "chunks": 3, "malformed": True}])
+    ev = d.run(sid, "again")
+    assert ev[-1]["type"] == "run.error", types(ev)
+    assert "malformed JSON" in ev[-1]["data"]["message"], ev[-1]
+
+
+@check("cancel: the tool in flight finishes, no further model call")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    fake.script([{"tool_calls": [{"name": "echo_sleep", "arguments": {"ms": 600}},
+                                 {"name": "echo", "arguments": {"text": "x"}}]},
+                 {"text": "never asked"}])
+    sid = d.session()
+    after = d.events(sid)[-1]["seq"]
+    d.rpc("session.send", {"session": sid, "text": "sleep"})
+    for _ in range(100):
+        if any(e["type"] == "tool.started" for e in d.events(sid, after)):
+            break
+        time.sleep(0.02)
+    assert d.rpc("session.cancel", {"session": sid}) == {"cancelled": True}
+    ev = d.follow(sid, after)
+    assert ev[-1]["type"] == "run.cancelled", types(ev)
+    fin = [e["data"] for e in ev if e["type"] == "tool.finished"]
+    assert fin and fin[0]["success"] is True, "the sleep finished: %s" % fin
+    assert len(fake.requests()) == 1
+    h = d.history(sid)
+    assert h[-1]["role"] == "tool" and len(h[-1]["content"]["parts"]) == 2, h[-1]
+
+
+@check("messages sent during a run wait and run in order; past queue_max, an error")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    fake.script([{"text": "first", "delay_ms": 100, "chunks": 2},
+                 {"text": "second"}, {"text": "third"}])
+    sid = d.session()
+    after = d.events(sid)[-1]["seq"]
+    assert d.rpc("session.send", {"session": sid, "text": "1"})["queued"] is False
+    assert d.rpc("session.send", {"session": sid, "text": "2"})["queued"] is True
+    assert d.rpc("session.send", {"session": sid, "text": "3"})["queued"] is True
+    try:
+        d.rpc("session.send", {"session": sid, "text": "4"})
+        raise AssertionError("a fourth message was accepted (queue_max = 2)")
+    except RuntimeError as e:
+        assert "-32004" in str(e) and "queue_max" in str(e), e
+    ev = d.follow(sid, after, ends=3)
+    done = [e["data"]["text"] for e in ev if e["type"] == "text.done"]
+    assert done == ["first", "second", "third"], done
+
+
+@check("a daemon killed mid-run restarts with a consistent history")
+def _(ctx):
+    fake = ctx["fake"]
+    d = ctx["d"]
+    fake.script([{"tool_calls": [{"id": "call_k", "name": "echo_sleep",
+                                  "arguments": {"ms": 3000}}]},
+                 {"text": "after the restart"}])
+    sid = d.session()
+    after = d.events(sid)[-1]["seq"]
+    d.rpc("session.send", {"session": sid, "text": "sleep then die"})
+    for _ in range(200):
+        if any(e["type"] == "tool.started" for e in d.events(sid, after)):
+            break
+        time.sleep(0.02)
+    d.kill()
+    d2 = Daemon("agent", ctx["conf"], env={"FAKE_LLM_KEY": KEY})
+    ctx["d"] = d2
+    ev = d2.run(sid, "are you there?")
+    t = types(ev)
+    assert t[:2] == ["run.interrupted", "run.started"] or \
+        t[:2] == ["run.started", "run.interrupted"], t
+    assert ev[-1]["type"] == "run.completed", t
+    msgs = fake.requests()[-1]["body"]["messages"]
+    tool = [m for m in msgs if m["role"] == "tool"]
+    assert tool and tool[0]["tool_call_id"] == "call_k", msgs
+    assert "interrupted" in json.loads(tool[0]["content"])["error"], tool
+
+
+def offline_checks(fail_count):
+    d = Daemon("offline", "[log]\nlevel = debug\n")
+    try:
+        sid = d.session()
+        ev = d.run(sid, "hello")
+        assert types(ev) == ["run.started", "text.done", "run.completed"], types(ev)
+        assert "No LLM provider is configured" in ev[1]["data"]["text"], ev[1]
+        ev = d.run(sid, "/create_shape " + json.dumps(SPHERE))
+        fin = [e["data"] for e in ev if e["type"] == "tool.finished"]
+        assert fin and fin[0]["success"] is True, fin
+    finally:
+        d.stop()
+
+
+def main():
+    fake = Fake()
+    c = conf(fake.url, "queue_max = 2")
+    ctx = {"fake": fake, "conf": c,
+           "d": Daemon("agent", c, env={"FAKE_LLM_KEY": KEY})}
+    passed = failed = 0
+    n = 0
+    for name, fn in results + [("offline: how to configure, and /tool calls",
+                                lambda ctx: offline_checks(0))]:
+        n += 1
+        try:
+            fn(ctx)
+            print("ok %d - %s" % (n, name))
+            passed += 1
+        except Exception as e:  # noqa: BLE001 - every failure is reported
+            print("not ok %d - %s" % (n, name))
+            for line in traceback.format_exception(e)[-3:]:
+                for part in line.rstrip().splitlines():
+                    print("# " + part)
+            failed += 1
+    with open(ctx["d"].log) as f:
+        log = f.read()
+    n += 1
+    if KEY in log:
+        print("not ok %d - the API key never appears in the log" % n)
+        failed += 1
+    else:
+        print("ok %d - the API key never appears in the log" % n)
+        passed += 1
+    ctx["d"].stop()
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
