@@ -1,7 +1,7 @@
 /* Structured logging in logfmt, one line per event:
  *
  *   ts=2026-11-21T15:42:18.123Z level=info session=3f9a... tool=create_shape
- *     target=blue_sphere ms=3 msg="tool call"
+ *     target=blue_sphere ms=3 msg="Tool call: create_shape (blue_sphere)"
  *
  * (on one line). Values with spaces, quotes, '=' or control characters are
  * quoted and escaped. Lines are written with one write(2), so lines from

@@ -276,16 +276,24 @@ static void commit_cb(int status, void *user) {
   atl_daemon_post(j->d, commit_loop, j);
 }
 
+/* Seed 003's terse lines, "Tool call: update_shape (blue_sphere)", with
+ * the session and the timing as logfmt fields; a failure adds an error
+ * line with the message the model was given. */
 static void log_call(atl_call_job_t *j) {
-  if (!atl_log_enabled(ATL_LOG_INFO))
-    return;
-  char ms[24];
-  snprintf(ms, sizeof(ms), "%lld", (long long)j->duration_ms);
   int ok = j->outcome == ATL_OUTCOME_SUCCESS && !j->timed_out;
-  atl_log_kv(ok ? ATL_LOG_INFO : ATL_LOG_WARN,
-             ok ? "tool call" : "tool call failed", "session", j->session_id,
-             "tool", j->tool_name, "target", j->target, "ms", ms, "error",
-             ok ? NULL : j->error, NULL);
+  if (atl_log_enabled(ATL_LOG_INFO)) {
+    char ms[24], msg[256];
+    snprintf(ms, sizeof(ms), "%lld", (long long)j->duration_ms);
+    snprintf(msg, sizeof(msg), "Tool call: %s%s%s%s", j->tool_name,
+             j->target ? " (" : "", j->target ? j->target : "",
+             j->target ? ")" : "");
+    atl_log_kv(ATL_LOG_INFO, msg, "session", j->session_id, "tool",
+               j->tool_name, "target", j->target, "ms", ms, NULL);
+  }
+  if (!ok)
+    atl_log_kv(ATL_LOG_ERROR, "Tool call FAIL", "session", j->session_id,
+               "tool", j->tool_name, "target", j->target, "error", j->error,
+               NULL);
 }
 
 static void commit_loop(void *arg) {

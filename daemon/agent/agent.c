@@ -15,6 +15,7 @@
  */
 #include "atl-build.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,6 +174,20 @@ int atl_agent_init(atl_daemon_t *d) {
   }
   resolve(d, p);
   d->agent = p;
+  if (d->cfg->system_prompt_file != NULL) {
+    FILE *f = fopen(d->cfg->system_prompt_file, "re");
+    size_t cap = 0;
+    if (f == NULL || getdelim(&p->prompt, &cap, '\0', f) < 0) {
+      atl_log_kv(ATL_LOG_ERROR, "cannot read agent.system_prompt_file", "path",
+                 d->cfg->system_prompt_file, "error",
+                 f ? "read error" : strerror(errno), NULL);
+      if (f != NULL)
+        fclose(f);
+      json_object_put(tools);
+      return ATL_ECONFIG;
+    }
+    fclose(f);
+  }
   for (size_t i = 0; i < d->registry.n_tools; i++) {
     const atl_tool_entry_t *te = d->registry.tools[i];
     json_object *t = json_object_new_object();
@@ -195,6 +210,7 @@ void atl_agent_free(atl_daemon_t *d) {
     free(p->base_url);
     free(p->api_key);
     free(p->why_offline);
+    free(p->prompt);
     free(p);
   }
   d->agent = NULL;
@@ -644,8 +660,15 @@ static char *system_prompt(atl_agent_t *a) {
   }
   if (f != NULL)
     fclose(f);
+  /* The scene replaces the first "%s" of the template. A custom file is
+   * not a format string: nothing else in it is interpreted. */
+  const char *tpl = d->agent->prompt ? d->agent->prompt : template;
+  const char *at = strstr(tpl, "%s");
+  const char *sc = scene && *scene ? scene : "(empty)";
   char *out = NULL;
-  if (asprintf(&out, template, scene && *scene ? scene : "(empty)") < 0)
+  if (at == NULL)
+    out = strdup(tpl);
+  else if (asprintf(&out, "%.*s%s%s", (int)(at - tpl), tpl, sc, at + 2) < 0)
     out = NULL;
   free(scene);
   return out;

@@ -22,6 +22,7 @@ typedef struct atl_agent_provider_s {
   char *base_url; /* owned copies behind cfg's pointers */
   char *api_key;
   char *why_offline; /* what to tell a user in offline mode */
+  char *prompt;      /* agent.system_prompt_file's text, or NULL */
 } atl_agent_provider_t;
 
 typedef struct atl_agent_s atl_agent_t;

@@ -382,6 +382,28 @@ def _(ctx):
     assert "interrupted" in json.loads(tool[0]["content"])["error"], tool
 
 
+@check("agent.system_prompt_file replaces the prompt; only its first %s is filled in")
+def _(ctx):
+    fake = ctx["fake"]
+    path = os.path.join(TMP, "prompt.txt")
+    with open(path, "w") as f:
+        f.write("Custom prompt, 100%% sure. Scene:\n%s\nEnd %d %n.")
+    d = Daemon("prompt", conf(fake.url, "system_prompt_file = " + path),
+               env={"FAKE_LLM_KEY": KEY})
+    try:
+        fake.script([{"text": "ok"}])
+        sid = d.session()
+        d.rpc("tool.call", {"session": sid, "name": "create_shape",
+                            "arguments": SPHERE})
+        d.run(sid, "hi")
+        system = fake.requests()[-1]["body"]["messages"][0]["content"]
+        assert system.startswith("Custom prompt, 100%% sure. Scene:\nShapes (1):\n"
+                                 "- sphere 'ball'"), system
+        assert system.endswith("\nEnd %d %n."), system
+    finally:
+        d.stop()
+
+
 def offline_checks(fail_count):
     d = Daemon("offline", "[log]\nlevel = debug\n")
     try:
