@@ -173,8 +173,9 @@ struct atl_plugin_s {
   void (*session_close)(void *state, const char *session_id);
   /* Returns this plugin's section of the system prompt's CURRENT SCENE for
    * the namespace ns (host owns ns, read-only), as a malloc()ed string the
-   * host frees with free(); NULL for nothing. Runs on a worker thread.
-   * Optional. */
+   * host frees with free(); NULL for nothing. Runs on the daemon's loop
+   * thread before every model call, so it must be quick and never block:
+   * a summary of ns, nothing more. Optional. */
   char *(*describe)(void *state, json_object *ns);
 };
 
