@@ -119,6 +119,15 @@ typedef struct {
 } atl_provider_ops_t;
 
 extern const atl_provider_ops_t atl_provider_openai;
+extern const atl_provider_ops_t atl_provider_anthropic;
+extern const atl_provider_ops_t atl_provider_gemini;
+
+/* Internal (gemini.c, declared for the tests): a tool's input schema
+ * rewritten into the subset of JSON Schema that Gemini accepts, $refs
+ * inlined. The result is the caller's to put; it shares unchanged parts of
+ * schema (reference-counted), so schema must not be changed while it
+ * lives. schema itself is not changed. */
+json_object *atl__gemini_schema(json_object *schema);
 
 /* The provider of a type name, or NULL. */
 const atl_provider_ops_t *atl_provider_find(const char *type);

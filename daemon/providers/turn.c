@@ -164,7 +164,8 @@ json_object *atl_turn_message(const atl_turn_t *t) {
 }
 
 const atl_provider_ops_t *atl_provider_find(const char *type) {
-  static const atl_provider_ops_t *const all[] = {&atl_provider_openai};
+  static const atl_provider_ops_t *const all[] = {
+      &atl_provider_openai, &atl_provider_anthropic, &atl_provider_gemini};
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
     if (type != NULL && strcmp(all[i]->type, type) == 0)
       return all[i];

@@ -204,3 +204,620 @@ Test(openai, broken_streams_are_errors) {
   free(msg);
   cr_assert_null(atl_provider_openai.error_message("<html>", 6));
 }
+
+/* A model message with everything a provider may have to send back: signed
+ * thinking, text, a signed call; then a turn whose thinking is unsigned. */
+static const char *const SIGNED_HISTORY =
+    "[{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"hi\"}]},"
+    "{\"role\":\"model\",\"parts\":[{\"type\":\"thinking\",\"text\":\"Plan.\","
+    "\"signature\":\"sig_t\"},{\"type\":\"text\",\"text\":\"On it.\"},{"
+    "\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"render\",\"arguments\":"
+    "{},\"signature\":\"sig_c\"}]},"
+    "{\"role\":\"tool\",\"parts\":[{\"type\":\"tool_result\",\"id\":\"c1\","
+    "\"name\":\"render\",\"result\":{\"success\":true},\"is_error\":false}]},"
+    "{\"role\":\"model\",\"parts\":[{\"type\":\"thinking\",\"text\":"
+    "\"Unsigned.\"},{\"type\":\"text\",\"text\":\"Done.\"}]}]";
+
+/* --- Anthropic ---------------------------------------------------------- */
+
+Test(anthropic, the_request_merges_roles_and_marks_failed_results) {
+  atl_provider_cfg_t cfg = {.name = "a",
+                            .type = "anthropic",
+                            .base_url = "http://127.0.0.1:9",
+                            .api_key = "sk-ant-test",
+                            .max_tokens = 1000};
+  json_object *h = parse(HISTORY), *tools = parse(TOOLS);
+  atl_provider_req_t req;
+  cr_assert_eq(atl_provider_anthropic.build(&cfg, "claude-x", "Be brief.", h,
+                                            tools, &req),
+               0);
+  cr_assert_str_eq(req.url, "http://127.0.0.1:9/v1/messages");
+  cr_assert_str_eq(req.headers[0], "Content-Type: application/json");
+  cr_assert_str_eq(req.headers[1], "Accept: text/event-stream");
+  cr_assert_str_eq(req.headers[2], "anthropic-version: 2023-06-01");
+  cr_assert_str_eq(req.headers[3], "x-api-key: sk-ant-test");
+  cr_assert_null(req.headers[4]);
+  /* The tool results and the user's "thanks" are one user message, the
+   * results first; the failed one says so; the image is in its result. */
+  cr_assert_str_eq(
+      req.body,
+      "{\"model\":\"claude-x\",\"max_tokens\":1000,\"stream\":true,"
+      "\"system\":\"Be brief.\",\"tools\":[{\"name\":\"create_shape\","
+      "\"description\":\"Create a shape.\",\"input_schema\":{\"type\":"
+      "\"object\"}}],\"messages\":["
+      "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a red "
+      "ball\"}]},"
+      "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":"
+      "\"Adding it.\"},{\"type\":\"tool_use\",\"id\":\"call_1\",\"name\":"
+      "\"create_shape\",\"input\":{\"id\":\"ball\"}},{\"type\":\"tool_use\","
+      "\"id\":\"call_2\",\"name\":\"render\",\"input\":{}}]},"
+      "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_"
+      "id\":\"call_1\",\"content\":[{\"type\":\"text\",\"text\":\"{\\\"success"
+      "\\\":false,\\\"error\\\":\\\"/type: missing\\\"}\"}],\"is_error\":true},"
+      "{\"type\":\"tool_result\",\"tool_use_id\":\"call_2\",\"content\":[{"
+      "\"type\":\"text\",\"text\":\"{\\\"success\\\":true}\"},{\"type\":"
+      "\"image\",\"source\":{\"type\":\"base64\",\"media_type\":\"image/png\","
+      "\"data\":\"iVBORw0K\"}}]},"
+      "{\"type\":\"text\",\"text\":\"thanks\"}]}]}");
+  atl_provider_req_free(&req);
+  /* No key, no x-api-key; no budget configured, the default one (the API
+   * requires max_tokens); no system prompt, no "system". */
+  cfg.api_key = NULL;
+  cfg.max_tokens = 0;
+  cr_assert_eq(atl_provider_anthropic.build(&cfg, "m", NULL, h, NULL, &req), 0);
+  cr_assert_null(req.headers[3]);
+  cr_assert(strstr(req.body, "\"max_tokens\":4096,") != NULL);
+  cr_assert(strstr(req.body, "\"system\"") == NULL);
+  cr_assert(strstr(req.body, "\"tools\"") == NULL);
+  atl_provider_req_free(&req);
+  json_object_put(h);
+  json_object_put(tools);
+}
+
+Test(anthropic, signed_thinking_goes_back_and_unsigned_does_not) {
+  atl_provider_cfg_t cfg = {.base_url = "http://h", .max_tokens = 10};
+  json_object *h = parse(SIGNED_HISTORY);
+  atl_provider_req_t req;
+  cr_assert_eq(atl_provider_anthropic.build(&cfg, "m", NULL, h, NULL, &req), 0);
+  cr_assert_str_eq(
+      req.body,
+      "{\"model\":\"m\",\"max_tokens\":10,\"stream\":true,\"messages\":["
+      "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]},"
+      "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\","
+      "\"thinking\":\"Plan.\",\"signature\":\"sig_t\"},{\"type\":\"text\","
+      "\"text\":\"On it.\"},{\"type\":\"tool_use\",\"id\":\"c1\",\"name\":"
+      "\"render\",\"input\":{}}]},"
+      "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_"
+      "id\":\"c1\",\"content\":[{\"type\":\"text\",\"text\":\"{\\\"success\\\":"
+      "true}\"}]}]},"
+      "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":"
+      "\"Done.\"}]}]}");
+  atl_provider_req_free(&req);
+  json_object_put(h);
+}
+
+/* What the API streams for thinking, a text and two parallel calls, as its
+ * streaming documentation shows the events: each content block opened,
+ * filled by deltas and closed by index; the thinking's signature in a
+ * signature_delta before its block closes; tool input as partial JSON;
+ * the stop reason and the output count in message_delta. */
+static const char *const ANTHROPIC_STREAM =
+    "event: message_start\n"
+    "data: {\"type\": \"message_start\", \"message\": {\"id\": "
+    "\"msg_01XFDUDYJgAACzvnptvVoYEL\", \"type\": \"message\", \"role\": "
+    "\"assistant\", \"content\": [], \"model\": \"claude-sonnet-4-5\", "
+    "\"stop_reason\": null, \"stop_sequence\": null, \"usage\": "
+    "{\"input_tokens\": 120, \"output_tokens\": 1}}}\n\n"
+    "event: content_block_start\n"
+    "data: {\"type\": \"content_block_start\", \"index\": 0, "
+    "\"content_block\": {\"type\": \"thinking\", \"thinking\": \"\"}}\n\n"
+    "event: ping\n"
+    "data: {\"type\": \"ping\"}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\": \"content_block_delta\", \"index\": 0, \"delta\": "
+    "{\"type\": \"thinking_delta\", \"thinking\": \"Two shapes, \"}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\": \"content_block_delta\", \"index\": 0, \"delta\": "
+    "{\"type\": \"thinking_delta\", \"thinking\": \"two calls.\"}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\": \"content_block_delta\", \"index\": 0, \"delta\": "
+    "{\"type\": \"signature_delta\", \"signature\": "
+    "\"EqQBCgIYAhIM1gbcDa9GJwZA2b3h\"}}\n\n"
+    "event: content_block_stop\n"
+    "data: {\"type\": \"content_block_stop\", \"index\": 0}\n\n"
+    "event: content_block_start\n"
+    "data: {\"type\": \"content_block_start\", \"index\": 1, "
+    "\"content_block\": {\"type\": \"text\", \"text\": \"\"}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\": \"content_block_delta\", \"index\": 1, \"delta\": "
+    "{\"type\": \"text_delta\", \"text\": \"Two \"}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\": \"content_block_delta\", \"index\": 1, \"delta\": "
+    "{\"type\": \"text_delta\", \"text\": \"balls.\"}}\n\n"
+    "event: content_block_stop\n"
+    "data: {\"type\": \"content_block_stop\", \"index\": 1}\n\n"
+    "event: content_block_start\n"
+    "data: {\"type\": \"content_block_start\", \"index\": 2, "
+    "\"content_block\": {\"type\": \"tool_use\", \"id\": "
+    "\"toolu_01A09q90qw90lq917835lq9\", \"name\": \"create_shape\", "
+    "\"input\": {}}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\": \"content_block_delta\", \"index\": 2, \"delta\": "
+    "{\"type\": \"input_json_delta\", \"partial_json\": \"\"}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\": \"content_block_delta\", \"index\": 2, \"delta\": "
+    "{\"type\": \"input_json_delta\", \"partial_json\": \"{\\\"id\\\": "
+    "\"}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\": \"content_block_delta\", \"index\": 2, \"delta\": "
+    "{\"type\": \"input_json_delta\", \"partial_json\": \"\\\"a\\\"}\"}}\n\n"
+    "event: content_block_stop\n"
+    "data: {\"type\": \"content_block_stop\", \"index\": 2}\n\n"
+    "event: content_block_start\n"
+    "data: {\"type\": \"content_block_start\", \"index\": 3, "
+    "\"content_block\": {\"type\": \"tool_use\", \"id\": "
+    "\"toolu_01B7kBrSqv7dnzeNp3ZsK5rM\", \"name\": \"create_shape\", "
+    "\"input\": {}}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\": \"content_block_delta\", \"index\": 3, \"delta\": "
+    "{\"type\": \"input_json_delta\", \"partial_json\": \"{\\\"id\\\": "
+    "\\\"b\\\"}\"}}\n\n"
+    "event: content_block_stop\n"
+    "data: {\"type\": \"content_block_stop\", \"index\": 3}\n\n"
+    "event: message_delta\n"
+    "data: {\"type\": \"message_delta\", \"delta\": {\"stop_reason\": "
+    "\"tool_use\", \"stop_sequence\": null}, \"usage\": {\"output_tokens\": "
+    "31}}\n\n"
+    "event: message_stop\n"
+    "data: {\"type\": \"message_stop\"}\n\n";
+
+Test(anthropic, a_streamed_turn_with_thinking_and_parallel_calls) {
+  atl_turn_t t;
+  atl_turn_init(&t);
+  feed_t f = {0};
+  cr_assert_eq(feed(&atl_provider_anthropic, &t, &f, ANTHROPIC_STREAM), 0);
+  cr_assert(t.done);
+  cr_assert_null(t.error);
+  cr_assert_str_eq(f.streamed, "Two balls.", "text streams as it comes");
+  json_object *m = atl_turn_message(&t);
+  cr_assert_str_eq(
+      json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN),
+      "{\"role\":\"model\",\"parts\":[{\"type\":\"thinking\",\"text\":\"Two "
+      "shapes, two calls.\",\"signature\":\"EqQBCgIYAhIM1gbcDa9GJwZA2b3h\"},"
+      "{\"type\":\"text\",\"text\":\"Two balls.\"},{\"type\":\"tool_call\","
+      "\"id\":\"toolu_01A09q90qw90lq917835lq9\",\"name\":\"create_shape\","
+      "\"arguments\":{\"id\":\"a\"}},{\"type\":\"tool_call\",\"id\":"
+      "\"toolu_01B7kBrSqv7dnzeNp3ZsK5rM\",\"name\":\"create_shape\","
+      "\"arguments\":{\"id\":\"b\"}}],\"usage\":{\"input_tokens\":120,"
+      "\"output_tokens\":31},\"stop_reason\":\"tool_use\"}");
+  json_object_put(m);
+  atl_provider_anthropic.turn_free(&t);
+  cr_assert_null(t.priv);
+  atl_turn_free(&t);
+}
+
+Test(anthropic, broken_streams_are_errors) {
+  atl_turn_t t;
+  atl_turn_init(&t);
+  feed_t f = {0};
+  cr_assert_eq(feed(&atl_provider_anthropic, &t, &f,
+                    "event: message_start\n"
+                    "data: {\"type\":\"message_start\",\"message\":{}}\n\n"
+                    "event: content_block_start\n"
+                    "data: {\"type\":\"content_block_start\",\"index\n\n"),
+               1);
+  cr_assert_str_eq(t.error,
+                   "the stream sent malformed JSON: {\"type\":\"content_block_"
+                   "start\",\"index");
+  cr_assert_not(t.done);
+  atl_provider_anthropic.turn_free(&t);
+  atl_turn_free(&t);
+  /* An error event in the middle of a 200 answer (the API's "overloaded"
+   * comes this way). */
+  atl_turn_init(&t);
+  feed_t g = {0};
+  cr_assert_eq(
+      feed(&atl_provider_anthropic, &t, &g,
+           "event: content_block_start\n"
+           "data: {\"type\":\"content_block_start\",\"index\":0,"
+           "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+           "event: content_block_delta\n"
+           "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{"
+           "\"type\":\"text_delta\",\"text\":\"Hel\"}}\n\n"
+           "event: error\n"
+           "data: {\"type\": \"error\", \"error\": {\"type\": "
+           "\"overloaded_error\", \"message\": \"Overloaded\"}}\n\n"),
+      1);
+  cr_assert_str_eq(t.error, "the provider reported an error: Overloaded "
+                            "(overloaded_error)");
+  cr_assert_str_eq(g.streamed, "Hel");
+  cr_assert_not(t.done);
+  atl_provider_anthropic.turn_free(&t);
+  atl_turn_free(&t);
+  /* Tool input for a block that never started would be lost: an error. */
+  atl_turn_init(&t);
+  feed_t h = {0};
+  cr_assert_eq(feed(&atl_provider_anthropic, &t, &h,
+                    "event: content_block_delta\n"
+                    "data: {\"type\":\"content_block_delta\",\"index\":4,"
+                    "\"delta\":{\"type\":\"input_json_delta\","
+                    "\"partial_json\":\"{}\"}}\n\n"),
+               1);
+  cr_assert_str_eq(t.error, "a delta for content block 4, never started");
+  atl_provider_anthropic.turn_free(&t);
+  atl_turn_free(&t);
+  /* The body of an error status; the length is what counts, not a NUL. */
+  const char *body = "{\"type\":\"error\",\"error\":{\"type\":\"not_found_"
+                     "error\",\"message\":\"model: claude-x\"}}trailing";
+  char *msg = atl_provider_anthropic.error_message(
+      body, strlen(body) - strlen("trailing"));
+  cr_assert_str_eq(msg, "model: claude-x (not_found_error)");
+  free(msg);
+  cr_assert_null(atl_provider_anthropic.error_message("<html>", 6));
+  cr_assert_null(atl_provider_anthropic.error_message("{\"error\":\"x\"}", 13));
+}
+
+/* --- Gemini ------------------------------------------------------------- */
+
+/* TOOLS, and a tool whose schema Gemini would refuse as it is. */
+static const char *const GEMINI_TOOLS =
+    "[{\"name\":\"create_shape\",\"description\":\"Create a shape.\","
+    "\"input_schema\":{\"type\":\"object\"}},"
+    "{\"name\":\"set_camera\",\"description\":\"Aim the camera.\","
+    "\"input_schema\":{\"type\":\"object\",\"properties\":{\"vfov\":{"
+    "\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":180,\"default\":"
+    "45}},\"required\":[\"vfov\"],\"additionalProperties\":false}}]";
+
+Test(gemini, the_request_answers_calls_with_function_responses) {
+  atl_provider_cfg_t cfg = {.name = "g",
+                            .type = "gemini",
+                            .base_url = "http://127.0.0.1:9",
+                            .api_key = "AIza-test",
+                            .max_tokens = 1000};
+  json_object *h = parse(HISTORY), *tools = parse(GEMINI_TOOLS);
+  atl_provider_req_t req;
+  cr_assert_eq(
+      atl_provider_gemini.build(&cfg, "gemini-x", "Be brief.", h, tools, &req),
+      0);
+  cr_assert_str_eq(req.url, "http://127.0.0.1:9/v1beta/models/gemini-x:"
+                            "streamGenerateContent?alt=sse");
+  cr_assert_str_eq(req.headers[0], "Content-Type: application/json");
+  cr_assert_str_eq(req.headers[1], "Accept: text/event-stream");
+  cr_assert_str_eq(req.headers[2], "x-goog-api-key: AIza-test");
+  cr_assert_null(req.headers[3]);
+  /* The results are functionResponses with the envelope as an object, the
+   * image an inlineData part after them, the user's "thanks" in the same
+   * user turn; the tool without parameters has no "parameters" (Gemini
+   * refuses an empty OBJECT), the other one's schema is Gemini's subset. */
+  cr_assert_str_eq(
+      req.body,
+      "{\"systemInstruction\":{\"parts\":[{\"text\":\"Be brief.\"}]},"
+      "\"contents\":["
+      "{\"role\":\"user\",\"parts\":[{\"text\":\"a red ball\"}]},"
+      "{\"role\":\"model\",\"parts\":[{\"text\":\"Adding it.\"},"
+      "{\"functionCall\":{\"name\":\"create_shape\",\"args\":{\"id\":"
+      "\"ball\"},\"id\":\"call_1\"}},{\"functionCall\":{\"name\":\"render\","
+      "\"args\":{},\"id\":\"call_2\"}}]},"
+      "{\"role\":\"user\",\"parts\":[{\"functionResponse\":{\"name\":"
+      "\"create_shape\",\"id\":\"call_1\",\"response\":{\"success\":false,"
+      "\"error\":\"/type: missing\"}}},{\"functionResponse\":{\"name\":"
+      "\"render\",\"id\":\"call_2\",\"response\":{\"success\":true}}},"
+      "{\"inlineData\":{\"mimeType\":\"image/png\",\"data\":\"iVBORw0K\"}},"
+      "{\"text\":\"thanks\"}]}],"
+      "\"tools\":[{\"functionDeclarations\":[{\"name\":\"create_shape\","
+      "\"description\":\"Create a shape.\"},{\"name\":\"set_camera\","
+      "\"description\":\"Aim the camera.\",\"parameters\":{\"type\":"
+      "\"object\",\"properties\":{\"vfov\":{\"type\":\"number\",\"minimum\":0,"
+      "\"maximum\":180}},\"required\":[\"vfov\"]}}]}],"
+      "\"generationConfig\":{\"maxOutputTokens\":1000}}");
+  atl_provider_req_free(&req);
+  cfg.api_key = NULL;
+  cfg.max_tokens = 0;
+  cr_assert_eq(atl_provider_gemini.build(&cfg, "m", NULL, h, NULL, &req), 0);
+  cr_assert_null(req.headers[2]);
+  cr_assert(strstr(req.body, "systemInstruction") == NULL);
+  cr_assert(strstr(req.body, "generationConfig") == NULL);
+  cr_assert(strstr(req.body, "\"tools\"") == NULL);
+  atl_provider_req_free(&req);
+  json_object_put(h);
+  json_object_put(tools);
+}
+
+Test(gemini, thought_signatures_go_back_where_they_came_from) {
+  atl_provider_cfg_t cfg = {.base_url = "http://h"};
+  json_object *h = parse(SIGNED_HISTORY);
+  atl_provider_req_t req;
+  cr_assert_eq(atl_provider_gemini.build(&cfg, "m", NULL, h, NULL, &req), 0);
+  /* The thought summaries stay out; the call's signature is on its
+   * functionCall part, the text's on the text. */
+  cr_assert_str_eq(
+      req.body,
+      "{\"contents\":["
+      "{\"role\":\"user\",\"parts\":[{\"text\":\"hi\"}]},"
+      "{\"role\":\"model\",\"parts\":[{\"text\":\"On it.\",\"thoughtSignature"
+      "\":\"sig_t\"},{\"functionCall\":{\"name\":\"render\",\"args\":{},"
+      "\"id\":\"c1\"},\"thoughtSignature\":\"sig_c\"}]},"
+      "{\"role\":\"user\",\"parts\":[{\"functionResponse\":{\"name\":"
+      "\"render\",\"id\":\"c1\",\"response\":{\"success\":true}}}]},"
+      "{\"role\":\"model\",\"parts\":[{\"text\":\"Done.\"}]}]}");
+  atl_provider_req_free(&req);
+  json_object_put(h);
+}
+
+/* A scene create_shape schema, trimmed: $defs and $refs with keywords
+ * beside them, a oneOf tagged by const discriminators, exclusive bounds,
+ * additionalProperties, defaults, a nullable type list and keywords Gemini
+ * does not know. */
+static const char *const SHAPE_SCHEMA =
+    "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\","
+    "\"type\":\"object\",\"description\":\"A new shape.\","
+    "\"$defs\":{"
+    "\"xyz\":{\"type\":\"array\",\"minItems\":3,\"maxItems\":3,\"items\":{"
+    "\"type\":\"number\"}},"
+    "\"rgb\":{\"type\":\"array\",\"minItems\":3,\"maxItems\":3,\"items\":{"
+    "\"type\":\"number\",\"minimum\":0,\"maximum\":1}},"
+    "\"material\":{\"description\":\"Material, inline.\",\"oneOf\":["
+    "{\"type\":\"object\",\"properties\":{\"type\":{\"const\":\"lambertian\","
+    "\"description\":\"Matte.\"},\"albedo\":{\"$ref\":\"#/$defs/rgb\","
+    "\"description\":\"Surface colour.\",\"default\":[0.5,0.5,0.5]}},"
+    "\"required\":[\"type\"],\"additionalProperties\":false},"
+    "{\"type\":\"object\",\"properties\":{\"type\":{\"const\":\"metal\"},"
+    "\"fuzz\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1,\"default\":0,"
+    "\"multipleOf\":0.01}},\"required\":[\"type\"],"
+    "\"additionalProperties\":false}]}},"
+    "\"properties\":{"
+    "\"id\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\","
+    "\"$comment\":\"as in the store\"},"
+    "\"type\":{\"enum\":[\"sphere\",\"box\"]},"
+    "\"properties\":{\"type\":\"object\",\"properties\":{"
+    "\"center\":{\"$ref\":\"#/$defs/xyz\",\"description\":\"Centre.\"},"
+    "\"radius\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":"
+    "1000000.0,\"examples\":[1]},"
+    "\"material\":{\"$ref\":\"#/$defs/material\"}},"
+    "\"required\":[\"center\",\"radius\"],\"additionalProperties\":false,"
+    "\"minProperties\":1},"
+    "\"tags\":{\"type\":[\"array\",\"null\"],\"items\":{\"type\":\"string\"},"
+    "\"uniqueItems\":true},"
+    "\"count\":{\"type\":\"integer\",\"const\":3}},"
+    "\"required\":[\"id\",\"type\",\"properties\"],"
+    "\"additionalProperties\":false}";
+
+Test(gemini, schemas_are_rewritten_into_geminis_subset) {
+  json_object *s = parse(SHAPE_SCHEMA);
+  json_object *g = atl__gemini_schema(s);
+  cr_assert_str_eq(
+      json_object_to_json_string_ext(g, JSON_C_TO_STRING_PLAIN |
+                                            JSON_C_TO_STRING_NOSLASHESCAPE),
+      "{\"type\":\"object\",\"description\":\"A new shape.\",\"properties\":{"
+      "\"id\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\"},"
+      "\"type\":{\"enum\":[\"sphere\",\"box\"],\"type\":\"string\"},"
+      "\"properties\":{\"type\":\"object\",\"properties\":{"
+      "\"center\":{\"type\":\"array\",\"minItems\":3,\"maxItems\":3,\"items\":"
+      "{\"type\":\"number\"},\"description\":\"Centre.\"},"
+      "\"radius\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1000000.0},"
+      "\"material\":{\"description\":\"Material, inline.\",\"anyOf\":["
+      "{\"type\":\"object\",\"properties\":{\"type\":{\"enum\":["
+      "\"lambertian\"],\"description\":\"Matte.\",\"type\":\"string\"},"
+      "\"albedo\":{\"type\":\"array\",\"minItems\":3,\"maxItems\":3,\"items\":"
+      "{\"type\":\"number\",\"minimum\":0,\"maximum\":1},\"description\":"
+      "\"Surface colour.\"}},\"required\":[\"type\"]},"
+      "{\"type\":\"object\",\"properties\":{\"type\":{\"enum\":[\"metal\"],"
+      "\"type\":\"string\"},\"fuzz\":{\"type\":\"number\",\"minimum\":0,"
+      "\"maximum\":1}},\"required\":[\"type\"]}]}},"
+      "\"required\":[\"center\",\"radius\"],\"minProperties\":1},"
+      "\"tags\":{\"type\":\"array\",\"nullable\":true,\"items\":{\"type\":"
+      "\"string\"}},"
+      "\"count\":{\"type\":\"integer\",\"enum\":[\"3\"]}},"
+      "\"required\":[\"id\",\"type\",\"properties\"]}");
+  json_object_put(g);
+  /* The input is left as it was (the output shares parts of it). */
+  json_object *again = parse(SHAPE_SCHEMA);
+  cr_assert(json_object_equal(s, again));
+  json_object_put(again);
+  json_object_put(s);
+}
+
+Test(gemini, recursive_schemas_stop_expanding) {
+  /* A tree: each node's child is a node. Gemini has no recursion, so the
+   * expansion stops after 8 levels, on a bare type. */
+  json_object *s =
+      parse("{\"$ref\":\"#/$defs/node\",\"$defs\":{\"node\":{\"type\":"
+            "\"object\",\"properties\":{\"child\":{\"$ref\":\"#/$defs/"
+            "node\"}}}}}");
+  json_object *g = atl__gemini_schema(s);
+  char want[1024] = "";
+  for (int i = 0; i < 8; i++)
+    strcat(want, "{\"type\":\"object\",\"properties\":{\"child\":");
+  strcat(want, "{\"type\":\"object\"}");
+  for (int i = 0; i < 8; i++)
+    strcat(want, "}}");
+  cr_assert_str_eq(json_object_to_json_string_ext(g, JSON_C_TO_STRING_PLAIN),
+                   want);
+  json_object_put(g);
+  json_object_put(s);
+  /* A reference that does not resolve is dropped, its siblings kept. */
+  s = parse("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":"
+            "\"#/$defs/none\",\"description\":\"A.\"},\"b\":{\"$ref\":"
+            "\"other.json#/x\",\"type\":\"string\"}}}");
+  g = atl__gemini_schema(s);
+  cr_assert_str_eq(json_object_to_json_string_ext(g, JSON_C_TO_STRING_PLAIN),
+                   "{\"type\":\"object\",\"properties\":{\"a\":{"
+                   "\"description\":\"A.\"},\"b\":{\"type\":\"string\"}}}");
+  json_object_put(g);
+  json_object_put(s);
+}
+
+Test(gemini, what_json_schema_implies_gemini_wants_said) {
+  /* Gemini allows "properties" and "required" only on OBJECT schemas and
+   * "items" only on ARRAY ones, and wants every required name among the
+   * properties; allOf is merged in. */
+  json_object *s = parse(
+      "{\"type\":\"object\",\"properties\":{"
+      "\"a\":{\"properties\":{\"x\":{\"type\":\"string\"}},\"required\":["
+      "\"x\",\"y\"]},"
+      "\"b\":{\"items\":{\"type\":\"number\"}},"
+      "\"c\":{\"type\":\"string\",\"properties\":{\"x\":{}},\"required\":["
+      "\"x\"],\"items\":{}},"
+      "\"d\":{\"type\":\"object\",\"required\":[\"z\"]}},"
+      "\"required\":[\"a\",\"q\"],"
+      "\"allOf\":[{\"properties\":{\"q\":{\"type\":\"boolean\"}}}]}");
+  json_object *g = atl__gemini_schema(s);
+  cr_assert_str_eq(
+      json_object_to_json_string_ext(g, JSON_C_TO_STRING_PLAIN),
+      "{\"type\":\"object\",\"properties\":{"
+      "\"a\":{\"properties\":{\"x\":{\"type\":\"string\"}},\"required\":["
+      "\"x\"],\"type\":\"object\"},"
+      "\"b\":{\"items\":{\"type\":\"number\"},\"type\":\"array\"},"
+      "\"c\":{\"type\":\"string\"},"
+      "\"d\":{\"type\":\"object\"},"
+      "\"q\":{\"type\":\"boolean\"}},"
+      "\"required\":[\"a\",\"q\"]}");
+  json_object_put(g);
+  json_object_put(s);
+}
+
+/* What streamGenerateContent?alt=sse sends for a thought summary, a text
+ * and two parallel calls (gemini-2.5 with includeThoughts): each event a
+ * whole GenerateContentResponse, lines ending in CRLF; the calls come
+ * whole, the thought signature on the first; no ids; finishReason STOP
+ * even for calls, on the last chunk, which also has the final usage. */
+static const char *const GEMINI_STREAM =
+    "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": "
+    "\"**Placing two balls**\\n\\nThe user wants two.\",\"thought\": "
+    "true}],\"role\": \"model\"},\"index\": 0}],\"usageMetadata\": "
+    "{\"promptTokenCount\": 120,\"totalTokenCount\": 150,"
+    "\"promptTokensDetails\": [{\"modality\": \"TEXT\",\"tokenCount\": "
+    "120}],\"thoughtsTokenCount\": 30},\"modelVersion\": "
+    "\"gemini-2.5-flash\",\"responseId\": \"w5hUaKXUL8uSxN8P0Ne4wQg\"}\r\n"
+    "\r\n"
+    "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Two "
+    "\"}],\"role\": \"model\"},\"index\": 0}],\"usageMetadata\": "
+    "{\"promptTokenCount\": 120,\"candidatesTokenCount\": 1,"
+    "\"totalTokenCount\": 151,\"thoughtsTokenCount\": 30},\"modelVersion\": "
+    "\"gemini-2.5-flash\",\"responseId\": \"w5hUaKXUL8uSxN8P0Ne4wQg\"}\r\n"
+    "\r\n"
+    "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": "
+    "\"balls.\"}],\"role\": \"model\"},\"index\": 0}],\"usageMetadata\": "
+    "{\"promptTokenCount\": 120,\"candidatesTokenCount\": 3,"
+    "\"totalTokenCount\": 153,\"thoughtsTokenCount\": 30},\"modelVersion\": "
+    "\"gemini-2.5-flash\",\"responseId\": \"w5hUaKXUL8uSxN8P0Ne4wQg\"}\r\n"
+    "\r\n"
+    "data: {\"candidates\": [{\"content\": {\"parts\": [{\"functionCall\": "
+    "{\"name\": \"create_shape\",\"args\": {\"id\": \"a\"}},"
+    "\"thoughtSignature\": \"CiQB0e2Kb3dRh+BYdbZvmulSN2Pwwh\"},"
+    "{\"functionCall\": {\"name\": \"create_shape\",\"args\": {\"id\": "
+    "\"b\"}}}],\"role\": \"model\"},\"finishReason\": \"STOP\",\"index\": "
+    "0}],\"usageMetadata\": {\"promptTokenCount\": 120,"
+    "\"candidatesTokenCount\": 31,\"totalTokenCount\": 181,"
+    "\"thoughtsTokenCount\": 30},\"modelVersion\": \"gemini-2.5-flash\","
+    "\"responseId\": \"w5hUaKXUL8uSxN8P0Ne4wQg\"}\r\n\r\n";
+
+Test(gemini, a_streamed_turn_with_a_thought_signature_and_parallel_calls) {
+  atl_turn_t t;
+  atl_turn_init(&t);
+  feed_t f = {0};
+  cr_assert_eq(feed(&atl_provider_gemini, &t, &f, GEMINI_STREAM), 0);
+  cr_assert(t.done);
+  cr_assert_null(t.error);
+  cr_assert_str_eq(f.streamed, "Two balls.", "thoughts are not the text");
+  json_object *m = atl_turn_message(&t);
+  cr_assert_str_eq(
+      json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN),
+      "{\"role\":\"model\",\"parts\":[{\"type\":\"thinking\",\"text\":"
+      "\"**Placing two balls**\\n\\nThe user wants two.\"},{\"type\":"
+      "\"text\",\"text\":\"Two balls.\"},{\"type\":\"tool_call\",\"id\":"
+      "\"\",\"name\":\"create_shape\",\"arguments\":{\"id\":\"a\"},"
+      "\"signature\":\"CiQB0e2Kb3dRh+BYdbZvmulSN2Pwwh\"},{\"type\":"
+      "\"tool_call\",\"id\":\"\",\"name\":\"create_shape\",\"arguments\":"
+      "{\"id\":\"b\"}}],\"usage\":{\"input_tokens\":120,\"output_tokens\":"
+      "31},\"stop_reason\":\"STOP\"}");
+  json_object_put(m);
+  atl_turn_free(&t);
+  /* An id Gemini gives is kept; a signature on a part without a call is
+   * the thinking's. */
+  atl_turn_init(&t);
+  feed_t g = {0};
+  cr_assert_eq(feed(&atl_provider_gemini, &t, &g,
+                    "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":"
+                    "\"Done.\"},{\"text\":\"\",\"thoughtSignature\":\"Cs0B\"},"
+                    "{\"functionCall\":{\"id\":\"fc_1\",\"name\":\"render\","
+                    "\"args\":{}}}],\"role\":\"model\"},\"finishReason\":"
+                    "\"STOP\"}]}\r\n\r\n"),
+               0);
+  m = atl_turn_message(&t);
+  cr_assert_str_eq(
+      json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN),
+      "{\"role\":\"model\",\"parts\":[{\"type\":\"thinking\",\"text\":"
+      "\"\",\"signature\":\"Cs0B\"},{\"type\":\"text\",\"text\":"
+      "\"Done.\"},{\"type\":\"tool_call\",\"id\":\"fc_1\",\"name\":"
+      "\"render\",\"arguments\":{}}],\"stop_reason\":\"STOP\"}");
+  json_object_put(m);
+  atl_turn_free(&t);
+}
+
+Test(gemini, broken_streams_are_errors) {
+  atl_turn_t t;
+  atl_turn_init(&t);
+  feed_t f = {0};
+  cr_assert_eq(feed(&atl_provider_gemini, &t, &f,
+                    "data: {\"candidates\":[{\"content\":{\"parts\":[{"
+                    "\"text\":\"a\"}]}}]}\r\n\r\n"
+                    "data: {\"candidates\":[{\"cont\r\n\r\n"),
+               1);
+  cr_assert_str_eq(t.error,
+                   "the stream sent malformed JSON: {\"candidates\":[{\"cont");
+  cr_assert_not(t.done);
+  atl_turn_free(&t);
+  /* An error in the middle of a 200 answer. */
+  atl_turn_init(&t);
+  feed_t g = {0};
+  cr_assert_eq(feed(&atl_provider_gemini, &t, &g,
+                    "data: {\"candidates\":[{\"content\":{\"parts\":[{"
+                    "\"text\":\"Hel\"}]}}]}\r\n\r\n"
+                    "data: {\"error\": {\"code\": 503, \"message\": \"The "
+                    "model is overloaded. Please try again later.\", "
+                    "\"status\": \"UNAVAILABLE\"}}\r\n\r\n"),
+               1);
+  cr_assert_str_eq(t.error, "the provider reported an error: The model is "
+                            "overloaded. Please try again later. "
+                            "(UNAVAILABLE)");
+  cr_assert_str_eq(g.streamed, "Hel");
+  cr_assert_not(t.done);
+  atl_turn_free(&t);
+  /* A refused prompt has no candidate, hence no finishReason: the stream
+   * would end without an answer. */
+  atl_turn_init(&t);
+  feed_t h = {0};
+  cr_assert_eq(feed(&atl_provider_gemini, &t, &h,
+                    "data: {\"promptFeedback\": {\"blockReason\": "
+                    "\"PROHIBITED_CONTENT\"},\"usageMetadata\": "
+                    "{\"promptTokenCount\": 7,\"totalTokenCount\": 7}}"
+                    "\r\n\r\n"),
+               1);
+  cr_assert_str_eq(t.error,
+                   "the provider blocked the prompt: PROHIBITED_CONTENT");
+  atl_turn_free(&t);
+  const char *body = "{\n  \"error\": {\n    \"code\": 400,\n    "
+                     "\"message\": \"API key not valid. Please pass a valid "
+                     "API key.\",\n    \"status\": \"INVALID_ARGUMENT\"\n  "
+                     "}\n}\n";
+  char *msg = atl_provider_gemini.error_message(body, strlen(body));
+  cr_assert_str_eq(msg, "API key not valid. Please pass a valid API key. "
+                        "(INVALID_ARGUMENT)");
+  free(msg);
+  /* Without alt=sse, the error comes in an array. */
+  body = "[{\"error\":{\"code\":429,\"message\":\"Resource has been "
+         "exhausted\",\"status\":\"RESOURCE_EXHAUSTED\"}}]";
+  msg = atl_provider_gemini.error_message(body, strlen(body));
+  cr_assert_str_eq(msg, "Resource has been exhausted (RESOURCE_EXHAUSTED)");
+  free(msg);
+  cr_assert_null(atl_provider_gemini.error_message("<html>", 6));
+}
+
+Test(providers, every_type_is_found) {
+  cr_assert_eq(atl_provider_find("openai"), &atl_provider_openai);
+  cr_assert_eq(atl_provider_find("anthropic"), &atl_provider_anthropic);
+  cr_assert_eq(atl_provider_find("gemini"), &atl_provider_gemini);
+  cr_assert_null(atl_provider_find("replay"));
+  cr_assert_null(atl_provider_find(NULL));
+}

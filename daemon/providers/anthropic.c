@@ -1,0 +1,504 @@
+/* Anthropic's Messages API: POST {base}/v1/messages with "stream": true.
+ *
+ * Unlike scene-llm's adapter, a failed tool result says so (is_error), the
+ * images a tool returned travel inside its tool_result, thinking blocks go
+ * back with their signatures (the API refuses a tool-use turn whose
+ * thinking was dropped or altered), and the answer streams.
+ *
+ * The API wants user and assistant messages to alternate, while the
+ * history has a "tool" message between a model message and the next user
+ * message; both become user messages, so consecutive messages of one role
+ * are merged into one, their blocks in order (tool results first).
+ */
+#include "atl-build.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <atelier/error.h>
+
+#include "provider.h"
+
+/* The output budget when the configuration sets none: the API requires
+ * max_tokens on every request. */
+#define DEFAULT_MAX_TOKENS 4096
+
+static const char *str_of(json_object *o, const char *key) {
+  json_object *v;
+  return json_object_object_get_ex(o, key, &v) &&
+                 json_object_is_type(v, json_type_string)
+             ? json_object_get_string(v)
+             : NULL;
+}
+
+static char *json_text(json_object *o) {
+  return strdup(json_object_to_json_string_ext(
+      o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* Parses exactly len bytes, so that a body need not be NUL-terminated. */
+static json_object *parse_len(const char *s, size_t len) {
+  if (s == NULL || len > INT_MAX)
+    return NULL;
+  json_tokener *tok = json_tokener_new();
+  if (tok == NULL)
+    return NULL;
+  json_object *o = json_tokener_parse_ex(tok, s, (int)len);
+  if (json_tokener_get_error(tok) != json_tokener_success) {
+    json_object_put(o);
+    o = NULL;
+  }
+  json_tokener_free(tok);
+  return o;
+}
+
+static json_object *text_block(const char *text) {
+  json_object *b = json_object_new_object();
+  json_object_object_add(b, "type", json_object_new_string("text"));
+  json_object_object_add(b, "text", json_object_new_string(text));
+  return b;
+}
+
+/* Adds blocks (an array, taken) as a message of role, or to the last
+ * message when it has the same role, since the roles must alternate. An
+ * empty array adds nothing: the API rejects a message without content. */
+static void add_blocks(json_object *msgs, const char *role,
+                       json_object *blocks) {
+  size_t nb = json_object_array_length(blocks);
+  if (nb == 0) {
+    json_object_put(blocks);
+    return;
+  }
+  size_t nm = json_object_array_length(msgs);
+  json_object *last = nm ? json_object_array_get_idx(msgs, nm - 1) : NULL;
+  json_object *content;
+  if (last != NULL && str_of(last, "role") != NULL &&
+      strcmp(str_of(last, "role"), role) == 0 &&
+      json_object_object_get_ex(last, "content", &content)) {
+    for (size_t i = 0; i < nb; i++)
+      json_object_array_add(
+          content, json_object_get(json_object_array_get_idx(blocks, i)));
+    json_object_put(blocks);
+    return;
+  }
+  json_object *m = json_object_new_object();
+  json_object_object_add(m, "role", json_object_new_string(role));
+  json_object_object_add(m, "content", blocks);
+  json_object_array_add(msgs, m);
+}
+
+static json_object *user_blocks(json_object *parts) {
+  json_object *blocks = json_object_new_array();
+  size_t n = parts ? json_object_array_length(parts) : 0;
+  for (size_t i = 0; i < n; i++) {
+    json_object *p = json_object_array_get_idx(parts, i);
+    const char *type = str_of(p, "type"), *text = str_of(p, "text");
+    /* Empty text blocks are an error to the API. */
+    if (type != NULL && strcmp(type, "text") == 0 && text != NULL &&
+        text[0] != '\0')
+      json_object_array_add(blocks, text_block(text));
+  }
+  return blocks;
+}
+
+static json_object *model_blocks(json_object *parts) {
+  json_object *blocks = json_object_new_array();
+  size_t n = parts ? json_object_array_length(parts) : 0;
+  for (size_t i = 0; i < n; i++) {
+    json_object *p = json_object_array_get_idx(parts, i);
+    const char *type = str_of(p, "type");
+    if (type == NULL)
+      continue;
+    if (strcmp(type, "thinking") == 0) {
+      /* The API verifies thinking by its signature: thinking without one
+       * (cut short, or from another provider) cannot go back. */
+      const char *sig = str_of(p, "signature"), *text = str_of(p, "text");
+      if (sig == NULL || sig[0] == '\0')
+        continue;
+      json_object *b = json_object_new_object();
+      json_object_object_add(b, "type", json_object_new_string("thinking"));
+      json_object_object_add(b, "thinking",
+                             json_object_new_string(text ? text : ""));
+      json_object_object_add(b, "signature", json_object_new_string(sig));
+      json_object_array_add(blocks, b);
+    } else if (strcmp(type, "text") == 0) {
+      const char *text = str_of(p, "text");
+      if (text != NULL && text[0] != '\0')
+        json_object_array_add(blocks, text_block(text));
+    } else if (strcmp(type, "tool_call") == 0) {
+      json_object *args = NULL;
+      json_object_object_get_ex(p, "arguments", &args);
+      json_object *b = json_object_new_object();
+      json_object_object_add(b, "type", json_object_new_string("tool_use"));
+      json_object_object_add(
+          b, "id",
+          json_object_new_string(str_of(p, "id") ? str_of(p, "id") : ""));
+      json_object_object_add(
+          b, "name",
+          json_object_new_string(str_of(p, "name") ? str_of(p, "name") : ""));
+      json_object_object_add(b, "input",
+                             args != NULL &&
+                                     json_object_is_type(args, json_type_object)
+                                 ? json_object_get(args)
+                                 : json_object_new_object());
+      json_object_array_add(blocks, b);
+    }
+  }
+  return blocks;
+}
+
+static json_object *tool_blocks(json_object *parts) {
+  json_object *blocks = json_object_new_array();
+  size_t n = parts ? json_object_array_length(parts) : 0;
+  for (size_t i = 0; i < n; i++) {
+    json_object *p = json_object_array_get_idx(parts, i), *result = NULL, *v;
+    json_object_object_get_ex(p, "result", &result);
+    json_object *content = json_object_new_array();
+    char *text = result ? json_text(result) : strdup("{}");
+    json_object_array_add(content, text_block(text ? text : "{}"));
+    free(text);
+    json_object *imgs;
+    if (json_object_object_get_ex(p, "images", &imgs) &&
+        json_object_is_type(imgs, json_type_array))
+      for (size_t k = 0; k < json_object_array_length(imgs); k++) {
+        json_object *im = json_object_array_get_idx(imgs, k);
+        const char *mime = str_of(im, "mime"), *data = str_of(im, "data");
+        if (mime == NULL || data == NULL)
+          continue;
+        json_object *src = json_object_new_object();
+        json_object_object_add(src, "type", json_object_new_string("base64"));
+        json_object_object_add(src, "media_type", json_object_new_string(mime));
+        json_object_object_add(src, "data", json_object_new_string(data));
+        json_object *b = json_object_new_object();
+        json_object_object_add(b, "type", json_object_new_string("image"));
+        json_object_object_add(b, "source", src);
+        json_object_array_add(content, b);
+      }
+    json_object *b = json_object_new_object();
+    json_object_object_add(b, "type", json_object_new_string("tool_result"));
+    json_object_object_add(
+        b, "tool_use_id",
+        json_object_new_string(str_of(p, "id") ? str_of(p, "id") : ""));
+    json_object_object_add(b, "content", content);
+    if (json_object_object_get_ex(p, "is_error", &v) &&
+        json_object_get_boolean(v))
+      json_object_object_add(b, "is_error", json_object_new_boolean(1));
+    json_object_array_add(blocks, b);
+  }
+  return blocks;
+}
+
+static int build(const atl_provider_cfg_t *cfg, const char *model,
+                 const char *system, json_object *history, json_object *tools,
+                 atl_provider_req_t *out) {
+  memset(out, 0, sizeof(*out));
+  json_object *body = json_object_new_object();
+  json_object_object_add(body, "model", json_object_new_string(model));
+  json_object_object_add(body, "max_tokens",
+                         json_object_new_int64(cfg->max_tokens
+                                                   ? cfg->max_tokens
+                                                   : DEFAULT_MAX_TOKENS));
+  json_object_object_add(body, "stream", json_object_new_boolean(1));
+  if (system != NULL)
+    json_object_object_add(body, "system", json_object_new_string(system));
+  size_t nt = tools ? json_object_array_length(tools) : 0;
+  if (nt > 0) {
+    json_object *ts = json_object_new_array();
+    for (size_t i = 0; i < nt; i++) {
+      json_object *t = json_object_array_get_idx(tools, i), *schema = NULL;
+      json_object_object_get_ex(t, "input_schema", &schema);
+      json_object *o = json_object_new_object();
+      json_object_object_add(
+          o, "name",
+          json_object_new_string(str_of(t, "name") ? str_of(t, "name") : ""));
+      if (str_of(t, "description") != NULL)
+        json_object_object_add(
+            o, "description", json_object_new_string(str_of(t, "description")));
+      /* The API takes JSON Schema as it is, $ref and oneOf included. */
+      json_object_object_add(o, "input_schema",
+                             schema ? json_object_get(schema)
+                                    : json_object_new_object());
+      json_object_array_add(ts, o);
+    }
+    json_object_object_add(body, "tools", ts);
+  }
+  json_object *msgs = json_object_new_array();
+  size_t n = history ? json_object_array_length(history) : 0;
+  for (size_t i = 0; i < n; i++) {
+    json_object *m = json_object_array_get_idx(history, i), *parts = NULL;
+    const char *role = str_of(m, "role");
+    json_object_object_get_ex(m, "parts", &parts);
+    if (parts != NULL && !json_object_is_type(parts, json_type_array))
+      parts = NULL;
+    if (role == NULL)
+      continue;
+    if (strcmp(role, "user") == 0)
+      add_blocks(msgs, "user", user_blocks(parts));
+    else if (strcmp(role, "model") == 0)
+      add_blocks(msgs, "assistant", model_blocks(parts));
+    else if (strcmp(role, "tool") == 0)
+      add_blocks(msgs, "user", tool_blocks(parts));
+  }
+  json_object_object_add(body, "messages", msgs);
+  out->body = json_text(body);
+  json_object_put(body);
+  if (asprintf(&out->url, "%s/v1/messages", cfg->base_url) < 0)
+    out->url = NULL;
+  out->headers[0] = strdup("Content-Type: application/json");
+  out->headers[1] = strdup("Accept: text/event-stream");
+  out->headers[2] = strdup("anthropic-version: 2023-06-01");
+  if (cfg->api_key != NULL && cfg->api_key[0] != '\0' &&
+      asprintf(&out->headers[3], "x-api-key: %s", cfg->api_key) < 0)
+    out->headers[3] = NULL;
+  if (out->body == NULL || out->url == NULL || out->headers[0] == NULL ||
+      out->headers[1] == NULL || out->headers[2] == NULL) {
+    atl_provider_req_free(out);
+    return ATL_ENOMEM;
+  }
+  return 0;
+}
+
+/* What each content block of the answer is, by its index. */
+enum { BLOCK_NONE, BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL, BLOCK_OTHER };
+
+typedef struct {
+  unsigned char kind;
+  size_t call; /* the call slot of a tool_use block */
+} block_t;
+
+typedef struct {
+  block_t *blocks;
+  size_t n_blocks;
+  size_t n_calls;    /* tool_use blocks seen so far */
+  int64_t sig_block; /* the block the signature so far belongs to */
+} state_t;
+
+/* Content blocks per answer are few; this bounds what a broken stream
+ * can make us allocate. */
+#define MAX_BLOCKS 1024
+
+static state_t *state_of(atl_turn_t *t) {
+  if (t->priv == NULL) {
+    state_t *st = calloc(1, sizeof(*st));
+    if (st != NULL)
+      st->sig_block = -1;
+    t->priv = st;
+  }
+  return t->priv;
+}
+
+static block_t *block_at(state_t *st, size_t i) {
+  if (i >= MAX_BLOCKS)
+    return NULL;
+  if (i >= st->n_blocks) {
+    block_t *b = realloc(st->blocks, (i + 1) * sizeof(*b));
+    if (b == NULL)
+      return NULL;
+    memset(b + st->n_blocks, 0, (i + 1 - st->n_blocks) * sizeof(*b));
+    st->blocks = b;
+    st->n_blocks = i + 1;
+  }
+  return &st->blocks[i];
+}
+
+static int block_start(atl_turn_t *t, state_t *st, json_object *ev) {
+  json_object *idx, *cb;
+  if (!json_object_object_get_ex(ev, "index", &idx) ||
+      !json_object_object_get_ex(ev, "content_block", &cb))
+    return atl_turn_fail(t, "content_block_start without index or block");
+  int64_t i = json_object_get_int64(idx);
+  block_t *b = i >= 0 ? block_at(st, (size_t)i) : NULL;
+  if (b == NULL)
+    return atl_turn_fail(t, "content block index %lld is out of range",
+                         (long long)i);
+  const char *type = str_of(cb, "type");
+  if (type == NULL) {
+    b->kind = BLOCK_OTHER;
+  } else if (strcmp(type, "text") == 0) {
+    b->kind = BLOCK_TEXT;
+    const char *text = str_of(cb, "text");
+    if (text != NULL)
+      return atl_turn_text(t, text, strlen(text));
+  } else if (strcmp(type, "thinking") == 0) {
+    b->kind = BLOCK_THINKING;
+    const char *text = str_of(cb, "thinking");
+    if (text != NULL)
+      return atl_turn_thinking(t, text, strlen(text));
+  } else if (strcmp(type, "tool_use") == 0) {
+    /* Calls take slots in the order their blocks appear, whatever the
+     * indexes of the text and thinking blocks around them. The block's
+     * "input" is always {} here: the arguments come as deltas. */
+    b->kind = BLOCK_TOOL;
+    b->call = st->n_calls++;
+    atl_turn_call_t *c = atl_turn_call(t, b->call);
+    if (c == NULL)
+      return atl_turn_fail(t, "too many tool calls");
+    const char *id = str_of(cb, "id"), *name = str_of(cb, "name");
+    free(c->id);
+    free(c->name);
+    c->id = strdup(id ? id : "");
+    c->name = strdup(name ? name : "");
+    if (c->id == NULL || c->name == NULL)
+      return ATL_ENOMEM;
+  } else {
+    /* Server tools, redacted thinking and whatever comes later: nothing
+     * the loop can act on. */
+    b->kind = BLOCK_OTHER;
+  }
+  return 0;
+}
+
+static int block_delta(atl_turn_t *t, state_t *st, json_object *ev) {
+  json_object *idx, *delta;
+  if (!json_object_object_get_ex(ev, "index", &idx) ||
+      !json_object_object_get_ex(ev, "delta", &delta))
+    return atl_turn_fail(t, "content_block_delta without index or delta");
+  int64_t i = json_object_get_int64(idx);
+  block_t *b = i >= 0 && (size_t)i < st->n_blocks ? &st->blocks[i] : NULL;
+  const char *type = str_of(delta, "type");
+  if (b == NULL || b->kind == BLOCK_NONE)
+    return atl_turn_fail(t, "a delta for content block %lld, never started",
+                         (long long)i);
+  if (type == NULL || b->kind == BLOCK_OTHER)
+    return 0;
+  if (strcmp(type, "text_delta") == 0) {
+    const char *s = str_of(delta, "text");
+    return s ? atl_turn_text(t, s, strlen(s)) : 0;
+  }
+  if (strcmp(type, "thinking_delta") == 0) {
+    const char *s = str_of(delta, "thinking");
+    return s ? atl_turn_thinking(t, s, strlen(s)) : 0;
+  }
+  if (strcmp(type, "signature_delta") == 0) {
+    const char *s = str_of(delta, "signature");
+    if (s == NULL)
+      return 0;
+    /* One signature per thinking block, in one delta as the API sends it
+     * today; pieces of one block's signature are joined, while a later
+     * block's replaces it (the turn keeps one). */
+    char *sig = NULL;
+    if (st->sig_block == i && t->thinking_signature != NULL) {
+      if (asprintf(&sig, "%s%s", t->thinking_signature, s) < 0)
+        sig = NULL;
+    } else {
+      sig = strdup(s);
+    }
+    if (sig == NULL)
+      return ATL_ENOMEM;
+    free(t->thinking_signature);
+    t->thinking_signature = sig;
+    st->sig_block = i;
+    return 0;
+  }
+  if (strcmp(type, "input_json_delta") == 0) {
+    const char *s = str_of(delta, "partial_json");
+    if (b->kind != BLOCK_TOOL)
+      return atl_turn_fail(t,
+                           "tool arguments for content block %lld, not a "
+                           "tool_use block",
+                           (long long)i);
+    if (s == NULL || s[0] == '\0')
+      return 0;
+    atl_turn_call_t *c = atl_turn_call(t, b->call);
+    return c ? atl_turn_call_args(c, s, strlen(s)) : ATL_ENOMEM;
+  }
+  return 0; /* a delta type of a later API version */
+}
+
+/* "event: NAME" + "data: {"type": NAME, ...}" pairs; message_stop ends the
+ * stream. The type inside the data is the one relied upon: it is always
+ * there, while proxies may drop the event lines. */
+static int event(atl_turn_t *t, const char *name, const char *data,
+                 size_t len) {
+  json_object *ev = parse_len(data, len);
+  if (ev == NULL || !json_object_is_type(ev, json_type_object)) {
+    json_object_put(ev);
+    return atl_turn_fail(t, "the stream sent malformed JSON: %.200s", data);
+  }
+  const char *type = str_of(ev, "type");
+  if (type == NULL)
+    type = name != NULL ? name : "";
+  state_t *st = state_of(t);
+  int rc = 0;
+  json_object *o, *usage, *v;
+  if (st == NULL) {
+    rc = ATL_ENOMEM;
+  } else if (strcmp(type, "message_start") == 0) {
+    if (json_object_object_get_ex(ev, "message", &o) &&
+        json_object_object_get_ex(o, "usage", &usage) &&
+        json_object_object_get_ex(usage, "input_tokens", &v))
+      t->input_tokens = json_object_get_int64(v);
+  } else if (strcmp(type, "content_block_start") == 0) {
+    rc = block_start(t, st, ev);
+  } else if (strcmp(type, "content_block_delta") == 0) {
+    rc = block_delta(t, st, ev);
+  } else if (strcmp(type, "message_delta") == 0) {
+    const char *stop = json_object_object_get_ex(ev, "delta", &o)
+                           ? str_of(o, "stop_reason")
+                           : NULL;
+    if (stop != NULL) {
+      free(t->stop_reason);
+      t->stop_reason = strdup(stop);
+    }
+    /* The counts here are cumulative; the output count is final. */
+    if (json_object_object_get_ex(ev, "usage", &usage)) {
+      if (json_object_object_get_ex(usage, "output_tokens", &v))
+        t->output_tokens = json_object_get_int64(v);
+      if (json_object_object_get_ex(usage, "input_tokens", &v) &&
+          !json_object_is_type(v, json_type_null))
+        t->input_tokens = json_object_get_int64(v);
+    }
+  } else if (strcmp(type, "message_stop") == 0) {
+    t->done = 1;
+  } else if (strcmp(type, "error") == 0) {
+    json_object *err = NULL;
+    json_object_object_get_ex(ev, "error", &err);
+    const char *msg = err ? str_of(err, "message") : NULL;
+    const char *etype = err ? str_of(err, "type") : NULL;
+    if (msg != NULL && etype != NULL)
+      rc = atl_turn_fail(t, "the provider reported an error: %s (%s)", msg,
+                         etype);
+    else
+      rc = atl_turn_fail(t, "the provider reported an error: %s",
+                         msg ? msg : json_object_to_json_string(ev));
+  }
+  /* content_block_stop, ping and event types added later need nothing. */
+  json_object_put(ev);
+  return rc;
+}
+
+static char *error_message(const char *body, size_t len) {
+  json_object *o = parse_len(body, len), *err;
+  char *out = NULL;
+  if (o != NULL && json_object_is_type(o, json_type_object) &&
+      json_object_object_get_ex(o, "error", &err) &&
+      json_object_is_type(err, json_type_object)) {
+    const char *m = str_of(err, "message"), *type = str_of(err, "type");
+    if (m != NULL && type != NULL) {
+      if (asprintf(&out, "%s (%s)", m, type) < 0)
+        out = NULL;
+    } else if (m != NULL) {
+      out = strdup(m);
+    }
+  }
+  json_object_put(o);
+  return out;
+}
+
+static void turn_free(atl_turn_t *t) {
+  state_t *st = t->priv;
+  if (st != NULL)
+    free(st->blocks);
+  free(st);
+  t->priv = NULL;
+}
+
+const atl_provider_ops_t atl_provider_anthropic = {
+    .type = "anthropic",
+    .build = build,
+    .event = event,
+    .error_message = error_message,
+    .turn_free = turn_free,
+};
