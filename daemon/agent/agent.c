@@ -451,6 +451,15 @@ static int on_data(const char *data, size_t len, void *user) {
   return atl_sse_feed(&a->sse, data, len, sse_event, a) != 0;
 }
 
+/* A provider may keep parsing state in the turn; it goes first. */
+static void turn_release(atl_agent_t *a) {
+  const atl_provider_ops_t *ops = a->d->agent->ops;
+  if (ops != NULL && ops->turn_free != NULL)
+    ops->turn_free(&a->turn);
+  atl_turn_free(&a->turn);
+  atl_sse_free(&a->sse);
+}
+
 static void retry_fired(uv_timer_t *t) {
   atl_agent_t *a = t->data;
   if (a->d->shutting_down)
@@ -473,14 +482,12 @@ static void turn_done(const atl_http_response_t *r, void *user) {
   uint64_t ms = (atl_mono_ns() - a->call_started_ns) / 1000000u;
   if (a->cancel) {
     /* The partial answer is dropped: the history keeps whole turns. */
-    atl_turn_free(&a->turn);
-    atl_sse_free(&a->sse);
+    turn_release(a);
     run_end(a, "run.cancelled", NULL);
     return;
   }
   if (a->d->shutting_down) {
-    atl_turn_free(&a->turn);
-    atl_sse_free(&a->sse);
+    turn_release(a);
     run_error(a, 0,
               "the daemon is shutting down; send the message again "
               "once it is back");
@@ -520,8 +527,7 @@ static void turn_done(const atl_http_response_t *r, void *user) {
     free(why);
     int again = !broken && !begun && (r->status < 0 || r->http_code >= 300) &&
                 retryable(r) && a->attempt < 3;
-    atl_turn_free(&a->turn);
-    atl_sse_free(&a->sse);
+    turn_release(a);
     if (again) {
       /* 1 s, 2 s, then 4 s, with jitter so that sessions that failed
        * together do not come back together. */
@@ -545,8 +551,7 @@ static void turn_done(const atl_http_response_t *r, void *user) {
   json_object *done = obj_str("text", a->turn.text ? a->turn.text : "");
   json_object_object_add(done, "latency_ms",
                          json_object_new_int64((int64_t)ms));
-  atl_turn_free(&a->turn);
-  atl_sse_free(&a->sse);
+  turn_release(a);
   a->turns++;
   a->attempt = 0;
   /* The calls of this message, in order. */
@@ -591,8 +596,7 @@ static void turn_start(atl_agent_t *a) {
                          a->d->tools_json, &req);
   free(system);
   if (rc != 0) {
-    atl_turn_free(&a->turn);
-    atl_sse_free(&a->sse);
+    turn_release(a);
     run_error(a, 0, "could not build the request to the provider");
     return;
   }
@@ -607,8 +611,7 @@ static void turn_start(atl_agent_t *a) {
   rc = atl_http_request(a->d->http, &hr, on_data, turn_done, a);
   atl_provider_req_free(&req);
   if (rc != 0) {
-    atl_turn_free(&a->turn);
-    atl_sse_free(&a->sse);
+    turn_release(a);
     run_error(a, 0, "could not start the request to the provider");
   }
 }

@@ -272,9 +272,12 @@ Test(sessions, fast_handlers_run_on_the_loop_unless_configured_not_to) {
   call_t sleepers[4] = {{0}};
   call_req_t sr[4];
   got_t others[4];
-  for (unsigned i = 0; i < cfg.tool_threads && i < 4; i++) {
+  /* Sessions first: creating one waits for a commit, which under load
+   * could outlast a sleeper started before it. */
+  for (unsigned i = 0; i < cfg.tool_threads && i < 4; i++)
     others[i] = create();
-    sr[i] = (call_req_t){&sleepers[i], "echo_sleep", "{\"ms\":300}"};
+  for (unsigned i = 0; i < cfg.tool_threads && i < 4; i++) {
+    sr[i] = (call_req_t){&sleepers[i], "echo_sleep", "{\"ms\":1500}"};
     atl_session_get(&d, others[i].id, call_got, &sr[i]);
   }
   p = probe(g.id, "echo_store", "{\"key\":\"k\",\"value\":2}");
