@@ -524,6 +524,7 @@ Test(config, agent_and_providers) {
   cr_assert_null(cfg.agent_provider);
   cr_assert_eq(cfg.max_turns, 10);
   cr_assert_eq(cfg.queue_max, 4);
+  atl_config_free(&cfg); /* load_ok starts from the defaults again */
   load_ok(&cfg, "[agent]\n"
                 "provider = local\n"
                 "max_turns = 3\n"
