@@ -404,6 +404,61 @@ def _(ctx):
         d.stop()
 
 
+def provider_conf(url, ptype):
+    return ("[agent]\nprovider = p\n[provider.p]\ntype = %s\nbase_url = %s\n"
+            "api_key_env = FAKE_LLM_KEY\nmodels = m1\ntimeout_ms = 5000\n"
+            % (ptype, url))
+
+
+def other_provider(ctx, ptype):
+    """A run with two parallel calls and a final answer through ptype: the
+    fake refuses a follow-up whose tool results do not answer every call,
+    so a completed run shows the results went back in that API's format."""
+    fake = ctx["fake"]
+    d = Daemon(ptype, provider_conf(fake.url, ptype), env={"FAKE_LLM_KEY": KEY})
+    try:
+        fake.script([
+            {"text": "Two calls.", "chunks": 2, "tool_calls": [
+                {"name": "create_shape", "arguments": SPHERE},
+                {"name": "echo", "arguments": {"text": 5}}]},
+            {"text": "Done."}])
+        sid = d.session()
+        ev = d.run(sid, "go")
+        assert ev[-1]["type"] == "run.completed", [
+            (e["type"], e["data"]) for e in ev if e["type"] != "text.delta"]
+        fin = [e["data"]["success"] for e in ev if e["type"] == "tool.finished"]
+        assert fin == [True, False], fin
+        deltas = "".join(e["data"]["text"] for e in ev if e["type"] == "text.delta")
+        assert deltas == "Two calls.Done.", deltas
+        reqs = fake.requests()
+        assert len(reqs) == 2 and all(r["api"] == ptype for r in reqs), reqs
+        return reqs[-1]["body"]
+    finally:
+        d.stop()
+
+
+@check("anthropic: tool_use answered by tool_result blocks, errors marked")
+def _(ctx):
+    body = other_provider(ctx, "anthropic")
+    results = [b for m in body["messages"] if m["role"] == "user"
+               and isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    assert len(results) == 2, body["messages"]
+    assert [r.get("is_error", False) for r in results] == [False, True], results
+
+
+@check("gemini: functionCall answered by functionResponse parts")
+def _(ctx):
+    body = other_provider(ctx, "gemini")
+    parts = [p for c in body["contents"] for p in c["parts"]
+             if "functionResponse" in p]
+    assert [p["functionResponse"]["name"] for p in parts] == [
+        "create_shape", "echo"], parts
+    decl = body["tools"][0]["functionDeclarations"]
+    assert any(f["name"] == "create_shape" for f in decl)
+    assert "$ref" not in json.dumps(decl), "Gemini gets no $ref"
+
+
 def offline_checks(fail_count):
     d = Daemon("offline", "[log]\nlevel = debug\n")
     try:
