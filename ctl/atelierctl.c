@@ -42,6 +42,9 @@ static const char *const usage_text =
     "  session list                     list the sessions\n"
     "  session show ID                  print a session (document, history)\n"
     "  session rm ID                    delete a session\n"
+    "  session cassette ID              print the session's model turns as a\n"
+    "                                   cassette (for [provider.*] type "
+    "replay)\n"
     "  call SESSION TOOL [JSON|-] [-o DIR]\n"
     "                                   call a tool; -o saves its images\n"
     "  events SESSION [--after SEQ] [--follow] [--json]\n"
@@ -321,14 +324,48 @@ static int cmd_tools(int argc, char **argv) {
   return status;
 }
 
+/* Record mode: the model's turns of a session, as a cassette that the
+ * replay provider plays back (its tool calls run again, for real; what
+ * the provider measured, usage and latency, is left out). */
+static void print_cassette(json_object *session, const char *id) {
+  json_object *out = json_object_new_object(), *turns = json_object_new_array();
+  json_object_object_add(out, "format",
+                         json_object_new_string("atelier-cassette"));
+  json_object_object_add(out, "version", json_object_new_int(1));
+  char desc[96];
+  snprintf(desc, sizeof(desc), "Recorded from session %s.", id);
+  json_object_object_add(out, "description", json_object_new_string(desc));
+  json_object *history = get(session, "history");
+  size_t n = json_object_is_type(history, json_type_array)
+                 ? json_object_array_length(history)
+                 : 0;
+  for (size_t i = 0; i < n; i++) {
+    json_object *h = json_object_array_get_idx(history, i);
+    json_object *msg = get(h, "content");
+    if (msg == NULL || strcmp(get_str_or(msg, "role"), "model") != 0)
+      continue;
+    json_object *turn = json_object_new_object();
+    json_object_object_add(turn, "role", json_object_new_string("model"));
+    json_object_object_add(turn, "parts", json_object_get(get(msg, "parts")));
+    json_object_array_add(turns, turn);
+  }
+  json_object_object_add(out, "turns", turns);
+  print_json(stdout, out);
+  json_object_put(out);
+}
+
 static int cmd_session(int argc, char **argv) {
   if (argc == 0)
-    return usage_error("session needs a subcommand: %s", "new, list, show, rm");
+    return usage_error("session needs a subcommand: %s",
+                       "new, list, show, rm, cassette");
   const char *sub = argv[0];
-  int want = strcmp(sub, "show") == 0 || strcmp(sub, "rm") == 0 ? 2 : 1;
+  int want = strcmp(sub, "show") == 0 || strcmp(sub, "rm") == 0 ||
+                     strcmp(sub, "cassette") == 0
+                 ? 2
+                 : 1;
   if (strcmp(sub, "new") && strcmp(sub, "list") && want == 1)
-    return usage_error("unknown session subcommand '%s' (new, list, show, rm)",
-                       sub);
+    return usage_error(
+        "unknown session subcommand '%s' (new, list, show, rm, cassette)", sub);
   if (argc != want)
     return usage_error(want == 2 ? "session %s takes one session id"
                                  : "session %s takes no arguments",
@@ -365,6 +402,11 @@ static int cmd_session(int argc, char **argv) {
                  opt.timeout_ms, &res);
     if (rc == 0)
       print_json(stdout, res);
+  } else if (strcmp(sub, "cassette") == 0) {
+    rc = request("session.get", session_params(argv[1]), argv[1],
+                 opt.timeout_ms, &res);
+    if (rc == 0)
+      print_cassette(res, argv[1]);
   } else {
     rc = request("session.delete", session_params(argv[1]), argv[1],
                  opt.timeout_ms, &res);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "agent/sse.h"
@@ -59,6 +60,9 @@ struct atl_agent_s {
   size_t raw_len;
   uv_timer_t retry_timer;
   int timer_ready;
+  /* Replaying: the cassette's turns (borrowed) and the next one. */
+  json_object *replay;
+  size_t replay_pos;
   /* The tool calls of the last model message, and their results. */
   json_object *calls;
   size_t next_call;
@@ -126,10 +130,20 @@ static void resolve(atl_daemon_t *d, atl_agent_provider_t *p) {
                "restart atelierd. Meanwhile, a message like /create_shape "
                "{\"id\": \"ball\", \"type\": \"sphere\", \"properties\": "
                "{\"center\": [0, 1, 0], \"radius\": 1}} calls a tool "
-               "directly.");
+               "directly, and /demo replays a recorded session that builds a "
+               "snowman.");
     return;
   }
   const char *type = conf ? conf->type : defaults[def].type;
+  if (strcmp(type, "replay") == 0) {
+    /* The cassette stands in for the model: no HTTP, no key. */
+    p->ops = NULL;
+    p->replay = 1;
+    p->cfg.name = conf->name;
+    p->cfg.type = type;
+    p->model = strdup("replay");
+    return;
+  }
   p->ops = atl_provider_find(type);
   if (p->ops == NULL) {
     char msg[256];
@@ -164,6 +178,40 @@ static void resolve(atl_daemon_t *d, atl_agent_provider_t *p) {
              p->api_key ? "(set)" : "(none)", NULL);
 }
 
+json_object *atl_cassette_load(const char *path, char **err) {
+  *err = NULL;
+  json_object *o = json_object_from_file(path), *f, *v, *turns;
+  const char *why = NULL;
+  if (o == NULL)
+    why = "cannot be read as JSON";
+  else if (!json_object_object_get_ex(o, "format", &f) ||
+           strcmp(json_object_get_string(f), "atelier-cassette") != 0)
+    why = "is not a cassette (\"format\": \"atelier-cassette\" missing)";
+  else if (!json_object_object_get_ex(o, "version", &v) ||
+           json_object_get_int(v) != 1)
+    why = "has a version other than 1";
+  else if (!json_object_object_get_ex(o, "turns", &turns) ||
+           !json_object_is_type(turns, json_type_array))
+    why = "has no \"turns\" array";
+  for (size_t i = 0; why == NULL && i < json_object_array_length(turns); i++) {
+    json_object *t = json_object_array_get_idx(turns, i), *role, *parts;
+    if (!json_object_object_get_ex(t, "role", &role) ||
+        strcmp(json_object_get_string(role), "model") != 0 ||
+        !json_object_object_get_ex(t, "parts", &parts) ||
+        !json_object_is_type(parts, json_type_array))
+      why = "has a turn that is not {\"role\": \"model\", \"parts\": [...]}";
+  }
+  if (why != NULL) {
+    if (asprintf(err, "%s %s", path, why) < 0)
+      *err = NULL;
+    json_object_put(o);
+    return NULL;
+  }
+  json_object *out = json_object_get(turns);
+  json_object_put(o);
+  return out;
+}
+
 int atl_agent_init(atl_daemon_t *d) {
   atl_agent_provider_t *p = calloc(1, sizeof(*p));
   json_object *tools = json_object_new_array();
@@ -174,6 +222,19 @@ int atl_agent_init(atl_daemon_t *d) {
   }
   resolve(d, p);
   d->agent = p;
+  const atl_provider_conf_t *conf =
+      d->cfg->agent_provider ? atl_provider_conf(d->cfg, d->cfg->agent_provider)
+                             : NULL;
+  if (conf != NULL && strcmp(conf->type, "replay") == 0) {
+    char *err = NULL;
+    p->cassette = atl_cassette_load(conf->cassette, &err);
+    if (p->cassette == NULL) {
+      atl_log_kv(ATL_LOG_ERROR, "cannot load the cassette", "error", err, NULL);
+      free(err);
+      json_object_put(tools);
+      return ATL_ECONFIG;
+    }
+  }
   if (d->cfg->system_prompt_file != NULL) {
     FILE *f = fopen(d->cfg->system_prompt_file, "re");
     size_t cap = 0;
@@ -211,6 +272,8 @@ void atl_agent_free(atl_daemon_t *d) {
     free(p->api_key);
     free(p->why_offline);
     free(p->prompt);
+    json_object_put(p->cassette);
+    json_object_put(p->demo);
     free(p);
   }
   d->agent = NULL;
@@ -476,6 +539,41 @@ static int retryable(const atl_http_response_t *r) {
   return r->status < 0 || r->http_code == 429 || r->http_code >= 500;
 }
 
+/* A model message came whole (msg taken): commit it, then run its calls
+ * or end the run. */
+static void turn_finished(atl_agent_t *a, json_object *msg, uint64_t ms) {
+  json_object *text = NULL, *parts = NULL;
+  json_object_object_add(msg, "latency_ms", json_object_new_int64((int64_t)ms));
+  json_object_object_add(msg, "model", json_object_new_string(a->model));
+  json_object_object_get_ex(msg, "parts", &parts);
+  a->turns++;
+  a->attempt = 0;
+  /* The text and the calls of this message, in order. */
+  json_object *calls = json_object_new_array();
+  for (size_t i = 0; parts && i < json_object_array_length(parts); i++) {
+    json_object *part = json_object_array_get_idx(parts, i), *type;
+    if (!json_object_object_get_ex(part, "type", &type))
+      continue;
+    if (strcmp(json_object_get_string(type), "tool_call") == 0)
+      json_object_array_add(calls, json_object_get(part));
+    else if (strcmp(json_object_get_string(type), "text") == 0 && text == NULL)
+      json_object_object_get_ex(part, "text", &text);
+  }
+  json_object *done = obj_str("text", text ? json_object_get_string(text) : "");
+  json_object_object_add(done, "latency_ms",
+                         json_object_new_int64((int64_t)ms));
+  commit_message(a, msg, "text.done", done);
+  if (json_object_array_length(calls) == 0) {
+    json_object_put(calls);
+    run_end(a, "run.completed", NULL);
+    return;
+  }
+  a->calls = calls;
+  a->next_call = 0;
+  a->results = json_object_new_array();
+  call_next(a);
+}
+
 static void turn_done(const atl_http_response_t *r, void *user) {
   atl_agent_t *a = user;
   atl_agent_provider_t *p = a->d->agent;
@@ -546,41 +644,58 @@ static void turn_done(const atl_http_response_t *r, void *user) {
     a->input_tokens += a->turn.input_tokens;
   if (a->turn.output_tokens > 0)
     a->output_tokens += a->turn.output_tokens;
-  json_object_object_add(msg, "latency_ms", json_object_new_int64((int64_t)ms));
-  json_object_object_add(msg, "model", json_object_new_string(a->model));
-  json_object *done = obj_str("text", a->turn.text ? a->turn.text : "");
-  json_object_object_add(done, "latency_ms",
-                         json_object_new_int64((int64_t)ms));
   turn_release(a);
-  a->turns++;
-  a->attempt = 0;
-  /* The calls of this message, in order. */
-  json_object *parts, *calls = json_object_new_array();
-  json_object_object_get_ex(msg, "parts", &parts);
-  for (size_t i = 0; i < json_object_array_length(parts); i++) {
-    json_object *part = json_object_array_get_idx(parts, i), *type;
-    if (json_object_object_get_ex(part, "type", &type) &&
-        strcmp(json_object_get_string(type), "tool_call") == 0)
-      json_object_array_add(calls, json_object_get(part));
-  }
-  commit_message(a, msg, "text.done", done);
-  if (json_object_array_length(calls) == 0) {
-    json_object_put(calls);
-    run_end(a, "run.completed", NULL);
-    return;
-  }
-  a->calls = calls;
-  a->next_call = 0;
-  a->results = json_object_new_array();
-  call_next(a);
+  turn_finished(a, msg, ms);
 }
 
 static char *system_prompt(atl_agent_t *a);
+
+/* The next turn of a cassette, played through the same path as a model's
+ * answer: its text streams out in pieces, its calls run for real. */
+static void replay_turn(atl_agent_t *a) {
+  size_t n = json_object_array_length(a->replay);
+  json_object *msg = NULL;
+  if (a->replay_pos >= n ||
+      json_object_deep_copy(
+          json_object_array_get_idx(a->replay, a->replay_pos++), &msg, NULL) !=
+          0)
+    msg = text_message("model", "(The recording ends here. Configure an LLM "
+                                "provider to go on from this scene.)");
+  json_object *parts, *part, *type, *text;
+  json_object_object_get_ex(msg, "parts", &parts);
+  for (size_t i = 0; parts && i < json_object_array_length(parts); i++) {
+    part = json_object_array_get_idx(parts, i);
+    if (!json_object_object_get_ex(part, "type", &type) ||
+        strcmp(json_object_get_string(type), "text") != 0 ||
+        !json_object_object_get_ex(part, "text", &text))
+      continue;
+    /* A few words at a time, as a model's stream would bring them. */
+    const char *t = json_object_get_string(text), *start = t;
+    int words = 0;
+    for (const char *c = t;; c++) {
+      if (*c == ' ' || *c == '\0')
+        words++;
+      if ((*c == ' ' && words % 4 == 0) || *c == '\0') {
+        size_t len = (size_t)(c - start) + (*c == ' ');
+        if (len > 0)
+          on_text(start, len, a);
+        start = c + 1;
+      }
+      if (*c == '\0')
+        break;
+    }
+  }
+  turn_finished(a, msg, 0);
+}
 
 static void turn_start(atl_agent_t *a) {
   atl_agent_provider_t *p = a->d->agent;
   if (a->cancel) {
     run_end(a, "run.cancelled", NULL);
+    return;
+  }
+  if (a->replay != NULL) {
+    replay_turn(a);
     return;
   }
   a->attempt++;
@@ -710,6 +825,26 @@ static int direct_call(atl_agent_t *a, const char *text) {
   return 1;
 }
 
+/* The bundled demo: installed with atelierd, or in the source tree when
+ * atelierd runs from its build directory. */
+static json_object *demo_turns(atl_daemon_t *d) {
+  atl_agent_provider_t *p = d->agent;
+  if (p->demo != NULL)
+    return p->demo;
+  const char *paths[] = {ATL_DEFAULT_DEMO_CASSETTE, ATL_SOURCE_DEMO_CASSETTE};
+  for (size_t i = 0; i < 2 && p->demo == NULL; i++) {
+    if (access(paths[i], R_OK) != 0)
+      continue;
+    char *err = NULL;
+    p->demo = atl_cassette_load(paths[i], &err);
+    if (p->demo == NULL)
+      atl_log_kv(ATL_LOG_ERROR, "cannot load the demo cassette", "error", err,
+                 NULL);
+    free(err);
+  }
+  return p->demo;
+}
+
 static void run_start(atl_agent_t *a, char *text, char *model) {
   atl_agent_provider_t *p = a->d->agent;
   a->active = 1;
@@ -725,11 +860,29 @@ static void run_start(atl_agent_t *a, char *text, char *model) {
       started, "provider",
       json_object_new_string(p->ops ? p->cfg.name : "(offline)"));
   commit_message(a, text_message("user", text), "run.started", started);
+  a->replay = NULL;
+  if (strcmp(text, "/demo") == 0 &&
+      atl_registry_find(&a->d->registry, "demo") == NULL) {
+    free(text);
+    if ((a->replay = demo_turns(a->d)) == NULL) {
+      run_error(a, 0, "the demo cassette cannot be read (see the log)");
+      return;
+    }
+    a->replay_pos = 0;
+    turn_start(a);
+    return;
+  }
   if (direct_call(a, text)) {
     free(text);
     return;
   }
   free(text);
+  if (p->replay) {
+    /* The cassette goes on where the session's last run left it. */
+    a->replay = p->cassette;
+    turn_start(a);
+    return;
+  }
   if (p->ops == NULL) {
     commit_message(a, text_message("model", p->why_offline), "text.done",
                    obj_str("text", p->why_offline));

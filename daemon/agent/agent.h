@@ -16,13 +16,16 @@
 /* The provider the daemon talks to, resolved once at start-up from the
  * configuration and the environment. */
 typedef struct atl_agent_provider_s {
-  const atl_provider_ops_t *ops; /* NULL: offline */
+  const atl_provider_ops_t *ops; /* NULL: offline, or replay */
+  int replay;                    /* a [provider.*] of type replay */
   atl_provider_cfg_t cfg;
   char *model;    /* the default model */
   char *base_url; /* owned copies behind cfg's pointers */
   char *api_key;
-  char *why_offline; /* what to tell a user in offline mode */
-  char *prompt;      /* agent.system_prompt_file's text, or NULL */
+  char *why_offline;     /* what to tell a user in offline mode */
+  char *prompt;          /* agent.system_prompt_file's text, or NULL */
+  json_object *cassette; /* replay: the cassette's turns */
+  json_object *demo;     /* the demo cassette's turns, read on first use */
 } atl_agent_provider_t;
 
 typedef struct atl_agent_s atl_agent_t;
@@ -32,6 +35,11 @@ void atl_agent_free(atl_daemon_t *d);
 
 /* The session's agent state is freed with the session. */
 void atl_agent_session_free(atl_session_t *s);
+
+/* Reads a cassette: {"format": "atelier-cassette", "version": 1,
+ * "turns": [model messages in the history's form]}. Returns its turns (a
+ * new reference) or NULL with *err (malloc()ed) saying what is wrong. */
+json_object *atl_cassette_load(const char *path, char **err);
 
 /* session.send: starts a run with text, or queues it while one is active.
  * Returns 0, or ATL_EBUSY when the queue is full (agent.queue_max).

@@ -459,6 +459,45 @@ def _(ctx):
     assert "$ref" not in json.dumps(decl), "Gemini gets no $ref"
 
 
+@check("record a session as a cassette; a replay provider plays it back for real")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    fake.script([
+        {"text": "Placing the ball.", "tool_calls": [
+            {"name": "create_shape", "arguments": SPHERE}]},
+        {"text": "It is there."}])
+    sid = d.session()
+    ev = d.run(sid, "a ball")
+    assert ev[-1]["type"] == "run.completed", types(ev)
+    cassette = os.path.join(TMP, "recorded.json")
+    ctl = os.path.join(BUILDDIR, "atelierctl")
+    with open(cassette, "w") as f:
+        subprocess.run([ctl, "--socket", d.sock, "session", "cassette", sid],
+                       stdout=f, check=True)
+    with open(cassette) as f:
+        c = json.load(f)
+    assert c["format"] == "atelier-cassette" and len(c["turns"]) == 2, c
+    r = Daemon("replay", "[agent]\nprovider = r\n[provider.r]\ntype = replay\n"
+               "cassette = %s\n" % cassette)
+    try:
+        sid2 = r.session()
+        ev = r.run(sid2, "anything")
+        t = types(ev)
+        assert t == ["run.started", "text.done", "tool.started",
+                     "tool.finished", "tool.results", "text.done",
+                     "run.completed"], t
+        assert [e["data"]["text"] for e in ev if e["type"] == "text.done"] == [
+            "Placing the ball.", "It is there."]
+        state = r.rpc("tool.call", {"session": sid2, "name": "get_scene_state",
+                                    "arguments": {}})
+        assert [x["id"] for x in state["result"]["shapes"]] == ["ball"]
+        # Past its end, the cassette says so instead of failing.
+        ev = r.run(sid2, "more")
+        assert "The recording ends here" in ev[1]["data"]["text"], ev
+    finally:
+        r.stop()
+
+
 def offline_checks(fail_count):
     d = Daemon("offline", "[log]\nlevel = debug\n")
     try:
@@ -469,6 +508,15 @@ def offline_checks(fail_count):
         ev = d.run(sid, "/create_shape " + json.dumps(SPHERE))
         fin = [e["data"] for e in ev if e["type"] == "tool.finished"]
         assert fin and fin[0]["success"] is True, fin
+        # /demo replays the bundled cassette through the real loop.
+        sid = d.session()
+        ev = d.run(sid, "/demo")
+        fin = [e["data"]["success"] for e in ev if e["type"] == "tool.finished"]
+        assert len(fin) == 14 and all(fin), fin
+        assert ev[-1]["type"] == "run.completed" and ev[-1]["data"]["turns"] == 4
+        state = d.rpc("tool.call", {"session": sid, "name": "get_scene_state",
+                                    "arguments": {}})["result"]
+        assert len(state["shapes"]) == 11 and len(state["lights"]) == 1, state
     finally:
         d.stop()
 
@@ -480,7 +528,7 @@ def main():
            "d": Daemon("agent", c, env={"FAKE_LLM_KEY": KEY})}
     passed = failed = 0
     n = 0
-    for name, fn in results + [("offline: how to configure, and /tool calls",
+    for name, fn in results + [("offline: how to configure, /tool calls, /demo",
                                 lambda ctx: offline_checks(0))]:
         n += 1
         try:
