@@ -147,12 +147,18 @@ static void req_complete(atl_http_t *http, http_req_t *r, int status,
   atl_http_response_t resp;
   long code = 0;
   char *ctype = NULL;
+  curl_off_t retry_after = 0;
 
   if (r->easy) {
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
     curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype);
+    /* Seconds, from either form of the header (delta or HTTP date). */
+    if (curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after) !=
+        CURLE_OK)
+      retry_after = 0;
   }
   memset(&resp, 0, sizeof(resp));
+  resp.retry_after_s = retry_after > 0 ? (long)retry_after : -1;
   resp.status = status;
   resp.http_code = code;
   resp.error = status < 0 ? (error && *error ? error : "request failed") : NULL;

@@ -627,9 +627,14 @@ static void turn_done(const atl_http_response_t *r, void *user) {
                 retryable(r) && a->attempt < 3;
     turn_release(a);
     if (again) {
-      /* 1 s, 2 s, then 4 s, with jitter so that sessions that failed
-       * together do not come back together. */
+      /* 1 s, 2 s, then 4 s, or what Retry-After says, with jitter so
+       * that sessions that failed together do not come back together. */
       uint64_t delay = 1000u << (a->attempt - 1);
+      /* A provider that says when to come back is believed, within a
+       * minute: a longer wait is better ended as an error the user sees. */
+      if (r->retry_after_s > 0)
+        delay =
+            r->retry_after_s > 60 ? 60000u : (uint64_t)r->retry_after_s * 1000u;
       delay += (uint64_t)(rand() % 250);
       atl_log_kv(ATL_LOG_WARN, "model call failed; retrying", "session",
                  a->s->id, "error", msg, NULL);

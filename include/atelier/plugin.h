@@ -208,6 +208,8 @@ struct atl_http_response_s {
   const char *body;  /* NUL-terminated for convenience; body_len excludes it */
   size_t body_len;
   const char *content_type; /* may be NULL */
+  /* ABI 1.1: the Retry-After header in seconds, or -1 without one. */
+  long retry_after_s;
 };
 
 /* Called on the daemon's loop thread when the request finishes. resp and

@@ -273,15 +273,18 @@ def _(ctx):
     assert sum(1 for m in msgs if m["role"] == "tool") == 3
 
 
-@check("429 with Retry-After is retried; the run then completes")
+@check("429 is retried after its Retry-After; the run then completes")
 def _(ctx):
     d, fake = ctx["d"], ctx["fake"]
-    fake.script([{"status": 429, "retry_after": 0, "error_message": "slow down"},
+    fake.script([{"status": 429, "retry_after": 2, "error_message": "slow down"},
                  {"text": "after the retry"}])
     sid = d.session()
     ev = d.run(sid, "hello")
     assert ev[-1]["type"] == "run.completed", types(ev)
-    assert len(fake.requests()) == 2
+    reqs = fake.requests()
+    assert len(reqs) == 2
+    gap = reqs[1]["ts"] - reqs[0]["ts"]
+    assert 2.0 <= gap < 3.0, "waited %.2f s for Retry-After: 2" % gap
 
 
 @check("three 500s end the run with run.error carrying the provider's message")
@@ -293,7 +296,11 @@ def _(ctx):
     assert ev[-1]["type"] == "run.error", types(ev)
     assert ev[-1]["data"]["status"] == 500
     assert "the fake is down" in ev[-1]["data"]["message"], ev[-1]
-    assert len(fake.requests()) == 3, "at most 3 tries"
+    reqs = fake.requests()
+    assert len(reqs) == 3, "at most 3 tries"
+    gaps = [reqs[i + 1]["ts"] - reqs[i]["ts"] for i in range(2)]
+    assert 1.0 <= gaps[0] < 1.8 and 2.0 <= gaps[1] < 2.8, \
+        "backoff 1 s then 2 s (with jitter): %s" % gaps
 
 
 @check("a truncated stream and malformed JSON are errors, not hangs")
