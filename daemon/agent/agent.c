@@ -22,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "agent.h"
 #include "agent/sse.h"
 #include "log.h"
@@ -386,6 +388,24 @@ static void add_result(atl_agent_t *a, json_object *call, json_object *env) {
   json_object_object_add(p, "name", json_object_get(name));
   int success = json_object_object_get_ex(env, "success", &ok) &&
                 json_object_get_boolean(ok);
+  /* The images a tool returned go back to the model as images, not as
+   * ids: the history keeps the ids, the request gets the bytes. */
+  json_object *imgs;
+  if (json_object_object_get_ex(env, "images", &imgs) &&
+      json_object_is_type(imgs, json_type_array)) {
+    json_object *refs = json_object_new_array();
+    for (size_t i = 0; i < json_object_array_length(imgs); i++) {
+      json_object *im = json_object_array_get_idx(imgs, i), *iid, *mime;
+      if (!json_object_object_get_ex(im, "id", &iid) ||
+          !json_object_object_get_ex(im, "mime", &mime))
+        continue;
+      json_object *ref = json_object_new_object();
+      json_object_object_add(ref, "id", json_object_get(iid));
+      json_object_object_add(ref, "mime", json_object_get(mime));
+      json_object_array_add(refs, ref);
+    }
+    json_object_object_add(p, "images", refs);
+  }
   json_object_object_add(p, "result", env);
   json_object_object_add(p, "is_error", json_object_new_boolean(!success));
   json_object_array_add(a->results, p);
@@ -655,6 +675,71 @@ static void turn_done(const atl_http_response_t *r, void *user) {
 
 static char *system_prompt(atl_agent_t *a);
 
+/* ---- images for the model ---- */
+
+/* Only the newest tool message's images go with a model call: the model
+ * has seen the older ones, and re-sending every render on every turn (as
+ * scene-llm does) costs more tokens each turn. */
+static json_object *newest_images(atl_agent_t *a) {
+  size_t n = json_object_array_length(a->history);
+  json_object *last = n ? json_object_array_get_idx(a->history, n - 1) : NULL;
+  json_object *role, *parts, *out = json_object_new_array();
+  if (last == NULL || !json_object_object_get_ex(last, "role", &role) ||
+      strcmp(json_object_get_string(role), "tool") != 0 ||
+      !json_object_object_get_ex(last, "parts", &parts))
+    return out;
+  for (size_t i = 0; i < json_object_array_length(parts); i++) {
+    json_object *imgs;
+    if (json_object_object_get_ex(json_object_array_get_idx(parts, i), "images",
+                                  &imgs))
+      for (size_t k = 0; k < json_object_array_length(imgs); k++)
+        json_object_array_add(
+            out, json_object_get(json_object_array_get_idx(imgs, k)));
+  }
+  return out;
+}
+
+typedef struct {
+  atl_agent_t *a;
+  json_object *refs; /* [{id, mime}]: "data" is added to each */
+} img_load_t;
+
+static void turn_request(atl_agent_t *a, json_object *refs);
+
+static void images_loaded(void *arg) {
+  img_load_t *l = arg;
+  l->a->d->work_in_flight--;
+  turn_request(l->a, l->refs);
+  json_object_put(l->refs);
+  free(l);
+}
+
+static void images_work(void *arg) {
+  img_load_t *l = arg;
+  atl_store_reader_t *r = atl_daemon_reader_take(l->a->d);
+  for (size_t i = 0; r != NULL && i < json_object_array_length(l->refs); i++) {
+    json_object *ref = json_object_array_get_idx(l->refs, i), *rid;
+    char *mime = NULL;
+    void *data = NULL;
+    size_t len = 0;
+    if (!json_object_object_get_ex(ref, "id", &rid) ||
+        atl_store_image_get(r, json_object_get_string(rid), &mime, &data,
+                            &len) != 0)
+      continue;
+    char *b64 = malloc(4 * ((len + 2) / 3) + 1);
+    if (b64 != NULL) {
+      EVP_EncodeBlock((unsigned char *)b64, data, (int)len);
+      json_object_object_add(ref, "data", json_object_new_string(b64));
+    }
+    free(b64);
+    free(mime);
+    free(data);
+  }
+  if (r != NULL)
+    atl_daemon_reader_give(l->a->d, r);
+  atl_daemon_post(l->a->d, images_loaded, l);
+}
+
 /* The next turn of a cassette, played through the same path as a model's
  * answer: its text streams out in pieces, its calls run for real. */
 static void replay_turn(atl_agent_t *a) {
@@ -694,13 +779,69 @@ static void replay_turn(atl_agent_t *a) {
 }
 
 static void turn_start(atl_agent_t *a) {
-  atl_agent_provider_t *p = a->d->agent;
   if (a->cancel) {
     run_end(a, "run.cancelled", NULL);
     return;
   }
   if (a->replay != NULL) {
     replay_turn(a);
+    return;
+  }
+  json_object *refs = newest_images(a);
+  if (json_object_array_length(refs) == 0) {
+    turn_request(a, refs);
+    json_object_put(refs);
+    return;
+  }
+  img_load_t *l = calloc(1, sizeof(*l));
+  if (l == NULL) {
+    json_object_put(refs);
+    run_error(a, 0, "out of memory");
+    return;
+  }
+  l->a = a;
+  l->refs = refs;
+  a->d->work_in_flight++;
+  atl_pool_submit(a->d, images_work, l);
+}
+
+/* Attaches the loaded bytes to the newest tool message's image references
+ * for one request, and takes them off again after: the history in memory
+ * keeps ids only. */
+static void attach_images(atl_agent_t *a, json_object *refs, int attach) {
+  size_t n = json_object_array_length(a->history);
+  json_object *last = n ? json_object_array_get_idx(a->history, n - 1) : NULL;
+  json_object *parts;
+  if (last == NULL || !json_object_object_get_ex(last, "parts", &parts))
+    return;
+  for (size_t i = 0; i < json_object_array_length(parts); i++) {
+    json_object *imgs;
+    if (!json_object_object_get_ex(json_object_array_get_idx(parts, i),
+                                   "images", &imgs))
+      continue;
+    for (size_t k = 0; k < json_object_array_length(imgs); k++) {
+      json_object *im = json_object_array_get_idx(imgs, k), *id, *data;
+      if (!attach) {
+        json_object_object_del(im, "data");
+        continue;
+      }
+      json_object_object_get_ex(im, "id", &id);
+      for (size_t j = 0; id && j < json_object_array_length(refs); j++) {
+        json_object *ref = json_object_array_get_idx(refs, j), *rid;
+        if (json_object_object_get_ex(ref, "id", &rid) &&
+            strcmp(json_object_get_string(rid), json_object_get_string(id)) ==
+                0 &&
+            json_object_object_get_ex(ref, "data", &data))
+          json_object_object_add(im, "data", json_object_get(data));
+      }
+    }
+  }
+}
+
+static void turn_request(atl_agent_t *a, json_object *refs) {
+  atl_agent_provider_t *p = a->d->agent;
+  if (a->cancel || a->d->shutting_down) {
+    run_end(a, "run.cancelled", NULL);
     return;
   }
   a->attempt++;
@@ -712,8 +853,10 @@ static void turn_start(atl_agent_t *a) {
   atl_sse_init(&a->sse, 0);
   char *system = system_prompt(a);
   atl_provider_req_t req;
+  attach_images(a, refs, 1);
   int rc = p->ops->build(&p->cfg, a->model, system, a->history,
                          a->d->tools_json, &req);
+  attach_images(a, refs, 0);
   free(system);
   if (rc != 0) {
     turn_release(a);

@@ -255,6 +255,26 @@ def _(ctx):
     assert [s["id"] for s in state["result"]["shapes"]] == ["ball"], state
 
 
+@check("a tool's image goes back to the model as an image, only on the next call")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    fake.script([{"tool_calls": [{"id": "call_i", "name": "echo_image",
+                                  "arguments": {"width": 8, "height": 8}}]},
+                 {"tool_calls": [{"name": "echo", "arguments": {"text": "x"}}]},
+                 {"text": "Seen."}])
+    sid = d.session()
+    ev = d.run(sid, "draw")
+    assert ev[-1]["type"] == "run.completed", types(ev)
+    reqs = fake.requests()
+    second = reqs[-2]["body"]["messages"]
+    urls = [p["image_url"]["url"] for m in second if m["role"] == "user"
+            and isinstance(m["content"], list)
+            for p in m["content"] if p.get("type") == "image_url"]
+    assert len(urls) == 1 and urls[0].startswith("data:image/png;base64,iVBORw0KGgo"), urls
+    third = reqs[-1]["body"]["messages"]
+    assert "image_url" not in json.dumps(third), "sent once, not on every turn"
+
+
 @check("the turn limit stops the run with the message, and the next message resumes")
 def _(ctx):
     d, fake = ctx["d"], ctx["fake"]
@@ -427,14 +447,15 @@ def other_provider(ctx, ptype):
         fake.script([
             {"text": "Two calls.", "chunks": 2, "tool_calls": [
                 {"name": "create_shape", "arguments": SPHERE},
-                {"name": "echo", "arguments": {"text": 5}}]},
+                {"name": "echo", "arguments": {"text": 5}},
+                {"name": "echo_image", "arguments": {"width": 4, "height": 4}}]},
             {"text": "Done."}])
         sid = d.session()
         ev = d.run(sid, "go")
         assert ev[-1]["type"] == "run.completed", [
             (e["type"], e["data"]) for e in ev if e["type"] != "text.delta"]
         fin = [e["data"]["success"] for e in ev if e["type"] == "tool.finished"]
-        assert fin == [True, False], fin
+        assert fin == [True, False, True], fin
         deltas = "".join(e["data"]["text"] for e in ev if e["type"] == "text.delta")
         assert deltas == "Two calls.Done.", deltas
         reqs = fake.requests()
@@ -450,8 +471,11 @@ def _(ctx):
     results = [b for m in body["messages"] if m["role"] == "user"
                and isinstance(m["content"], list)
                for b in m["content"] if b.get("type") == "tool_result"]
-    assert len(results) == 2, body["messages"]
-    assert [r.get("is_error", False) for r in results] == [False, True], results
+    assert len(results) == 3, body["messages"]
+    assert [r.get("is_error", False) for r in results] == [False, True, False], results
+    images = [b for b in results[2]["content"] if b.get("type") == "image"]
+    assert len(images) == 1 and images[0]["source"]["media_type"] == "image/png", results[2]
+    assert images[0]["source"]["data"].startswith("iVBORw0KGgo"), images
 
 
 @check("gemini: functionCall answered by functionResponse parts")
@@ -460,7 +484,10 @@ def _(ctx):
     parts = [p for c in body["contents"] for p in c["parts"]
              if "functionResponse" in p]
     assert [p["functionResponse"]["name"] for p in parts] == [
-        "create_shape", "echo"], parts
+        "create_shape", "echo", "echo_image"], parts
+    inline = [p for c in body["contents"] for p in c["parts"] if "inlineData" in p]
+    assert len(inline) == 1 and inline[0]["inlineData"]["mimeType"] == "image/png", inline
+    assert inline[0]["inlineData"]["data"].startswith("iVBORw0KGgo")
     decl = body["tools"][0]["functionDeclarations"]
     assert any(f["name"] == "create_shape" for f in decl)
     assert "$ref" not in json.dumps(decl), "Gemini gets no $ref"
