@@ -50,4 +50,23 @@ int atl_agent_send(atl_daemon_t *d, atl_session_t *s, const char *text,
  * if a run was active. */
 int atl_agent_cancel(atl_daemon_t *d, atl_session_t *s);
 
+/* ---- between agent.c and its helpers ---- */
+
+/* agent_setup.c: the system prompt for a session's document (CURRENT SCENE
+ * from every plugin's describe hook), malloc()ed; the bundled demo
+ * cassette's turns (borrowed; NULL if it cannot be read). */
+char *atl_agent_system_prompt(atl_daemon_t *d, json_object *doc);
+json_object *atl_agent_demo_turns(atl_daemon_t *d);
+
+/* agent_images.c: the newest tool message's image references (a new
+ * array of {id, mime}); reading their bytes on a worker (done runs on the
+ * loop with "data" added where found); and putting the bytes into the
+ * history for one request (attach 1) and out again (attach 0). */
+json_object *atl_agent_newest_images(json_object *history);
+int atl_agent_load_images(atl_daemon_t *d, json_object *refs,
+                          void (*done)(void *user, json_object *refs),
+                          void *user);
+void atl_agent_attach_images(json_object *history, json_object *refs,
+                             int attach);
+
 #endif

@@ -1,0 +1,302 @@
+/* The agent's set-up: which provider the daemon talks to (from the
+ * configuration and the environment), the tools it offers the model,
+ * cassettes, and the system prompt. The loop itself is agent.c. */
+#include "atl-build.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "log.h"
+
+/* ---- the provider ---- */
+
+static const struct {
+  const char *type, *url, *env, *model;
+} defaults[] = {
+    {"anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY",
+     "claude-sonnet-4-5"},
+    {"gemini", "https://generativelanguage.googleapis.com", "GEMINI_API_KEY",
+     "gemini-2.5-flash"},
+    {"openai", "https://api.openai.com", "OPENAI_API_KEY", "gpt-4.1-mini"},
+};
+#define NDEFAULTS (sizeof(defaults) / sizeof(defaults[0]))
+
+static int default_of(const char *type) {
+  for (size_t i = 0; i < NDEFAULTS; i++)
+    if (strcmp(defaults[i].type, type) == 0)
+      return (int)i;
+  return -1;
+}
+
+/* The first model of "a, b, c". */
+static char *first_model(const char *models) {
+  if (models == NULL)
+    return NULL;
+  while (*models == ' ')
+    models++;
+  size_t n = strcspn(models, ", ");
+  return n ? strndup(models, n) : NULL;
+}
+
+static void offline(atl_agent_provider_t *p, const char *why) {
+  p->ops = NULL;
+  free(p->why_offline);
+  p->why_offline = strdup(why);
+}
+
+static void resolve(atl_daemon_t *d, atl_agent_provider_t *p) {
+  const atl_config_t *cfg = d->cfg;
+  const atl_provider_conf_t *conf = NULL;
+  int def = -1;
+  if (cfg->agent_provider != NULL) {
+    conf = atl_provider_conf(cfg, cfg->agent_provider);
+    def = conf ? default_of(conf->type) : -1;
+  } else {
+    /* No provider chosen: the first whose key is in the environment. */
+    for (size_t i = 0; i < NDEFAULTS && def < 0; i++)
+      if (getenv(defaults[i].env) != NULL && *getenv(defaults[i].env))
+        def = (int)i;
+  }
+  if (conf == NULL && def < 0) {
+    offline(p, "No LLM provider is configured, so I cannot think for "
+               "myself yet. Set ANTHROPIC_API_KEY, GEMINI_API_KEY or "
+               "OPENAI_API_KEY in atelierd's environment, or add a "
+               "[provider.NAME] section and [agent] provider = NAME to "
+               "atelierd.conf (conf/atelierd.conf.sample shows how), then "
+               "restart atelierd. Meanwhile, a message like /create_shape "
+               "{\"id\": \"ball\", \"type\": \"sphere\", \"properties\": "
+               "{\"center\": [0, 1, 0], \"radius\": 1}} calls a tool "
+               "directly, and /demo replays a recorded session that builds a "
+               "snowman.");
+    return;
+  }
+  const char *type = conf ? conf->type : defaults[def].type;
+  if (strcmp(type, "replay") == 0) {
+    /* The cassette stands in for the model: no HTTP, no key. */
+    p->ops = NULL;
+    p->replay = 1;
+    p->cfg.name = conf->name;
+    p->cfg.type = type;
+    p->model = strdup("replay");
+    return;
+  }
+  p->ops = atl_provider_find(type);
+  if (p->ops == NULL) {
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "The configured provider type '%s' is not available in this "
+             "build of atelierd.",
+             type);
+    offline(p, msg);
+    atl_log_kv(ATL_LOG_ERROR, "provider type not available", "type", type,
+               NULL);
+    return;
+  }
+  const char *env = conf && conf->api_key_env ? conf->api_key_env
+                    : def >= 0                ? defaults[def].env
+                                              : NULL;
+  const char *key = env ? getenv(env) : NULL;
+  p->api_key = key && *key ? strdup(key) : NULL;
+  p->base_url = strdup(conf && conf->base_url ? conf->base_url
+                       : def >= 0             ? defaults[def].url
+                                              : "http://127.0.0.1");
+  p->model = first_model(conf ? conf->models : NULL);
+  if (p->model == NULL && def >= 0)
+    p->model = strdup(defaults[def].model);
+  p->cfg.name = conf ? conf->name : defaults[def].type;
+  p->cfg.type = type;
+  p->cfg.base_url = p->base_url;
+  p->cfg.api_key = p->api_key;
+  p->cfg.max_tokens = conf ? conf->max_tokens : 4096;
+  p->cfg.timeout_ms = conf ? conf->timeout_ms : 120000;
+  atl_log_kv(ATL_LOG_INFO, "agent provider", "provider", p->cfg.name, "type",
+             type, "model", p->model ? p->model : "(none)", "key",
+             p->api_key ? "(set)" : "(none)", NULL);
+}
+
+json_object *atl_cassette_load(const char *path, char **err) {
+  *err = NULL;
+  json_object *o = json_object_from_file(path), *f, *v, *turns;
+  const char *why = NULL;
+  if (o == NULL)
+    why = "cannot be read as JSON";
+  else if (!json_object_object_get_ex(o, "format", &f) ||
+           strcmp(json_object_get_string(f), "atelier-cassette") != 0)
+    why = "is not a cassette (\"format\": \"atelier-cassette\" missing)";
+  else if (!json_object_object_get_ex(o, "version", &v) ||
+           json_object_get_int(v) != 1)
+    why = "has a version other than 1";
+  else if (!json_object_object_get_ex(o, "turns", &turns) ||
+           !json_object_is_type(turns, json_type_array))
+    why = "has no \"turns\" array";
+  for (size_t i = 0; why == NULL && i < json_object_array_length(turns); i++) {
+    json_object *t = json_object_array_get_idx(turns, i), *role, *parts;
+    if (!json_object_object_get_ex(t, "role", &role) ||
+        strcmp(json_object_get_string(role), "model") != 0 ||
+        !json_object_object_get_ex(t, "parts", &parts) ||
+        !json_object_is_type(parts, json_type_array))
+      why = "has a turn that is not {\"role\": \"model\", \"parts\": [...]}";
+  }
+  if (why != NULL) {
+    if (asprintf(err, "%s %s", path, why) < 0)
+      *err = NULL;
+    json_object_put(o);
+    return NULL;
+  }
+  json_object *out = json_object_get(turns);
+  json_object_put(o);
+  return out;
+}
+
+int atl_agent_init(atl_daemon_t *d) {
+  atl_agent_provider_t *p = calloc(1, sizeof(*p));
+  json_object *tools = json_object_new_array();
+  if (p == NULL || tools == NULL) {
+    free(p);
+    json_object_put(tools);
+    return ATL_ENOMEM;
+  }
+  resolve(d, p);
+  d->agent = p;
+  const atl_provider_conf_t *conf =
+      d->cfg->agent_provider ? atl_provider_conf(d->cfg, d->cfg->agent_provider)
+                             : NULL;
+  if (conf != NULL && strcmp(conf->type, "replay") == 0) {
+    char *err = NULL;
+    p->cassette = atl_cassette_load(conf->cassette, &err);
+    if (p->cassette == NULL) {
+      atl_log_kv(ATL_LOG_ERROR, "cannot load the cassette", "error", err, NULL);
+      free(err);
+      json_object_put(tools);
+      return ATL_ECONFIG;
+    }
+  }
+  if (d->cfg->system_prompt_file != NULL) {
+    FILE *f = fopen(d->cfg->system_prompt_file, "re");
+    size_t cap = 0;
+    if (f == NULL || getdelim(&p->prompt, &cap, '\0', f) < 0) {
+      atl_log_kv(ATL_LOG_ERROR, "cannot read agent.system_prompt_file", "path",
+                 d->cfg->system_prompt_file, "error",
+                 f ? "read error" : strerror(errno), NULL);
+      if (f != NULL)
+        fclose(f);
+      json_object_put(tools);
+      return ATL_ECONFIG;
+    }
+    fclose(f);
+  }
+  for (size_t i = 0; i < d->registry.n_tools; i++) {
+    const atl_tool_entry_t *te = d->registry.tools[i];
+    json_object *t = json_object_new_object();
+    json_object_object_add(t, "name", json_object_new_string(te->tool.name));
+    if (te->tool.description)
+      json_object_object_add(t, "description",
+                             json_object_new_string(te->tool.description));
+    json_object_object_add(t, "input_schema",
+                           json_tokener_parse(te->tool.input_schema));
+    json_object_array_add(tools, t);
+  }
+  d->tools_json = tools;
+  return 0;
+}
+
+void atl_agent_free(atl_daemon_t *d) {
+  atl_agent_provider_t *p = d->agent;
+  if (p != NULL) {
+    free(p->model);
+    free(p->base_url);
+    free(p->api_key);
+    free(p->why_offline);
+    free(p->prompt);
+    json_object_put(p->cassette);
+    json_object_put(p->demo);
+    free(p);
+  }
+  d->agent = NULL;
+  json_object_put(d->tools_json);
+  d->tools_json = NULL;
+}
+
+/* The bundled demo: installed with atelierd, or in the source tree when
+ * atelierd runs from its build directory. */
+json_object *atl_agent_demo_turns(atl_daemon_t *d) {
+  atl_agent_provider_t *p = d->agent;
+  if (p->demo != NULL)
+    return p->demo;
+  const char *paths[] = {ATL_DEFAULT_DEMO_CASSETTE, ATL_SOURCE_DEMO_CASSETTE};
+  for (size_t i = 0; i < 2 && p->demo == NULL; i++) {
+    if (access(paths[i], R_OK) != 0)
+      continue;
+    char *err = NULL;
+    p->demo = atl_cassette_load(paths[i], &err);
+    if (p->demo == NULL)
+      atl_log_kv(ATL_LOG_ERROR, "cannot load the demo cassette", "error", err,
+                 NULL);
+    free(err);
+  }
+  return p->demo;
+}
+
+/* ---- the system prompt ---- */
+
+static const char template[] =
+    "You are an autonomous assistant that builds things in Atelier by "
+    "calling tools: 3D scenes, optical benches, drawings.\n"
+    "\n"
+    "AVAILABLE TOOLS:\n"
+    "You have tools for creating, updating and removing what the session "
+    "holds. Each tool call returns a JSON result showing what happened. You "
+    "may call several tools in one response; they run in order.\n"
+    "\n"
+    "WORKFLOW:\n"
+    "1. Explain to the user what you are doing as you work\n"
+    "2. Call tools to create or modify things\n"
+    "3. Review the tool results: if there are errors, retry with "
+    "corrections\n"
+    "4. Iterate until the result matches the user's request\n"
+    "5. When satisfied, give a final answer with text only, no tool calls\n"
+    "\n"
+    "TOOL RESULTS:\n"
+    "- Success: {\"success\": true, \"result\": {<the complete object>}}\n"
+    "- Error: {\"success\": false, \"error\": \"<what was wrong>\"}\n"
+    "\n"
+    "The results show the complete state of each object, with every default "
+    "filled in. Use them to track what exists and to check your work.\n"
+    "\n"
+    "CURRENT SCENE:\n"
+    "%s\n";
+
+char *atl_agent_system_prompt(atl_daemon_t *d, json_object *doc) {
+  char *scene = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&scene, &len);
+  for (size_t i = 0; f != NULL && i < d->registry.n_plugins; i++) {
+    atl_plugin_entry_t *pe = d->registry.plugins[i];
+    if (pe->desc.describe == NULL)
+      continue;
+    json_object *ns = NULL;
+    json_object_object_get_ex(doc, pe->desc.name, &ns);
+    char *text = pe->desc.describe(pe->state, ns);
+    if (text != NULL)
+      fputs(text, f);
+    free(text);
+  }
+  if (f != NULL)
+    fclose(f);
+  /* The scene replaces the first "%s" of the template. A custom file is
+   * not a format string: nothing else in it is interpreted. */
+  const char *tpl = d->agent->prompt ? d->agent->prompt : template;
+  const char *at = strstr(tpl, "%s");
+  const char *sc = scene && *scene ? scene : "(empty)";
+  char *out = NULL;
+  if (at == NULL)
+    out = strdup(tpl);
+  else if (asprintf(&out, "%.*s%s%s", (int)(at - tpl), tpl, sc, at + 2) < 0)
+    out = NULL;
+  free(scene);
+  return out;
+}
