@@ -23,7 +23,7 @@ sources() {
   case $1 in
     jsonrpc) echo daemon/jsonrpc.c daemon/util.c ;;
     schema) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c daemon/util.c ;;
-    config) echo daemon/config.c daemon/log.c daemon/util.c ;;
+    config) echo daemon/config.c daemon/config_provider.c daemon/log.c daemon/util.c ;;
     scene) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c \
       daemon/util.c plugins/scene/scene.c plugins/scene/scene_state.c \
       plugins/scene/scene_objects.c plugins/scene/scene_describe.c \
