@@ -130,9 +130,10 @@ struct atl_session_s {
 typedef void (*atl_session_cb)(atl_daemon_t *d, atl_session_t *s, int status,
                                void *user);
 
-/* Finds a session in memory or loads it from the store; cb gets it pinned
- * (release with atl_session_unref) or NULL with ATL_ENOENT / ATL_ESTORE.
- * cb may run before this returns. */
+/* Finds a session in memory or loads it from the store; cb gets it, or
+ * NULL with ATL_ENOENT / ATL_ESTORE. The session is pinned only while cb
+ * runs: to keep it longer, take a reference (atl_session_ref) and release
+ * it later with atl_session_unref. cb may run before this returns. */
 void atl_session_get(atl_daemon_t *d, const char *id, atl_session_cb cb,
                      void *user);
 void atl_session_ref(atl_session_t *s);

@@ -515,8 +515,6 @@ static void agent_got(atl_daemon_t *d, atl_session_t *s, int status,
       json_object_put(r);
     }
   }
-  if (s != NULL)
-    atl_session_unref(d, s);
   free(ar->text);
   free(ar->model);
   free(ar);

@@ -229,7 +229,37 @@ static void call_done(atl_daemon_t *d, int rpc_status, const char *envelope,
   call_next(a);
 }
 
+/* A "/tool" message's result is the user's doing, not a call the model
+ * made: the history gets it as the answer's text, since every provider
+ * refuses a tool result that answers no call of the model. */
+static void direct_done(atl_agent_t *a) {
+  json_object *part = json_object_array_get_idx(a->results, 0), *result;
+  json_object *name;
+  json_object_object_get_ex(part, "name", &name);
+  json_object_object_get_ex(part, "result", &result);
+  char *text = NULL;
+  if (asprintf(&text, "/%s answered: %s", json_object_get_string(name),
+               json_object_to_json_string_ext(
+                   result, JSON_C_TO_STRING_PLAIN |
+                               JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
+    text = NULL;
+  json_object *count = json_object_new_object();
+  json_object_object_add(count, "count", json_object_new_int(1));
+  commit_message(a, text_message("model", text ? text : ""), "tool.results",
+                 count);
+  free(text);
+  json_object_put(a->results);
+  a->results = NULL;
+  json_object_put(a->calls);
+  a->calls = NULL;
+  run_end(a, "run.completed", NULL);
+}
+
 static void calls_done(atl_agent_t *a) {
+  if (a->direct) {
+    direct_done(a);
+    return;
+  }
   json_object *msg = json_object_new_object();
   json_object_object_add(msg, "role", json_object_new_string("tool"));
   json_object *count = json_object_new_object();
@@ -243,8 +273,6 @@ static void calls_done(atl_agent_t *a) {
   a->calls = NULL;
   if (a->cancel) {
     run_end(a, "run.cancelled", NULL);
-  } else if (a->direct) {
-    run_end(a, "run.completed", NULL);
   } else if (a->turns >= a->d->cfg->max_turns) {
     char text[128];
     snprintf(text, sizeof(text),

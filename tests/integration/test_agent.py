@@ -532,6 +532,34 @@ def _(ctx):
         r.stop()
 
 
+def eviction_check():
+    """Runs in more sessions than store.session_cache holds, at once: a
+    session with a run in flight must not be evicted (it was freed under
+    its run once, when session.send released a reference it did not own)."""
+    d = Daemon("evict", "[store]\nsession_cache = 1\n")
+    try:
+        sids = [d.session() for _ in range(4)]
+        afters = [d.events(s)[-1]["seq"] for s in sids]
+        for s in sids:
+            d.rpc("session.send", {"session": s,
+                                   "text": '/echo_sleep {"ms": 300}'})
+        for s in sids[::-1]:
+            d.rpc("session.send", {"session": s, "text": '/echo {"text": "x"}'})
+        for s, a in zip(sids, afters):
+            ev = d.follow(s, a, ends=2)
+            fin = [e["data"]["success"] for e in ev if e["type"] == "tool.finished"]
+            assert fin == [True, True], (s, types(ev))
+        assert d.proc.poll() is None, "atelierd died"
+        for s in sids:
+            h = d.history(s)
+            # A /tool call is kept as the user's text and its answer.
+            assert [m["role"] for m in h] == ["user", "model"] * 2, h
+            assert h[1]["content"]["parts"][0]["text"].startswith(
+                "/echo_sleep answered: {\"success\":true"), h[1]
+    finally:
+        d.stop()
+
+
 def offline_checks(fail_count):
     d = Daemon("offline", "[log]\nlevel = debug\n")
     try:
@@ -563,7 +591,9 @@ def main():
     passed = failed = 0
     n = 0
     for name, fn in results + [("offline: how to configure, /tool calls, /demo",
-                                lambda ctx: offline_checks(0))]:
+                                lambda ctx: offline_checks(0)),
+                               ("runs in more sessions than the cache holds",
+                                lambda ctx: eviction_check())]:
         n += 1
         try:
             fn(ctx)
