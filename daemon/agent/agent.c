@@ -75,11 +75,6 @@ static void turn_start(atl_agent_t *a);
 
 /* ---- committing history and events ---- */
 
-static char *json_text(json_object *o) {
-  return strdup(json_object_to_json_string_ext(
-      o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-}
-
 /* Appends msg (taken) to the history, in memory and in the store, with an
  * event of type carrying data (taken; may be NULL). */
 static void commit_message(atl_agent_t *a, json_object *msg, const char *type,
@@ -88,14 +83,14 @@ static void commit_message(atl_agent_t *a, json_object *msg, const char *type,
   json_object *role;
   json_object_object_get_ex(msg, "role", &role);
   json_object_object_add(msg, "ts_ms", json_object_new_int64(atl_now_ms()));
-  char *content = json_text(msg);
+  char *content = atl_provider_json_text(msg);
   atl_txn_t *t = atl_txn_new();
   if (t != NULL && content != NULL)
     atl_txn_history_append(t, s->id, s->history_len,
                            json_object_get_string(role), content, atl_now_ms());
   s->history_len++;
   json_object_array_add(a->history, msg);
-  char *dt = data ? json_text(data) : NULL;
+  char *dt = data ? atl_provider_json_text(data) : NULL;
   if (atl_session_emit_txn(a->d, s, t, type, dt, NULL, NULL) != 0)
     atl_log_kv(ATL_LOG_ERROR, "could not commit the history", "session", s->id,
                NULL);
@@ -105,7 +100,7 @@ static void commit_message(atl_agent_t *a, json_object *msg, const char *type,
 }
 
 static void emit(atl_agent_t *a, const char *type, json_object *data) {
-  char *dt = data ? json_text(data) : NULL;
+  char *dt = data ? atl_provider_json_text(data) : NULL;
   atl_session_emit(a->d, a->s, type, dt, NULL, NULL);
   free(dt);
   json_object_put(data);

@@ -25,35 +25,6 @@
  * max_tokens on every request. */
 #define DEFAULT_MAX_TOKENS 4096
 
-static const char *str_of(json_object *o, const char *key) {
-  json_object *v;
-  return json_object_object_get_ex(o, key, &v) &&
-                 json_object_is_type(v, json_type_string)
-             ? json_object_get_string(v)
-             : NULL;
-}
-
-static char *json_text(json_object *o) {
-  return strdup(json_object_to_json_string_ext(
-      o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-}
-
-/* Parses exactly len bytes, so that a body need not be NUL-terminated. */
-static json_object *parse_len(const char *s, size_t len) {
-  if (s == NULL || len > INT_MAX)
-    return NULL;
-  json_tokener *tok = json_tokener_new();
-  if (tok == NULL)
-    return NULL;
-  json_object *o = json_tokener_parse_ex(tok, s, (int)len);
-  if (json_tokener_get_error(tok) != json_tokener_success) {
-    json_object_put(o);
-    o = NULL;
-  }
-  json_tokener_free(tok);
-  return o;
-}
-
 static json_object *text_block(const char *text) {
   json_object *b = json_object_new_object();
   json_object_object_add(b, "type", json_object_new_string("text"));
@@ -61,40 +32,13 @@ static json_object *text_block(const char *text) {
   return b;
 }
 
-/* Adds blocks (an array, taken) as a message of role, or to the last
- * message when it has the same role, since the roles must alternate. An
- * empty array adds nothing: the API rejects a message without content. */
-static void add_blocks(json_object *msgs, const char *role,
-                       json_object *blocks) {
-  size_t nb = json_object_array_length(blocks);
-  if (nb == 0) {
-    json_object_put(blocks);
-    return;
-  }
-  size_t nm = json_object_array_length(msgs);
-  json_object *last = nm ? json_object_array_get_idx(msgs, nm - 1) : NULL;
-  json_object *content;
-  if (last != NULL && str_of(last, "role") != NULL &&
-      strcmp(str_of(last, "role"), role) == 0 &&
-      json_object_object_get_ex(last, "content", &content)) {
-    for (size_t i = 0; i < nb; i++)
-      json_object_array_add(
-          content, json_object_get(json_object_array_get_idx(blocks, i)));
-    json_object_put(blocks);
-    return;
-  }
-  json_object *m = json_object_new_object();
-  json_object_object_add(m, "role", json_object_new_string(role));
-  json_object_object_add(m, "content", blocks);
-  json_object_array_add(msgs, m);
-}
-
 static json_object *user_blocks(json_object *parts) {
   json_object *blocks = json_object_new_array();
   size_t n = parts ? json_object_array_length(parts) : 0;
   for (size_t i = 0; i < n; i++) {
     json_object *p = json_object_array_get_idx(parts, i);
-    const char *type = str_of(p, "type"), *text = str_of(p, "text");
+    const char *type = atl_provider_str(p, "type"),
+               *text = atl_provider_str(p, "text");
     /* Empty text blocks are an error to the API. */
     if (type != NULL && strcmp(type, "text") == 0 && text != NULL &&
         text[0] != '\0')
@@ -108,13 +52,14 @@ static json_object *model_blocks(json_object *parts) {
   size_t n = parts ? json_object_array_length(parts) : 0;
   for (size_t i = 0; i < n; i++) {
     json_object *p = json_object_array_get_idx(parts, i);
-    const char *type = str_of(p, "type");
+    const char *type = atl_provider_str(p, "type");
     if (type == NULL)
       continue;
     if (strcmp(type, "thinking") == 0) {
       /* The API verifies thinking by its signature: thinking without one
        * (cut short, or from another provider) cannot go back. */
-      const char *sig = str_of(p, "signature"), *text = str_of(p, "text");
+      const char *sig = atl_provider_str(p, "signature"),
+                 *text = atl_provider_str(p, "text");
       if (sig == NULL || sig[0] == '\0')
         continue;
       json_object *b = json_object_new_object();
@@ -124,7 +69,7 @@ static json_object *model_blocks(json_object *parts) {
       json_object_object_add(b, "signature", json_object_new_string(sig));
       json_object_array_add(blocks, b);
     } else if (strcmp(type, "text") == 0) {
-      const char *text = str_of(p, "text");
+      const char *text = atl_provider_str(p, "text");
       if (text != NULL && text[0] != '\0')
         json_object_array_add(blocks, text_block(text));
     } else if (strcmp(type, "tool_call") == 0) {
@@ -134,10 +79,12 @@ static json_object *model_blocks(json_object *parts) {
       json_object_object_add(b, "type", json_object_new_string("tool_use"));
       json_object_object_add(
           b, "id",
-          json_object_new_string(str_of(p, "id") ? str_of(p, "id") : ""));
+          json_object_new_string(
+              atl_provider_str(p, "id") ? atl_provider_str(p, "id") : ""));
       json_object_object_add(
           b, "name",
-          json_object_new_string(str_of(p, "name") ? str_of(p, "name") : ""));
+          json_object_new_string(
+              atl_provider_str(p, "name") ? atl_provider_str(p, "name") : ""));
       json_object_object_add(b, "input",
                              args != NULL &&
                                      json_object_is_type(args, json_type_object)
@@ -156,7 +103,7 @@ static json_object *tool_blocks(json_object *parts) {
     json_object *p = json_object_array_get_idx(parts, i), *result = NULL, *v;
     json_object_object_get_ex(p, "result", &result);
     json_object *content = json_object_new_array();
-    char *text = result ? json_text(result) : strdup("{}");
+    char *text = result ? atl_provider_json_text(result) : strdup("{}");
     json_object_array_add(content, text_block(text ? text : "{}"));
     free(text);
     json_object *imgs;
@@ -164,7 +111,8 @@ static json_object *tool_blocks(json_object *parts) {
         json_object_is_type(imgs, json_type_array))
       for (size_t k = 0; k < json_object_array_length(imgs); k++) {
         json_object *im = json_object_array_get_idx(imgs, k);
-        const char *mime = str_of(im, "mime"), *data = str_of(im, "data");
+        const char *mime = atl_provider_str(im, "mime"),
+                   *data = atl_provider_str(im, "data");
         if (mime == NULL || data == NULL)
           continue;
         json_object *src = json_object_new_object();
@@ -180,7 +128,8 @@ static json_object *tool_blocks(json_object *parts) {
     json_object_object_add(b, "type", json_object_new_string("tool_result"));
     json_object_object_add(
         b, "tool_use_id",
-        json_object_new_string(str_of(p, "id") ? str_of(p, "id") : ""));
+        json_object_new_string(
+            atl_provider_str(p, "id") ? atl_provider_str(p, "id") : ""));
     json_object_object_add(b, "content", content);
     if (json_object_object_get_ex(p, "is_error", &v) &&
         json_object_get_boolean(v))
@@ -212,10 +161,12 @@ static int build(const atl_provider_cfg_t *cfg, const char *model,
       json_object *o = json_object_new_object();
       json_object_object_add(
           o, "name",
-          json_object_new_string(str_of(t, "name") ? str_of(t, "name") : ""));
-      if (str_of(t, "description") != NULL)
+          json_object_new_string(
+              atl_provider_str(t, "name") ? atl_provider_str(t, "name") : ""));
+      if (atl_provider_str(t, "description") != NULL)
         json_object_object_add(
-            o, "description", json_object_new_string(str_of(t, "description")));
+            o, "description",
+            json_object_new_string(atl_provider_str(t, "description")));
       /* The API takes JSON Schema as it is, $ref and oneOf included. */
       json_object_object_add(o, "input_schema",
                              schema ? json_object_get(schema)
@@ -228,21 +179,22 @@ static int build(const atl_provider_cfg_t *cfg, const char *model,
   size_t n = history ? json_object_array_length(history) : 0;
   for (size_t i = 0; i < n; i++) {
     json_object *m = json_object_array_get_idx(history, i), *parts = NULL;
-    const char *role = str_of(m, "role");
+    const char *role = atl_provider_str(m, "role");
     json_object_object_get_ex(m, "parts", &parts);
     if (parts != NULL && !json_object_is_type(parts, json_type_array))
       parts = NULL;
     if (role == NULL)
       continue;
     if (strcmp(role, "user") == 0)
-      add_blocks(msgs, "user", user_blocks(parts));
+      atl_provider_append_merged(msgs, "user", "content", user_blocks(parts));
     else if (strcmp(role, "model") == 0)
-      add_blocks(msgs, "assistant", model_blocks(parts));
+      atl_provider_append_merged(msgs, "assistant", "content",
+                                 model_blocks(parts));
     else if (strcmp(role, "tool") == 0)
-      add_blocks(msgs, "user", tool_blocks(parts));
+      atl_provider_append_merged(msgs, "user", "content", tool_blocks(parts));
   }
   json_object_object_add(body, "messages", msgs);
-  out->body = json_text(body);
+  out->body = atl_provider_json_text(body);
   json_object_put(body);
   if (asprintf(&out->url, "%s/v1/messages", cfg->base_url) < 0)
     out->url = NULL;
@@ -313,17 +265,17 @@ static int block_start(atl_turn_t *t, state_t *st, json_object *ev) {
   if (b == NULL)
     return atl_turn_fail(t, "content block index %lld is out of range",
                          (long long)i);
-  const char *type = str_of(cb, "type");
+  const char *type = atl_provider_str(cb, "type");
   if (type == NULL) {
     b->kind = BLOCK_OTHER;
   } else if (strcmp(type, "text") == 0) {
     b->kind = BLOCK_TEXT;
-    const char *text = str_of(cb, "text");
+    const char *text = atl_provider_str(cb, "text");
     if (text != NULL)
       return atl_turn_text(t, text, strlen(text));
   } else if (strcmp(type, "thinking") == 0) {
     b->kind = BLOCK_THINKING;
-    const char *text = str_of(cb, "thinking");
+    const char *text = atl_provider_str(cb, "thinking");
     if (text != NULL)
       return atl_turn_thinking(t, text, strlen(text));
   } else if (strcmp(type, "tool_use") == 0) {
@@ -335,7 +287,8 @@ static int block_start(atl_turn_t *t, state_t *st, json_object *ev) {
     atl_turn_call_t *c = atl_turn_call(t, b->call);
     if (c == NULL)
       return atl_turn_fail(t, "too many tool calls");
-    const char *id = str_of(cb, "id"), *name = str_of(cb, "name");
+    const char *id = atl_provider_str(cb, "id"),
+               *name = atl_provider_str(cb, "name");
     free(c->id);
     free(c->name);
     c->id = strdup(id ? id : "");
@@ -357,22 +310,22 @@ static int block_delta(atl_turn_t *t, state_t *st, json_object *ev) {
     return atl_turn_fail(t, "content_block_delta without index or delta");
   int64_t i = json_object_get_int64(idx);
   block_t *b = i >= 0 && (size_t)i < st->n_blocks ? &st->blocks[i] : NULL;
-  const char *type = str_of(delta, "type");
+  const char *type = atl_provider_str(delta, "type");
   if (b == NULL || b->kind == BLOCK_NONE)
     return atl_turn_fail(t, "a delta for content block %lld, never started",
                          (long long)i);
   if (type == NULL || b->kind == BLOCK_OTHER)
     return 0;
   if (strcmp(type, "text_delta") == 0) {
-    const char *s = str_of(delta, "text");
+    const char *s = atl_provider_str(delta, "text");
     return s ? atl_turn_text(t, s, strlen(s)) : 0;
   }
   if (strcmp(type, "thinking_delta") == 0) {
-    const char *s = str_of(delta, "thinking");
+    const char *s = atl_provider_str(delta, "thinking");
     return s ? atl_turn_thinking(t, s, strlen(s)) : 0;
   }
   if (strcmp(type, "signature_delta") == 0) {
-    const char *s = str_of(delta, "signature");
+    const char *s = atl_provider_str(delta, "signature");
     if (s == NULL)
       return 0;
     /* One signature per thinking block, in one delta as the API sends it
@@ -393,7 +346,7 @@ static int block_delta(atl_turn_t *t, state_t *st, json_object *ev) {
     return 0;
   }
   if (strcmp(type, "input_json_delta") == 0) {
-    const char *s = str_of(delta, "partial_json");
+    const char *s = atl_provider_str(delta, "partial_json");
     if (b->kind != BLOCK_TOOL)
       return atl_turn_fail(t,
                            "tool arguments for content block %lld, not a "
@@ -412,12 +365,12 @@ static int block_delta(atl_turn_t *t, state_t *st, json_object *ev) {
  * there, while proxies may drop the event lines. */
 static int event(atl_turn_t *t, const char *name, const char *data,
                  size_t len) {
-  json_object *ev = parse_len(data, len);
+  json_object *ev = atl_provider_parse_len(data, len);
   if (ev == NULL || !json_object_is_type(ev, json_type_object)) {
     json_object_put(ev);
     return atl_turn_fail(t, "the stream sent malformed JSON: %.200s", data);
   }
-  const char *type = str_of(ev, "type");
+  const char *type = atl_provider_str(ev, "type");
   if (type == NULL)
     type = name != NULL ? name : "";
   state_t *st = state_of(t);
@@ -436,7 +389,7 @@ static int event(atl_turn_t *t, const char *name, const char *data,
     rc = block_delta(t, st, ev);
   } else if (strcmp(type, "message_delta") == 0) {
     const char *stop = json_object_object_get_ex(ev, "delta", &o)
-                           ? str_of(o, "stop_reason")
+                           ? atl_provider_str(o, "stop_reason")
                            : NULL;
     if (stop != NULL) {
       free(t->stop_reason);
@@ -455,8 +408,8 @@ static int event(atl_turn_t *t, const char *name, const char *data,
   } else if (strcmp(type, "error") == 0) {
     json_object *err = NULL;
     json_object_object_get_ex(ev, "error", &err);
-    const char *msg = err ? str_of(err, "message") : NULL;
-    const char *etype = err ? str_of(err, "type") : NULL;
+    const char *msg = err ? atl_provider_str(err, "message") : NULL;
+    const char *etype = err ? atl_provider_str(err, "type") : NULL;
     if (msg != NULL && etype != NULL)
       rc = atl_turn_fail(t, "the provider reported an error: %s (%s)", msg,
                          etype);
@@ -470,12 +423,13 @@ static int event(atl_turn_t *t, const char *name, const char *data,
 }
 
 static char *error_message(const char *body, size_t len) {
-  json_object *o = parse_len(body, len), *err;
+  json_object *o = atl_provider_parse_len(body, len), *err;
   char *out = NULL;
   if (o != NULL && json_object_is_type(o, json_type_object) &&
       json_object_object_get_ex(o, "error", &err) &&
       json_object_is_type(err, json_type_object)) {
-    const char *m = str_of(err, "message"), *type = str_of(err, "type");
+    const char *m = atl_provider_str(err, "message"),
+               *type = atl_provider_str(err, "type");
     if (m != NULL && type != NULL) {
       if (asprintf(&out, "%s (%s)", m, type) < 0)
         out = NULL;

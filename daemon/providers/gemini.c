@@ -20,35 +20,6 @@
 
 #include "provider.h"
 
-static const char *str_of(json_object *o, const char *key) {
-  json_object *v;
-  return json_object_object_get_ex(o, key, &v) &&
-                 json_object_is_type(v, json_type_string)
-             ? json_object_get_string(v)
-             : NULL;
-}
-
-static char *json_text(json_object *o) {
-  return strdup(json_object_to_json_string_ext(
-      o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-}
-
-/* Parses exactly len bytes, so that a body need not be NUL-terminated. */
-static json_object *parse_len(const char *s, size_t len) {
-  if (s == NULL || len > INT_MAX)
-    return NULL;
-  json_tokener *tok = json_tokener_new();
-  if (tok == NULL)
-    return NULL;
-  json_object *o = json_tokener_parse_ex(tok, s, (int)len);
-  if (json_tokener_get_error(tok) != json_tokener_success) {
-    json_object_put(o);
-    o = NULL;
-  }
-  json_tokener_free(tok);
-  return o;
-}
-
 static int is_number(json_object *v) {
   return json_object_is_type(v, json_type_int) ||
          json_object_is_type(v, json_type_double);
@@ -361,7 +332,7 @@ static json_object *convert(json_object *s, json_object *root, int depth,
   if (s == NULL || !json_object_is_type(s, json_type_object) ||
       depth > MAX_DEPTH)
     return json_object_new_object(); /* true, false: any value */
-  const char *ref = str_of(s, "$ref");
+  const char *ref = atl_provider_str(s, "$ref");
   json_object *target = ref ? resolve_ref(root, ref) : NULL;
   if (target == NULL || !json_object_is_type(target, json_type_object))
     return convert_object(s, root, depth, refs);
@@ -399,40 +370,13 @@ static json_object *text_part(const char *text) {
   return p;
 }
 
-/* Adds parts (an array, taken) as a content of role, or to the last
- * content when it has the same role: the tool results and the user's next
- * words are both "user" turns, and Gemini wants the roles to alternate. */
-static void add_parts(json_object *contents, const char *role,
-                      json_object *parts) {
-  size_t np = json_object_array_length(parts);
-  if (np == 0) {
-    json_object_put(parts);
-    return;
-  }
-  size_t nc = json_object_array_length(contents);
-  json_object *last = nc ? json_object_array_get_idx(contents, nc - 1) : NULL;
-  json_object *have;
-  if (last != NULL && str_of(last, "role") != NULL &&
-      strcmp(str_of(last, "role"), role) == 0 &&
-      json_object_object_get_ex(last, "parts", &have)) {
-    for (size_t i = 0; i < np; i++)
-      json_object_array_add(
-          have, json_object_get(json_object_array_get_idx(parts, i)));
-    json_object_put(parts);
-    return;
-  }
-  json_object *c = json_object_new_object();
-  json_object_object_add(c, "role", json_object_new_string(role));
-  json_object_object_add(c, "parts", parts);
-  json_object_array_add(contents, c);
-}
-
 static json_object *user_parts(json_object *parts) {
   json_object *out = json_object_new_array();
   size_t n = parts ? json_object_array_length(parts) : 0;
   for (size_t i = 0; i < n; i++) {
     json_object *p = json_object_array_get_idx(parts, i);
-    const char *type = str_of(p, "type"), *text = str_of(p, "text");
+    const char *type = atl_provider_str(p, "type"),
+               *text = atl_provider_str(p, "text");
     if (type != NULL && strcmp(type, "text") == 0 && text != NULL &&
         text[0] != '\0')
       json_object_array_add(out, text_part(text));
@@ -447,17 +391,17 @@ static json_object *model_parts(json_object *parts) {
   size_t n = parts ? json_object_array_length(parts) : 0;
   for (size_t i = 0; i < n; i++) {
     json_object *p = json_object_array_get_idx(parts, i);
-    const char *type = str_of(p, "type");
+    const char *type = atl_provider_str(p, "type");
     if (type == NULL)
       continue;
     if (strcmp(type, "thinking") == 0) {
       /* Thought summaries are not the model's words and do not go back;
        * their signature does, below. */
-      const char *sig = str_of(p, "signature");
+      const char *sig = atl_provider_str(p, "signature");
       if (sig != NULL && sig[0] != '\0')
         thinking_sig = sig;
     } else if (strcmp(type, "text") == 0) {
-      const char *text = str_of(p, "text");
+      const char *text = atl_provider_str(p, "text");
       if (text != NULL && text[0] != '\0') {
         last_text = text_part(text);
         json_object_array_add(out, last_text);
@@ -468,14 +412,16 @@ static json_object *model_parts(json_object *parts) {
       json_object *fc = json_object_new_object();
       json_object_object_add(
           fc, "name",
-          json_object_new_string(str_of(p, "name") ? str_of(p, "name") : ""));
+          json_object_new_string(
+              atl_provider_str(p, "name") ? atl_provider_str(p, "name") : ""));
       json_object_object_add(fc, "args",
                              args != NULL &&
                                      json_object_is_type(args, json_type_object)
                                  ? json_object_get(args)
                                  : json_object_new_object());
       /* Gemini names calls only sometimes; an id it gave goes back. */
-      const char *id = str_of(p, "id"), *sig = str_of(p, "signature");
+      const char *id = atl_provider_str(p, "id"),
+                 *sig = atl_provider_str(p, "signature");
       if (id != NULL && id[0] != '\0')
         json_object_object_add(fc, "id", json_object_new_string(id));
       json_object *part = json_object_new_object();
@@ -505,8 +451,9 @@ static json_object *tool_parts(json_object *parts) {
     json_object *fr = json_object_new_object();
     json_object_object_add(
         fr, "name",
-        json_object_new_string(str_of(p, "name") ? str_of(p, "name") : ""));
-    const char *id = str_of(p, "id");
+        json_object_new_string(
+            atl_provider_str(p, "name") ? atl_provider_str(p, "name") : ""));
+    const char *id = atl_provider_str(p, "id");
     if (id != NULL && id[0] != '\0')
       json_object_object_add(fr, "id", json_object_new_string(id));
     /* "response" is a Struct: an envelope is an object already, anything
@@ -527,7 +474,8 @@ static json_object *tool_parts(json_object *parts) {
         json_object_is_type(imgs, json_type_array))
       for (size_t k = 0; k < json_object_array_length(imgs); k++) {
         json_object *im = json_object_array_get_idx(imgs, k);
-        const char *mime = str_of(im, "mime"), *data = str_of(im, "data");
+        const char *mime = atl_provider_str(im, "mime"),
+                   *data = atl_provider_str(im, "data");
         if (mime == NULL || data == NULL)
           continue;
         json_object *d = json_object_new_object();
@@ -578,18 +526,19 @@ static int build(const atl_provider_cfg_t *cfg, const char *model,
   size_t n = history ? json_object_array_length(history) : 0;
   for (size_t i = 0; i < n; i++) {
     json_object *m = json_object_array_get_idx(history, i), *parts = NULL;
-    const char *role = str_of(m, "role");
+    const char *role = atl_provider_str(m, "role");
     json_object_object_get_ex(m, "parts", &parts);
     if (parts != NULL && !json_object_is_type(parts, json_type_array))
       parts = NULL;
     if (role == NULL)
       continue;
     if (strcmp(role, "user") == 0)
-      add_parts(contents, "user", user_parts(parts));
+      atl_provider_append_merged(contents, "user", "parts", user_parts(parts));
     else if (strcmp(role, "model") == 0)
-      add_parts(contents, "model", model_parts(parts));
+      atl_provider_append_merged(contents, "model", "parts",
+                                 model_parts(parts));
     else if (strcmp(role, "tool") == 0)
-      add_parts(contents, "user", tool_parts(parts));
+      atl_provider_append_merged(contents, "user", "parts", tool_parts(parts));
   }
   json_object_object_add(body, "contents", contents);
   size_t nt = tools ? json_object_array_length(tools) : 0;
@@ -601,10 +550,12 @@ static int build(const atl_provider_cfg_t *cfg, const char *model,
       json_object *d = json_object_new_object();
       json_object_object_add(
           d, "name",
-          json_object_new_string(str_of(t, "name") ? str_of(t, "name") : ""));
-      if (str_of(t, "description") != NULL)
+          json_object_new_string(
+              atl_provider_str(t, "name") ? atl_provider_str(t, "name") : ""));
+      if (atl_provider_str(t, "description") != NULL)
         json_object_object_add(
-            d, "description", json_object_new_string(str_of(t, "description")));
+            d, "description",
+            json_object_new_string(atl_provider_str(t, "description")));
       json_object *params = parameters_of(schema);
       if (params != NULL)
         json_object_object_add(d, "parameters", params);
@@ -622,7 +573,7 @@ static int build(const atl_provider_cfg_t *cfg, const char *model,
                            json_object_new_int64(cfg->max_tokens));
     json_object_object_add(body, "generationConfig", gc);
   }
-  out->body = json_text(body);
+  out->body = atl_provider_json_text(body);
   json_object_put(body);
   if (asprintf(&out->url, "%s/v1beta/models/%s:streamGenerateContent?alt=sse",
                cfg->base_url, model) < 0)
@@ -644,7 +595,7 @@ static int build(const atl_provider_cfg_t *cfg, const char *model,
 
 static int add_part(atl_turn_t *t, json_object *part) {
   json_object *fc, *v;
-  const char *sig = str_of(part, "thoughtSignature");
+  const char *sig = atl_provider_str(part, "thoughtSignature");
   if (json_object_object_get_ex(part, "functionCall", &fc) &&
       json_object_is_type(fc, json_type_object)) {
     /* Each call comes whole, in a part of its own: a new slot. */
@@ -652,7 +603,8 @@ static int add_part(atl_turn_t *t, json_object *part) {
     atl_turn_call_t *c = atl_turn_call(t, i);
     if (c == NULL)
       return atl_turn_fail(t, "too many tool calls");
-    const char *name = str_of(fc, "name"), *id = str_of(fc, "id");
+    const char *name = atl_provider_str(fc, "name"),
+               *id = atl_provider_str(fc, "id");
     c->name = strdup(name ? name : "");
     if (id != NULL)
       c->id = strdup(id);
@@ -663,7 +615,7 @@ static int add_part(atl_turn_t *t, json_object *part) {
       return ATL_ENOMEM;
     json_object *args;
     if (json_object_object_get_ex(fc, "args", &args) && args != NULL) {
-      char *a = json_text(args);
+      char *a = atl_provider_json_text(args);
       int rc = a ? atl_turn_call_args(c, a, strlen(a)) : ATL_ENOMEM;
       free(a);
       return rc;
@@ -693,7 +645,7 @@ static int add_part(atl_turn_t *t, json_object *part) {
 static int event(atl_turn_t *t, const char *name, const char *data,
                  size_t len) {
   (void)name;
-  json_object *chunk = parse_len(data, len);
+  json_object *chunk = atl_provider_parse_len(data, len);
   if (chunk == NULL || !json_object_is_type(chunk, json_type_object)) {
     json_object_put(chunk);
     return atl_turn_fail(t, "the stream sent malformed JSON: %.200s", data);
@@ -702,9 +654,9 @@ static int event(atl_turn_t *t, const char *name, const char *data,
   json_object *err, *o, *v;
   if (json_object_object_get_ex(chunk, "error", &err)) {
     const char *msg = json_object_is_type(err, json_type_object)
-                          ? str_of(err, "message")
+                          ? atl_provider_str(err, "message")
                           : NULL;
-    const char *status = msg ? str_of(err, "status") : NULL;
+    const char *status = msg ? atl_provider_str(err, "status") : NULL;
     if (status != NULL)
       rc = atl_turn_fail(t, "the provider reported an error: %s (%s)", msg,
                          status);
@@ -733,7 +685,7 @@ static int event(atl_turn_t *t, const char *name, const char *data,
         json_object_is_type(parts, json_type_array))
       for (size_t i = 0; rc == 0 && i < json_object_array_length(parts); i++)
         rc = add_part(t, json_object_array_get_idx(parts, i));
-    const char *finish = str_of(cand, "finishReason");
+    const char *finish = atl_provider_str(cand, "finishReason");
     if (rc == 0 && finish != NULL) {
       free(t->stop_reason);
       t->stop_reason = strdup(finish);
@@ -742,7 +694,7 @@ static int event(atl_turn_t *t, const char *name, const char *data,
   } else if (json_object_object_get_ex(chunk, "promptFeedback", &o)) {
     /* A refused prompt gets no candidate at all, and no finishReason to
      * end the stream: it ends here. */
-    const char *reason = str_of(o, "blockReason");
+    const char *reason = atl_provider_str(o, "blockReason");
     if (reason != NULL)
       rc = atl_turn_fail(t, "the provider blocked the prompt: %s", reason);
   }
@@ -751,7 +703,7 @@ static int event(atl_turn_t *t, const char *name, const char *data,
 }
 
 static char *error_message(const char *body, size_t len) {
-  json_object *o = parse_len(body, len), *first = o, *err;
+  json_object *o = atl_provider_parse_len(body, len), *first = o, *err;
   char *out = NULL;
   /* Without alt=sse errors come in an array, as the chunks would. */
   if (o != NULL && json_object_is_type(o, json_type_array))
@@ -759,7 +711,8 @@ static char *error_message(const char *body, size_t len) {
   if (first != NULL && json_object_is_type(first, json_type_object) &&
       json_object_object_get_ex(first, "error", &err) &&
       json_object_is_type(err, json_type_object)) {
-    const char *m = str_of(err, "message"), *status = str_of(err, "status");
+    const char *m = atl_provider_str(err, "message"),
+               *status = atl_provider_str(err, "status");
     if (m != NULL && status != NULL) {
       if (asprintf(&out, "%s (%s)", m, status) < 0)
         out = NULL;

@@ -17,40 +17,43 @@
 
 #include "provider.h"
 
-static const char *str_of(json_object *o, const char *key) {
-  json_object *v;
-  return json_object_object_get_ex(o, key, &v) &&
-                 json_object_is_type(v, json_type_string)
-             ? json_object_get_string(v)
-             : NULL;
-}
-
+/* The text parts joined; NULL when there is none. It runs for every
+ * message of the history on every model call, so the usual single text
+ * part is shared, not copied. */
 static json_object *text_of_parts(json_object *parts) {
-  /* The text parts joined; NULL when there is none. */
-  size_t n = json_object_array_length(parts);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  int any = 0;
-  for (size_t i = 0; f != NULL && i < n; i++) {
-    json_object *p = json_object_array_get_idx(parts, i);
-    const char *type = str_of(p, "type");
-    const char *text = str_of(p, "text");
-    if (type != NULL && strcmp(type, "text") == 0 && text != NULL) {
-      fputs(text, f);
-      any = 1;
+  size_t n = json_object_array_length(parts), total = 0, count = 0;
+  json_object *only = NULL;
+  for (size_t i = 0; i < n; i++) {
+    json_object *p = json_object_array_get_idx(parts, i), *text;
+    const char *type = atl_provider_str(p, "type");
+    if (type != NULL && strcmp(type, "text") == 0 &&
+        json_object_object_get_ex(p, "text", &text) &&
+        json_object_is_type(text, json_type_string)) {
+      only = text;
+      total += (size_t)json_object_get_string_len(text);
+      count++;
     }
   }
-  if (f != NULL)
-    fclose(f);
-  json_object *out = any ? json_object_new_string(buf) : NULL;
+  if (count <= 1)
+    return only ? json_object_get(only) : NULL;
+  char *buf = malloc(total + 1), *at = buf;
+  if (buf == NULL)
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    json_object *p = json_object_array_get_idx(parts, i), *text;
+    const char *type = atl_provider_str(p, "type");
+    if (type != NULL && strcmp(type, "text") == 0 &&
+        json_object_object_get_ex(p, "text", &text) &&
+        json_object_is_type(text, json_type_string)) {
+      size_t len = (size_t)json_object_get_string_len(text);
+      memcpy(at, json_object_get_string(text), len);
+      at += len;
+    }
+  }
+  *at = '\0';
+  json_object *out = json_object_new_string_len(buf, (int)total);
   free(buf);
   return out;
-}
-
-static char *json_text(json_object *o) {
-  return strdup(json_object_to_json_string_ext(
-      o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 static void add_model_message(json_object *msgs, json_object *m) {
@@ -64,7 +67,7 @@ static void add_model_message(json_object *msgs, json_object *m) {
   size_t n = parts ? json_object_array_length(parts) : 0;
   for (size_t i = 0; i < n; i++) {
     json_object *p = json_object_array_get_idx(parts, i);
-    const char *type = str_of(p, "type");
+    const char *type = atl_provider_str(p, "type");
     if (type == NULL || strcmp(type, "tool_call") != 0)
       continue;
     json_object *args = NULL;
@@ -72,15 +75,17 @@ static void add_model_message(json_object *msgs, json_object *m) {
     json_object *fn = json_object_new_object();
     json_object_object_add(
         fn, "name",
-        json_object_new_string(str_of(p, "name") ? str_of(p, "name") : ""));
-    char *a = args ? json_text(args) : strdup("{}");
+        json_object_new_string(
+            atl_provider_str(p, "name") ? atl_provider_str(p, "name") : ""));
+    char *a = args ? atl_provider_json_text(args) : strdup("{}");
     json_object_object_add(fn, "arguments",
                            json_object_new_string(a ? a : "{}"));
     free(a);
     json_object *c = json_object_new_object();
     json_object_object_add(
         c, "id",
-        json_object_new_string(str_of(p, "id") ? str_of(p, "id") : ""));
+        json_object_new_string(
+            atl_provider_str(p, "id") ? atl_provider_str(p, "id") : ""));
     json_object_object_add(c, "type", json_object_new_string("function"));
     json_object_object_add(c, "function", fn);
     json_object_array_add(calls, c);
@@ -104,8 +109,9 @@ static void add_tool_message(json_object *msgs, json_object *m) {
     json_object_object_add(out, "role", json_object_new_string("tool"));
     json_object_object_add(
         out, "tool_call_id",
-        json_object_new_string(str_of(p, "id") ? str_of(p, "id") : ""));
-    char *text = result ? json_text(result) : strdup("{}");
+        json_object_new_string(
+            atl_provider_str(p, "id") ? atl_provider_str(p, "id") : ""));
+    char *text = result ? atl_provider_json_text(result) : strdup("{}");
     json_object_object_add(out, "content",
                            json_object_new_string(text ? text : "{}"));
     free(text);
@@ -114,7 +120,8 @@ static void add_tool_message(json_object *msgs, json_object *m) {
     if (json_object_object_get_ex(p, "images", &imgs))
       for (size_t k = 0; k < json_object_array_length(imgs); k++) {
         json_object *im = json_object_array_get_idx(imgs, k);
-        const char *mime = str_of(im, "mime"), *data = str_of(im, "data");
+        const char *mime = atl_provider_str(im, "mime"),
+                   *data = atl_provider_str(im, "data");
         if (mime == NULL || data == NULL)
           continue;
         char *url = NULL;
@@ -172,7 +179,7 @@ static int build(const atl_provider_cfg_t *cfg, const char *model,
   size_t n = history ? json_object_array_length(history) : 0;
   for (size_t i = 0; i < n; i++) {
     json_object *m = json_object_array_get_idx(history, i), *parts = NULL;
-    const char *role = str_of(m, "role");
+    const char *role = atl_provider_str(m, "role");
     json_object_object_get_ex(m, "parts", &parts);
     if (role == NULL)
       continue;
@@ -199,11 +206,12 @@ static int build(const atl_provider_cfg_t *cfg, const char *model,
       json_object *fn = json_object_new_object();
       json_object_object_add(
           fn, "name",
-          json_object_new_string(str_of(t, "name") ? str_of(t, "name") : ""));
-      if (str_of(t, "description") != NULL)
+          json_object_new_string(
+              atl_provider_str(t, "name") ? atl_provider_str(t, "name") : ""));
+      if (atl_provider_str(t, "description") != NULL)
         json_object_object_add(
             fn, "description",
-            json_object_new_string(str_of(t, "description")));
+            json_object_new_string(atl_provider_str(t, "description")));
       json_object_object_add(fn, "parameters",
                              schema ? json_object_get(schema)
                                     : json_object_new_object());
@@ -214,7 +222,7 @@ static int build(const atl_provider_cfg_t *cfg, const char *model,
     }
     json_object_object_add(body, "tools", ts);
   }
-  out->body = json_text(body);
+  out->body = atl_provider_json_text(body);
   json_object_put(body);
   if (asprintf(&out->url, "%s/v1/chat/completions", cfg->base_url) < 0)
     out->url = NULL;
@@ -247,7 +255,7 @@ static int event(atl_turn_t *t, const char *name, const char *data,
   int rc = 0;
   json_object *err;
   if (json_object_object_get_ex(chunk, "error", &err)) {
-    const char *msg = str_of(err, "message");
+    const char *msg = atl_provider_str(err, "message");
     rc = atl_turn_fail(t, "the provider reported an error: %s",
                        msg ? msg : json_object_to_json_string(err));
     json_object_put(chunk);
@@ -267,7 +275,7 @@ static int event(atl_turn_t *t, const char *name, const char *data,
       json_object_is_type(choices, json_type_array) &&
       json_object_array_length(choices) > 0 &&
       (choice = json_object_array_get_idx(choices, 0)) != NULL) {
-    const char *finish = str_of(choice, "finish_reason");
+    const char *finish = atl_provider_str(choice, "finish_reason");
     if (finish != NULL) {
       free(t->stop_reason);
       t->stop_reason = strdup(finish);
@@ -294,14 +302,14 @@ static int event(atl_turn_t *t, const char *name, const char *data,
             rc = atl_turn_fail(t, "tool call index %zu is out of range", index);
             break;
           }
-          const char *id = str_of(c, "id");
+          const char *id = atl_provider_str(c, "id");
           if (id != NULL && tc->id == NULL)
             tc->id = strdup(id);
           if (json_object_object_get_ex(c, "function", &fn)) {
-            const char *fname = str_of(fn, "name");
+            const char *fname = atl_provider_str(fn, "name");
             if (fname != NULL && tc->name == NULL)
               tc->name = strdup(fname);
-            const char *args = str_of(fn, "arguments");
+            const char *args = atl_provider_str(fn, "arguments");
             if (args != NULL)
               rc = atl_turn_call_args(tc, args, strlen(args));
           }
@@ -319,7 +327,7 @@ static char *error_message(const char *body, size_t len) {
   char *out = NULL;
   if (o != NULL && json_object_object_get_ex(o, "error", &err)) {
     const char *m = json_object_is_type(err, json_type_object)
-                        ? str_of(err, "message")
+                        ? atl_provider_str(err, "message")
                         : json_object_get_string(err);
     if (m != NULL)
       out = strdup(m);

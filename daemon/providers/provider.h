@@ -129,6 +129,20 @@ extern const atl_provider_ops_t atl_provider_gemini;
  * lives. schema itself is not changed. */
 json_object *atl__gemini_schema(json_object *schema);
 
+/* What the providers share in building and parsing JSON (turn.c). */
+/* o[key] when it is a string (borrowed), else NULL. */
+const char *atl_provider_str(json_object *o, const char *key);
+/* o as compact JSON text, malloc()ed. */
+char *atl_provider_json_text(json_object *o);
+/* Exactly len bytes of JSON (no NUL needed), or NULL if they are not. */
+json_object *atl_provider_parse_len(const char *s, size_t len);
+/* Appends items (an array, taken) to list as {"role": role, key: items},
+ * or to the last entry when it has the same role: the APIs want roles to
+ * alternate, and tool results followed by the user's words are both
+ * "user". An empty array adds nothing. */
+void atl_provider_append_merged(json_object *list, const char *role,
+                                const char *key, json_object *items);
+
 /* The provider of a type name, or NULL. */
 const atl_provider_ops_t *atl_provider_find(const char *type);
 

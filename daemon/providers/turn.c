@@ -2,6 +2,7 @@
  * providers share (see provider.h). */
 #include "atl-build.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,59 @@ json_object *atl_turn_message(const atl_turn_t *t) {
     json_object_object_add(msg, "stop_reason",
                            json_object_new_string(t->stop_reason));
   return msg;
+}
+
+const char *atl_provider_str(json_object *o, const char *key) {
+  json_object *v;
+  return json_object_object_get_ex(o, key, &v) &&
+                 json_object_is_type(v, json_type_string)
+             ? json_object_get_string(v)
+             : NULL;
+}
+
+char *atl_provider_json_text(json_object *o) {
+  return strdup(json_object_to_json_string_ext(
+      o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+json_object *atl_provider_parse_len(const char *s, size_t len) {
+  if (s == NULL || len > INT_MAX)
+    return NULL;
+  json_tokener *tok = json_tokener_new();
+  if (tok == NULL)
+    return NULL;
+  json_object *o = json_tokener_parse_ex(tok, s, (int)len);
+  if (json_tokener_get_error(tok) != json_tokener_success) {
+    json_object_put(o);
+    o = NULL;
+  }
+  json_tokener_free(tok);
+  return o;
+}
+
+void atl_provider_append_merged(json_object *list, const char *role,
+                                const char *key, json_object *items) {
+  size_t ni = json_object_array_length(items);
+  if (ni == 0) {
+    json_object_put(items);
+    return;
+  }
+  size_t n = json_object_array_length(list);
+  json_object *last = n ? json_object_array_get_idx(list, n - 1) : NULL;
+  json_object *have;
+  const char *last_role = last ? atl_provider_str(last, "role") : NULL;
+  if (last_role != NULL && strcmp(last_role, role) == 0 &&
+      json_object_object_get_ex(last, key, &have)) {
+    for (size_t i = 0; i < ni; i++)
+      json_object_array_add(
+          have, json_object_get(json_object_array_get_idx(items, i)));
+    json_object_put(items);
+    return;
+  }
+  json_object *m = json_object_new_object();
+  json_object_object_add(m, "role", json_object_new_string(role));
+  json_object_object_add(m, key, items);
+  json_object_array_add(list, m);
 }
 
 const atl_provider_ops_t *atl_provider_find(const char *type) {
