@@ -322,8 +322,7 @@ static int event(atl_turn_t *t, const char *name, const char *data,
 }
 
 static char *error_message(const char *body, size_t len) {
-  (void)len;
-  json_object *o = json_tokener_parse(body), *err;
+  json_object *o = atl_provider_parse_len(body, len), *err;
   char *out = NULL;
   if (o != NULL && json_object_object_get_ex(o, "error", &err)) {
     const char *m = json_object_is_type(err, json_type_object)

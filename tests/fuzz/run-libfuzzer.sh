@@ -24,6 +24,9 @@ sources() {
     jsonrpc) echo daemon/jsonrpc.c daemon/util.c ;;
     schema) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c daemon/util.c ;;
     config) echo daemon/config.c daemon/config_provider.c daemon/log.c daemon/util.c ;;
+    stream) echo daemon/agent/sse.c daemon/providers/turn.c \
+      daemon/providers/openai.c daemon/providers/anthropic.c \
+      daemon/providers/gemini.c ;;
     scene) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c \
       daemon/util.c plugins/scene/scene.c plugins/scene/scene_state.c \
       plugins/scene/scene_objects.c plugins/scene/scene_describe.c \
@@ -31,7 +34,7 @@ sources() {
   esac
 }
 status=0
-for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene}; do
+for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene stream}; do
   files=
   for f in $(sources $t) tests/fuzz/fuzz_$t.c; do files="$files $src/$f"; done
   # shellcheck disable=SC2086
