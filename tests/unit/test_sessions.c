@@ -280,6 +280,11 @@ Test(sessions, fast_handlers_run_on_the_loop_unless_configured_not_to) {
     sr[i] = (call_req_t){&sleepers[i], "echo_sleep", "{\"ms\":1500}"};
     atl_session_get(&d, others[i].id, call_got, &sr[i]);
   }
+  /* With session_cache = 2 some of those sessions were evicted and load
+   * asynchronously: wait until every sleeper's call has started. */
+  for (int i = 0; i < 100000 && d.calls_in_flight < 4; i++)
+    uv_run(&loop, UV_RUN_ONCE);
+  cr_assert_eq(d.calls_in_flight, 4);
   p = probe(g.id, "echo_store", "{\"key\":\"k\",\"value\":2}");
   cr_assert_eq(p.after, p.before, "inline_fast = no: on a worker");
   for (unsigned i = 0; i < cfg.tool_threads && i < 4; i++) {
