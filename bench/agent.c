@@ -16,6 +16,7 @@
  * costs little CPU next to the daemon and the fake on a small machine.
  *
  *   agent --socket PATH [--sessions N] [--seconds S] [--runs-per-session R]
+ *         [--rate T]
  *
  * Every run adds four messages to its session's history, which goes to
  * the provider whole at every turn, so the cost of a turn grows with the
@@ -23,6 +24,17 @@
  * with --runs-per-session R it moves to a new session after R runs, which
  * bounds the history (4R messages) and keeps rounds of different lengths
  * or throughputs comparable.
+ *
+ * By default the clients run a closed loop: each sends its next message as
+ * soon as its run ends, so the daemon is always saturated and, by Little's
+ * law, a turn's wall time is mostly the time it waits behind the other
+ * sessions' turns (100 sessions / 2,500 turns/s = 40 ms). --rate T runs
+ * an open loop instead: the clients together start T/2 runs a second (T
+ * turns), each on its own fixed schedule, whatever the daemon's speed; a
+ * run's time counts from when it was due, not from when it went out, so a
+ * daemon that falls behind is charged for the wait. At a rate the daemon
+ * sustains, that measures the time a turn takes under load rather than
+ * the length of the queue.
  *
  * Besides the wall time, it reports the CPU time atelierd spent per turn
  * (all its threads, and its loop thread alone), read from /proc: the
@@ -55,7 +67,9 @@ typedef struct {
   int creating;          /* the next line answers session.create */
   unsigned session_runs; /* runs completed on the current session */
   long long after;       /* the seq of the last event seen */
-  uint64_t started_ns;   /* when session.send went out */
+  uint64_t started_ns;   /* when the run went out, or was due (--rate) */
+  uint64_t due_ns;       /* --rate: when the next run is due */
+  int waiting;           /* --rate: the next run is not due yet */
   unsigned polls;        /* events.read answers of the run in flight */
 } client_t;
 
@@ -218,7 +232,7 @@ static void send_poll(client_t *c) {
 /* session.send and the first events.read go out together: responses come
  * back in order, so the read is parsed after the send's answer, and the
  * run costs no extra round trip to start. */
-static void send_run(client_t *c) {
+static void send_run_at(client_t *c, uint64_t started_ns) {
   char req[512];
   int n = snprintf(req, sizeof(req),
                    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session.send\","
@@ -227,10 +241,25 @@ static void send_run(client_t *c) {
                    "\"params\":{\"session\":\"%s\",\"after_seq\":%lld,"
                    "\"wait_ms\":%d}}\n",
                    c->session, c->session, c->after, WAIT_MS);
-  c->started_ns = now_ns();
+  c->started_ns = started_ns;
   c->ack_due = 1;
   c->polls = 0;
   write_all(c->fd, req, (size_t)n);
+}
+
+static void send_run(client_t *c) {
+  send_run_at(c, now_ns());
+}
+
+/* --rate: the next run of c goes out when due (at once if it is late);
+ * its time counts from when it was due. */
+static void schedule_run(client_t *c, uint64_t interval_ns) {
+  c->due_ns += interval_ns;
+  if (c->due_ns > now_ns()) {
+    c->waiting = 1;
+    return;
+  }
+  send_run_at(c, c->due_ns);
 }
 
 int main(int argc, char **argv) {
@@ -238,6 +267,7 @@ int main(int argc, char **argv) {
   int nsessions = 100;
   double seconds = 5;
   unsigned per_session = 0;
+  double rate = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
       sock = argv[++i];
@@ -247,13 +277,15 @@ int main(int argc, char **argv) {
       seconds = atof(argv[++i]);
     else if (strcmp(argv[i], "--runs-per-session") == 0 && i + 1 < argc)
       per_session = (unsigned)atoi(argv[++i]);
+    else if (strcmp(argv[i], "--rate") == 0 && i + 1 < argc)
+      rate = atof(argv[++i]);
     else {
       fprintf(stderr, "usage: agent --socket PATH [--sessions N] "
-                      "[--seconds S] [--runs-per-session R]\n");
+                      "[--seconds S] [--runs-per-session R] [--rate T]\n");
       return 2;
     }
   }
-  if (sock == NULL || nsessions < 1 || seconds <= 0) {
+  if (sock == NULL || nsessions < 1 || seconds <= 0 || rate < 0) {
     fprintf(stderr, "agent: --socket is required\n");
     return 2;
   }
@@ -285,15 +317,41 @@ int main(int argc, char **argv) {
   long errors = 0;
   unsigned long long turns = 0, polls = 0;
   long long cpu0 = cpu_ticks(proc_path), loop0 = cpu_ticks(loop_path);
-  for (int i = 0; i < nsessions; i++)
-    send_run(&cl[i]);
+  /* --rate: every run is two turns; each client's runs are nsessions
+   * intervals of the whole apart, the clients spread evenly over one. */
+  uint64_t interval_ns =
+      rate > 0 ? (uint64_t)(2e9 * (double)nsessions / rate) : 0;
+  uint64_t t0 = now_ns();
+  for (int i = 0; i < nsessions; i++) {
+    if (rate > 0) {
+      cl[i].due_ns = t0 + interval_ns * (uint64_t)i / (uint64_t)nsessions;
+      cl[i].waiting = 1;
+    } else {
+      send_run(&cl[i]);
+    }
+  }
   uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9);
   int active = nsessions;
   struct epoll_event evs[256];
   while (active > 0) {
-    int k = epoll_wait(ep, evs, 256, 1000);
+    /* Sleep until the next due run at the latest (to the nanosecond:
+     * waking late would be charged to the daemon). */
+    uint64_t wake = now_ns() + 1000000000u;
+    for (int i = 0; rate > 0 && i < nsessions; i++)
+      if (cl[i].waiting && cl[i].due_ns < wake)
+        wake = cl[i].due_ns;
+    uint64_t now = now_ns(), left = wake > now ? wake - now : 0;
+    struct timespec ts = {.tv_sec = (time_t)(left / 1000000000u),
+                          .tv_nsec = (long)(left % 1000000000u)};
+    int k = epoll_pwait2(ep, evs, 256, &ts, NULL);
     if (k < 0 && errno == EINTR)
       continue;
+    now = now_ns();
+    for (int i = 0; rate > 0 && i < nsessions; i++)
+      if (cl[i].waiting && cl[i].due_ns <= now) {
+        cl[i].waiting = 0;
+        send_run_at(&cl[i], cl[i].due_ns);
+      }
     for (int e = 0; e < k; e++) {
       client_t *c = evs[e].data.ptr;
       if (c->cap - c->len < 16384) {
@@ -327,7 +385,10 @@ int main(int argc, char **argv) {
           c->creating = 0;
           c->session_runs = 0;
           c->after = 1;
-          send_run(c);
+          if (rate > 0)
+            schedule_run(c, interval_ns);
+          else
+            send_run(c);
           continue;
         }
         if (c->ack_due) {
@@ -365,6 +426,8 @@ int main(int argc, char **argv) {
           active--;
         else if (per_session > 0 && c->session_runs >= per_session)
           send_create(c);
+        else if (rate > 0)
+          schedule_run(c, interval_ns);
         else
           send_run(c);
       }
@@ -387,6 +450,8 @@ int main(int argc, char **argv) {
     history += 4.0 * cl[i].session_runs / nsessions;
   qsort(lat, n, sizeof(*lat), cmp_u64);
 #define PCT(q) (n ? lat[(size_t)((double)n * (q))] / 1e6 : 0.0)
+  if (rate > 0)
+    printf("rate=%.0f ", rate);
   printf("sessions=%d runs=%zu turns=%llu errors=%ld seconds=%.2f "
          "turns_per_s=%.0f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f "
          "p999_ms=%.3f max_ms=%.3f polls_per_run=%.1f history=%.0f "

@@ -10,7 +10,8 @@
 # ATELIER_BENCH_SYNC sets store.synchronous (full); ATELIER_BENCH_SESSIONS
 # the number of sessions (100); ATELIER_BENCH_RUNS_PER_SESSION makes each
 # client move to a new session after that many runs (0: never), bounding
-# the histories; ATELIER_BENCH_CONF adds lines to the daemon's
+# the histories; ATELIER_BENCH_RATE runs an open loop at that many turns
+# a second (see bench/agent.c); ATELIER_BENCH_CONF adds lines to the daemon's
 # configuration, e.g. "[plugins]\ndisable = scene".
 set -eu
 build=${1:-build}
@@ -19,6 +20,7 @@ secs=${3:-5}
 sync=${ATELIER_BENCH_SYNC:-full}
 sessions=${ATELIER_BENCH_SESSIONS:-100}
 per_session=${ATELIER_BENCH_RUNS_PER_SESSION:-0}
+rate=${ATELIER_BENCH_RATE:-0}
 tmp=$(mktemp -d)
 pid=
 fake=
@@ -56,12 +58,12 @@ median() {
     awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'
 }
 echo "store.synchronous=$sync rounds=$rounds seconds=$secs cores=$(nproc)" \
-  "runs_per_session=$per_session"
+  "runs_per_session=$per_session rate=$rate"
 # Each round makes its own sessions, so every round starts from empty
 # histories and they grow alike.
 for r in $(seq "$rounds"); do
   "$build/bench/agent" --socket "$tmp/run/api.sock" --sessions "$sessions" \
-    --seconds "$secs" --runs-per-session "$per_session"
+    --seconds "$secs" --runs-per-session "$per_session" --rate "$rate"
 done | tee "$tmp/rounds.txt"
 printf 'MEDIAN sessions=%s' "$sessions"
 for k in turns_per_s p50_ms p90_ms p99_ms p999_ms cpu_ms_per_turn \

@@ -36,8 +36,10 @@ typedef struct pending_s {
 
 struct atl_agent_s {
   atl_daemon_t *d;
-  atl_session_t *s;     /* pinned while a run is active */
-  json_object *history; /* NULL until loaded */
+  atl_session_t *s; /* pinned while a run is active */
+  /* NULL until loaded. Messages already sent to the model are null here:
+   * req_cache holds their wire form (agent_request.c). */
+  json_object *history;
   pending_t *q_head, *q_tail;
   unsigned queued;
 
@@ -68,6 +70,7 @@ struct atl_agent_s {
   json_object *calls;
   size_t next_call;
   json_object *results;
+  atl_agent_request_cache_t req_cache;
 };
 
 static void run_next(atl_agent_t *a);
@@ -559,13 +562,9 @@ static void turn_request(atl_agent_t *a, json_object *refs) {
   a->turn.on_text = on_text;
   a->turn.user = a;
   atl_sse_init(&a->sse, 0);
-  char *system = atl_agent_system_prompt(a->d, a->s->doc);
   atl_provider_req_t req;
-  atl_agent_attach_images(a->history, refs, 1);
-  int rc = p->ops->build(&p->cfg, a->model, system, a->history,
-                         a->d->tools_json, &req);
-  atl_agent_attach_images(a->history, refs, 0);
-  free(system);
+  int rc = atl_agent_request(a->d, &a->req_cache, a->model, a->s->doc,
+                             a->history, refs, &req);
   if (rc != 0) {
     turn_release(a);
     run_error(a, 0, "could not build the request to the provider");
@@ -842,6 +841,7 @@ void atl_agent_session_free(atl_session_t *s) {
     free(m->model);
     free(m);
   }
+  atl_agent_request_cache_free(&a->req_cache);
   json_object_put(a->history);
   json_object_put(a->calls);
   json_object_put(a->results);

@@ -26,6 +26,7 @@ typedef struct atl_agent_provider_s {
   char *prompt;          /* agent.system_prompt_file's text, or NULL */
   json_object *cassette; /* replay: the cassette's turns */
   json_object *demo;     /* the demo cassette's turns, read on first use */
+  char *tools_text;      /* the request's "tools" value, or NULL for none */
 } atl_agent_provider_t;
 
 typedef struct atl_agent_s atl_agent_t;
@@ -68,5 +69,28 @@ int atl_agent_load_images(atl_daemon_t *d, json_object *refs,
                           void *user);
 void atl_agent_attach_images(json_object *history, json_object *refs,
                              int attach);
+
+/* agent_request.c: what a session's requests are built from, kept
+ * between turns. The history is append-only, so each message's wire form
+ * (its piece) is rendered once, and the message itself is then replaced
+ * by null in the history: from then on the piece stands for it (the
+ * store keeps the message). The system prompt is kept while the session's
+ * document is the same object (documents are replaced, never changed in
+ * place). Zero-initialised; freed with atl_agent_request_cache_free. */
+typedef struct {
+  json_object *history;         /* the history the pieces are of (a ref) */
+  atl_provider_piece_t *pieces; /* owned, one per history message */
+  size_t n_pieces, cap;
+  json_object *doc; /* the document the system prompt is of (a reference) */
+  char *system;
+} atl_agent_request_cache_t;
+
+void atl_agent_request_cache_free(atl_agent_request_cache_t *c);
+/* The request of the next model call for history (whose last message may
+ * carry images attached for this call only: refs, possibly empty), into
+ * out. Returns 0 or a negative ATL_E* code. */
+int atl_agent_request(atl_daemon_t *d, atl_agent_request_cache_t *c,
+                      const char *model, json_object *doc, json_object *history,
+                      json_object *refs, atl_provider_req_t *out);
 
 #endif

@@ -25,9 +25,19 @@ json_object *atl_agent_newest_images(json_object *history) {
     json_object *imgs;
     if (json_object_object_get_ex(json_object_array_get_idx(parts, i), "images",
                                   &imgs))
-      for (size_t k = 0; k < json_object_array_length(imgs); k++)
-        json_object_array_add(
-            out, json_object_get(json_object_array_get_idx(imgs, k)));
+      for (size_t k = 0; k < json_object_array_length(imgs); k++) {
+        /* Copies: the bytes are added on a worker thread, which must not
+         * touch the history's own objects. */
+        json_object *im = json_object_array_get_idx(imgs, k), *v;
+        json_object *ref = json_object_new_object();
+        if (json_object_object_get_ex(im, "id", &v))
+          json_object_object_add(
+              ref, "id", json_object_new_string(json_object_get_string(v)));
+        if (json_object_object_get_ex(im, "mime", &v))
+          json_object_object_add(
+              ref, "mime", json_object_new_string(json_object_get_string(v)));
+        json_object_array_add(out, ref);
+      }
   }
   return out;
 }

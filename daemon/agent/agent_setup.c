@@ -201,6 +201,11 @@ int atl_agent_init(atl_daemon_t *d) {
     json_object_array_add(tools, t);
   }
   d->tools_json = tools;
+  /* The tools are the same for every request of the daemon's life (about
+   * 30 KB of the scene plugin's schemas): rendered once. */
+  if (p->ops != NULL && json_object_array_length(tools) > 0 &&
+      (p->tools_text = p->ops->tools_text(tools)) == NULL)
+    return ATL_ENOMEM;
   return 0;
 }
 
@@ -212,6 +217,7 @@ void atl_agent_free(atl_daemon_t *d) {
     free(p->api_key);
     free(p->why_offline);
     free(p->prompt);
+    free(p->tools_text);
     json_object_put(p->cassette);
     json_object_put(p->demo);
     free(p);

@@ -139,77 +139,54 @@ static json_object *tool_blocks(json_object *parts) {
   return blocks;
 }
 
-static int build(const atl_provider_cfg_t *cfg, const char *model,
-                 const char *system, json_object *history, json_object *tools,
-                 atl_provider_req_t *out) {
+/* A history message as the items of a user or assistant message; a tool
+ * message's results go in a user message, merged with the user's words
+ * that follow. */
+static const atl_provider_roles_t roles = {"user", "assistant", user_blocks,
+                                           model_blocks, tool_blocks};
+
+static int piece(json_object *m, atl_provider_piece_t *out) {
+  return atl_provider_piece_by_role(m, &roles, out);
+}
+
+/* The API takes JSON Schema as it is, $ref and oneOf included. */
+static json_object *schema_as_is(json_object *schema) {
+  return schema ? json_object_get(schema) : json_object_new_object();
+}
+
+static char *tools_text(json_object *tools) {
+  return atl_provider_tools_text(tools, schema_as_is, "input_schema", NULL);
+}
+
+static int request(const atl_provider_cfg_t *cfg, const char *model,
+                   const char *system, const char *messages, const char *tools,
+                   atl_provider_req_t *out) {
   memset(out, 0, sizeof(*out));
-  json_object *body = json_object_new_object();
-  json_object_object_add(body, "model", json_object_new_string(model));
-  json_object_object_add(body, "max_tokens",
-                         json_object_new_int64(cfg->max_tokens
-                                                   ? cfg->max_tokens
-                                                   : DEFAULT_MAX_TOKENS));
-  json_object_object_add(body, "stream", json_object_new_boolean(1));
-  if (system != NULL)
-    json_object_object_add(body, "system", json_object_new_string(system));
-  size_t nt = tools ? json_object_array_length(tools) : 0;
-  if (nt > 0) {
-    json_object *ts = json_object_new_array();
-    for (size_t i = 0; i < nt; i++) {
-      json_object *t = json_object_array_get_idx(tools, i), *schema = NULL;
-      json_object_object_get_ex(t, "input_schema", &schema);
-      json_object *o = json_object_new_object();
-      json_object_object_add(
-          o, "name",
-          json_object_new_string(
-              atl_provider_str(t, "name") ? atl_provider_str(t, "name") : ""));
-      if (atl_provider_str(t, "description") != NULL)
-        json_object_object_add(
-            o, "description",
-            json_object_new_string(atl_provider_str(t, "description")));
-      /* The API takes JSON Schema as it is, $ref and oneOf included. */
-      json_object_object_add(o, "input_schema",
-                             schema ? json_object_get(schema)
-                                    : json_object_new_object());
-      json_object_array_add(ts, o);
-    }
-    json_object_object_add(body, "tools", ts);
+  atl_strbuf_t b = {0};
+  atl_provider_body_reserve(&b, system, messages, tools);
+  char num[32];
+  atl_sb_adds(&b, "{\"model\":");
+  atl_sb_json_string(&b, model);
+  snprintf(num, sizeof(num), "%u",
+           cfg->max_tokens ? cfg->max_tokens : DEFAULT_MAX_TOKENS);
+  atl_sb_adds(&b, ",\"max_tokens\":");
+  atl_sb_adds(&b, num);
+  atl_sb_adds(&b, ",\"stream\":true");
+  if (system != NULL) {
+    atl_sb_adds(&b, ",\"system\":");
+    atl_sb_json_string(&b, system);
   }
-  json_object *msgs = json_object_new_array();
-  size_t n = history ? json_object_array_length(history) : 0;
-  for (size_t i = 0; i < n; i++) {
-    json_object *m = json_object_array_get_idx(history, i), *parts = NULL;
-    const char *role = atl_provider_str(m, "role");
-    json_object_object_get_ex(m, "parts", &parts);
-    if (parts != NULL && !json_object_is_type(parts, json_type_array))
-      parts = NULL;
-    if (role == NULL)
-      continue;
-    if (strcmp(role, "user") == 0)
-      atl_provider_append_merged(msgs, "user", "content", user_blocks(parts));
-    else if (strcmp(role, "model") == 0)
-      atl_provider_append_merged(msgs, "assistant", "content",
-                                 model_blocks(parts));
-    else if (strcmp(role, "tool") == 0)
-      atl_provider_append_merged(msgs, "user", "content", tool_blocks(parts));
+  if (tools != NULL) {
+    atl_sb_adds(&b, ",\"tools\":");
+    atl_sb_adds(&b, tools);
   }
-  json_object_object_add(body, "messages", msgs);
-  out->body = atl_provider_json_text(body);
-  json_object_put(body);
+  atl_sb_adds(&b, ",\"messages\":[");
+  atl_sb_adds(&b, messages);
+  atl_sb_adds(&b, "]}");
   if (asprintf(&out->url, "%s/v1/messages", cfg->base_url) < 0)
     out->url = NULL;
-  out->headers[0] = strdup("Content-Type: application/json");
-  out->headers[1] = strdup("Accept: text/event-stream");
-  out->headers[2] = strdup("anthropic-version: 2023-06-01");
-  if (cfg->api_key != NULL && cfg->api_key[0] != '\0' &&
-      asprintf(&out->headers[3], "x-api-key: %s", cfg->api_key) < 0)
-    out->headers[3] = NULL;
-  if (out->body == NULL || out->url == NULL || out->headers[0] == NULL ||
-      out->headers[1] == NULL || out->headers[2] == NULL) {
-    atl_provider_req_free(out);
-    return ATL_ENOMEM;
-  }
-  return 0;
+  return atl_provider_req_finish(out, &b, "anthropic-version: 2023-06-01",
+                                 "x-api-key: ", cfg->api_key);
 }
 
 /* What each content block of the answer is, by its index. */
@@ -451,7 +428,10 @@ static void turn_free(atl_turn_t *t) {
 
 const atl_provider_ops_t atl_provider_anthropic = {
     .type = "anthropic",
-    .build = build,
+    .merge_key = "content",
+    .piece = piece,
+    .tools_text = tools_text,
+    .request = request,
     .event = event,
     .error_message = error_message,
     .turn_free = turn_free,

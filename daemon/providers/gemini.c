@@ -510,85 +510,60 @@ static json_object *parameters_of(json_object *schema) {
   return p;
 }
 
-static int build(const atl_provider_cfg_t *cfg, const char *model,
-                 const char *system, json_object *history, json_object *tools,
-                 atl_provider_req_t *out) {
+/* A history message as the parts of a user or model content; a tool
+ * message's function responses go in a user content, merged with the
+ * user's words that follow. */
+static const atl_provider_roles_t roles = {"user", "model", user_parts,
+                                           model_parts, tool_parts};
+
+static int piece(json_object *m, atl_provider_piece_t *out) {
+  return atl_provider_piece_by_role(m, &roles, out);
+}
+
+/* The declarations, schemas converted: done once per daemon, since the
+ * conversion (with $refs inlined) is the costliest part of a request. */
+static char *tools_text(json_object *tools) {
+  char *decls =
+      atl_provider_tools_text(tools, parameters_of, "parameters", NULL);
+  char *out = NULL;
+  if (decls != NULL &&
+      asprintf(&out, "[{\"functionDeclarations\":%s}]", decls) < 0)
+    out = NULL;
+  free(decls);
+  return out;
+}
+
+static int request(const atl_provider_cfg_t *cfg, const char *model,
+                   const char *system, const char *messages, const char *tools,
+                   atl_provider_req_t *out) {
   memset(out, 0, sizeof(*out));
-  json_object *body = json_object_new_object();
+  atl_strbuf_t b = {0};
+  atl_provider_body_reserve(&b, system, messages, tools);
+  atl_sb_adds(&b, "{");
   if (system != NULL) {
-    json_object *parts = json_object_new_array();
-    json_object_array_add(parts, text_part(system));
-    json_object *si = json_object_new_object();
-    json_object_object_add(si, "parts", parts);
-    json_object_object_add(body, "systemInstruction", si);
+    atl_sb_adds(&b, "\"systemInstruction\":{\"parts\":[{\"text\":");
+    atl_sb_json_string(&b, system);
+    atl_sb_adds(&b, "}]},");
   }
-  json_object *contents = json_object_new_array();
-  size_t n = history ? json_object_array_length(history) : 0;
-  for (size_t i = 0; i < n; i++) {
-    json_object *m = json_object_array_get_idx(history, i), *parts = NULL;
-    const char *role = atl_provider_str(m, "role");
-    json_object_object_get_ex(m, "parts", &parts);
-    if (parts != NULL && !json_object_is_type(parts, json_type_array))
-      parts = NULL;
-    if (role == NULL)
-      continue;
-    if (strcmp(role, "user") == 0)
-      atl_provider_append_merged(contents, "user", "parts", user_parts(parts));
-    else if (strcmp(role, "model") == 0)
-      atl_provider_append_merged(contents, "model", "parts",
-                                 model_parts(parts));
-    else if (strcmp(role, "tool") == 0)
-      atl_provider_append_merged(contents, "user", "parts", tool_parts(parts));
-  }
-  json_object_object_add(body, "contents", contents);
-  size_t nt = tools ? json_object_array_length(tools) : 0;
-  if (nt > 0) {
-    json_object *decls = json_object_new_array();
-    for (size_t i = 0; i < nt; i++) {
-      json_object *t = json_object_array_get_idx(tools, i), *schema = NULL;
-      json_object_object_get_ex(t, "input_schema", &schema);
-      json_object *d = json_object_new_object();
-      json_object_object_add(
-          d, "name",
-          json_object_new_string(
-              atl_provider_str(t, "name") ? atl_provider_str(t, "name") : ""));
-      if (atl_provider_str(t, "description") != NULL)
-        json_object_object_add(
-            d, "description",
-            json_object_new_string(atl_provider_str(t, "description")));
-      json_object *params = parameters_of(schema);
-      if (params != NULL)
-        json_object_object_add(d, "parameters", params);
-      json_object_array_add(decls, d);
-    }
-    json_object *tool = json_object_new_object();
-    json_object_object_add(tool, "functionDeclarations", decls);
-    json_object *ts = json_object_new_array();
-    json_object_array_add(ts, tool);
-    json_object_object_add(body, "tools", ts);
+  atl_sb_adds(&b, "\"contents\":[");
+  atl_sb_adds(&b, messages);
+  atl_sb_adds(&b, "]");
+  if (tools != NULL) {
+    atl_sb_adds(&b, ",\"tools\":");
+    atl_sb_adds(&b, tools);
   }
   if (cfg->max_tokens > 0) {
-    json_object *gc = json_object_new_object();
-    json_object_object_add(gc, "maxOutputTokens",
-                           json_object_new_int64(cfg->max_tokens));
-    json_object_object_add(body, "generationConfig", gc);
+    char num[64];
+    snprintf(num, sizeof(num), ",\"generationConfig\":{\"maxOutputTokens\":%u}",
+             cfg->max_tokens);
+    atl_sb_adds(&b, num);
   }
-  out->body = atl_provider_json_text(body);
-  json_object_put(body);
+  atl_sb_adds(&b, "}");
   if (asprintf(&out->url, "%s/v1beta/models/%s:streamGenerateContent?alt=sse",
                cfg->base_url, model) < 0)
     out->url = NULL;
-  out->headers[0] = strdup("Content-Type: application/json");
-  out->headers[1] = strdup("Accept: text/event-stream");
-  if (cfg->api_key != NULL && cfg->api_key[0] != '\0' &&
-      asprintf(&out->headers[2], "x-goog-api-key: %s", cfg->api_key) < 0)
-    out->headers[2] = NULL;
-  if (out->body == NULL || out->url == NULL || out->headers[0] == NULL ||
-      out->headers[1] == NULL) {
-    atl_provider_req_free(out);
-    return ATL_ENOMEM;
-  }
-  return 0;
+  return atl_provider_req_finish(out, &b, NULL,
+                                 "x-goog-api-key: ", cfg->api_key);
 }
 
 /* --- The stream -------------------------------------------------------- */
@@ -726,7 +701,10 @@ static char *error_message(const char *body, size_t len) {
 
 const atl_provider_ops_t atl_provider_gemini = {
     .type = "gemini",
-    .build = build,
+    .merge_key = "parts",
+    .piece = piece,
+    .tools_text = tools_text,
+    .request = request,
     .event = event,
     .error_message = error_message,
     .turn_free = NULL,

@@ -56,9 +56,9 @@ static json_object *text_of_parts(json_object *parts) {
   return out;
 }
 
-static void add_model_message(json_object *msgs, json_object *m) {
-  json_object *parts = NULL;
-  json_object_object_get_ex(m, "parts", &parts);
+/* The assistant message of a model message's parts. */
+static json_object *model_messages(json_object *parts) {
+  json_object *msgs = json_object_new_array();
   json_object *out = json_object_new_object();
   json_object_object_add(out, "role", json_object_new_string("assistant"));
   json_object *text = parts ? text_of_parts(parts) : NULL;
@@ -95,11 +95,13 @@ static void add_model_message(json_object *msgs, json_object *m) {
   else
     json_object_put(calls);
   json_object_array_add(msgs, out);
+  return msgs;
 }
 
-static void add_tool_message(json_object *msgs, json_object *m) {
-  json_object *parts = NULL;
-  json_object_object_get_ex(m, "parts", &parts);
+/* One "tool" message per result, then a user message with the images
+ * they returned, if any. */
+static json_object *tool_messages(json_object *parts) {
+  json_object *msgs = json_object_new_array();
   size_t n = parts ? json_object_array_length(parts) : 0;
   json_object *images = json_object_new_array();
   for (size_t i = 0; i < n; i++) {
@@ -154,89 +156,81 @@ static void add_tool_message(json_object *msgs, json_object *m) {
     json_object_array_add(msgs, u);
   }
   json_object_put(images);
+  return msgs;
 }
 
-static int build(const atl_provider_cfg_t *cfg, const char *model,
-                 const char *system, json_object *history, json_object *tools,
-                 atl_provider_req_t *out) {
-  memset(out, 0, sizeof(*out));
-  json_object *body = json_object_new_object();
-  json_object_object_add(body, "model", json_object_new_string(model));
-  json_object_object_add(body, "stream", json_object_new_boolean(1));
-  json_object *so = json_object_new_object();
-  json_object_object_add(so, "include_usage", json_object_new_boolean(1));
-  json_object_object_add(body, "stream_options", so);
-  if (cfg->max_tokens > 0)
-    json_object_object_add(body, "max_tokens",
-                           json_object_new_int64(cfg->max_tokens));
+static json_object *schema_as_is(json_object *schema) {
+  return schema ? json_object_get(schema) : json_object_new_object();
+}
+
+/* The user's words as one user message. */
+static json_object *user_messages(json_object *parts) {
   json_object *msgs = json_object_new_array();
+  json_object *u = json_object_new_object();
+  json_object_object_add(u, "role", json_object_new_string("user"));
+  json_object *text = parts ? text_of_parts(parts) : NULL;
+  json_object_object_add(u, "content",
+                         text ? text : json_object_new_string(""));
+  json_object_array_add(msgs, u);
+  return msgs;
+}
+
+/* A history message as whole Chat Completions messages (no role to merge
+ * under: the API takes consecutive messages of one role). */
+static const atl_provider_roles_t roles = {NULL, NULL, user_messages,
+                                           model_messages, tool_messages};
+
+static int piece(json_object *m, atl_provider_piece_t *out) {
+  return atl_provider_piece_by_role(m, &roles, out);
+}
+
+/* Each tool as {"type": "function", "function": {name, description,
+ * parameters}}: the function objects are made alike for every provider,
+ * then wrapped. */
+static json_object *as_function(json_object *fn) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "type", json_object_new_string("function"));
+  json_object_object_add(o, "function", fn);
+  return o;
+}
+
+static char *tools_text(json_object *tools) {
+  return atl_provider_tools_text(tools, schema_as_is, "parameters",
+                                 as_function);
+}
+
+static int request(const atl_provider_cfg_t *cfg, const char *model,
+                   const char *system, const char *messages, const char *tools,
+                   atl_provider_req_t *out) {
+  memset(out, 0, sizeof(*out));
+  atl_strbuf_t b = {0};
+  atl_provider_body_reserve(&b, system, messages, tools);
+  atl_sb_adds(&b, "{\"model\":");
+  atl_sb_json_string(&b, model);
+  atl_sb_adds(&b, ",\"stream\":true,\"stream_options\":{\"include_usage\":"
+                  "true}");
+  if (cfg->max_tokens > 0) {
+    char num[32];
+    snprintf(num, sizeof(num), ",\"max_tokens\":%u", cfg->max_tokens);
+    atl_sb_adds(&b, num);
+  }
+  atl_sb_adds(&b, ",\"messages\":[");
   if (system != NULL) {
-    json_object *s = json_object_new_object();
-    json_object_object_add(s, "role", json_object_new_string("system"));
-    json_object_object_add(s, "content", json_object_new_string(system));
-    json_object_array_add(msgs, s);
+    atl_sb_adds(&b, "{\"role\":\"system\",\"content\":");
+    atl_sb_json_string(&b, system);
+    atl_sb_adds(&b, messages[0] ? "}," : "}");
   }
-  size_t n = history ? json_object_array_length(history) : 0;
-  for (size_t i = 0; i < n; i++) {
-    json_object *m = json_object_array_get_idx(history, i), *parts = NULL;
-    const char *role = atl_provider_str(m, "role");
-    json_object_object_get_ex(m, "parts", &parts);
-    if (role == NULL)
-      continue;
-    if (strcmp(role, "user") == 0) {
-      json_object *u = json_object_new_object();
-      json_object_object_add(u, "role", json_object_new_string("user"));
-      json_object *text = parts ? text_of_parts(parts) : NULL;
-      json_object_object_add(u, "content",
-                             text ? text : json_object_new_string(""));
-      json_object_array_add(msgs, u);
-    } else if (strcmp(role, "model") == 0) {
-      add_model_message(msgs, m);
-    } else if (strcmp(role, "tool") == 0) {
-      add_tool_message(msgs, m);
-    }
+  atl_sb_adds(&b, messages);
+  atl_sb_adds(&b, "]");
+  if (tools != NULL) {
+    atl_sb_adds(&b, ",\"tools\":");
+    atl_sb_adds(&b, tools);
   }
-  json_object_object_add(body, "messages", msgs);
-  size_t nt = tools ? json_object_array_length(tools) : 0;
-  if (nt > 0) {
-    json_object *ts = json_object_new_array();
-    for (size_t i = 0; i < nt; i++) {
-      json_object *t = json_object_array_get_idx(tools, i), *schema = NULL;
-      json_object_object_get_ex(t, "input_schema", &schema);
-      json_object *fn = json_object_new_object();
-      json_object_object_add(
-          fn, "name",
-          json_object_new_string(
-              atl_provider_str(t, "name") ? atl_provider_str(t, "name") : ""));
-      if (atl_provider_str(t, "description") != NULL)
-        json_object_object_add(
-            fn, "description",
-            json_object_new_string(atl_provider_str(t, "description")));
-      json_object_object_add(fn, "parameters",
-                             schema ? json_object_get(schema)
-                                    : json_object_new_object());
-      json_object *o = json_object_new_object();
-      json_object_object_add(o, "type", json_object_new_string("function"));
-      json_object_object_add(o, "function", fn);
-      json_object_array_add(ts, o);
-    }
-    json_object_object_add(body, "tools", ts);
-  }
-  out->body = atl_provider_json_text(body);
-  json_object_put(body);
+  atl_sb_adds(&b, "}");
   if (asprintf(&out->url, "%s/v1/chat/completions", cfg->base_url) < 0)
     out->url = NULL;
-  out->headers[0] = strdup("Content-Type: application/json");
-  out->headers[1] = strdup("Accept: text/event-stream");
-  if (cfg->api_key != NULL && cfg->api_key[0] != '\0' &&
-      asprintf(&out->headers[2], "Authorization: Bearer %s", cfg->api_key) < 0)
-    out->headers[2] = NULL;
-  if (out->body == NULL || out->url == NULL || out->headers[0] == NULL ||
-      out->headers[1] == NULL) {
-    atl_provider_req_free(out);
-    return ATL_ENOMEM;
-  }
-  return 0;
+  return atl_provider_req_finish(out, &b, NULL, "Authorization: Bearer ",
+                                 cfg->api_key);
 }
 
 /* "data: {chunk}" events; "data: [DONE]" ends the stream. */
@@ -337,7 +331,10 @@ static char *error_message(const char *body, size_t len) {
 
 const atl_provider_ops_t atl_provider_openai = {
     .type = "openai",
-    .build = build,
+    .merge_key = NULL,
+    .piece = piece,
+    .tools_text = tools_text,
+    .request = request,
     .event = event,
     .error_message = error_message,
     .turn_free = NULL,

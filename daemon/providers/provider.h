@@ -99,15 +99,58 @@ int atl_turn_fail(atl_turn_t *t, const char *fmt, ...)
  * that the loop can answer it with an error result. */
 json_object *atl_turn_message(const atl_turn_t *t);
 
+/* A growable string; the zero value is empty. Appending after a failed
+ * allocation does nothing and keeps failing, so a caller checks once, at
+ * atl_sb_take. */
 typedef struct {
+  char *p;
+  size_t len, cap;
+  int oom;
+} atl_strbuf_t;
+
+int atl_sb_add(atl_strbuf_t *b, const char *s, size_t n);
+/* Makes room for n more bytes at once. */
+int atl_sb_reserve(atl_strbuf_t *b, size_t n);
+int atl_sb_adds(atl_strbuf_t *b, const char *s);
+/* s as a JSON string literal, quotes included. */
+int atl_sb_json_string(atl_strbuf_t *b, const char *s);
+/* The text (the caller's to free; "" when nothing was added), or NULL if
+ * an allocation failed. b is empty again either way. */
+char *atl_sb_take(atl_strbuf_t *b);
+
+/* One history message in a provider's wire form: the JSON values it adds
+ * to the request's message list, as text without the enclosing brackets
+ * ("{..},{..}"; empty when it adds nothing). With a role, the values are
+ * the content items of a message of that role, and consecutive pieces of
+ * one role share a message; with no role, they are whole messages. role
+ * is a static string; text is owned by the piece. */
+typedef struct {
+  const char *role;
+  char *text;
+  size_t len;
+} atl_provider_piece_t;
+
+void atl_provider_piece_free(atl_provider_piece_t *p);
+
+typedef struct atl_provider_ops_s {
   const char *type;
-  /* Builds the request of one streamed model call. system may be NULL;
-   * history is the array above; tools is an array of {name, description,
-   * input_schema} (the schemas as the daemon's plugins declare them).
+  /* The key of a message's items, for pieces with a role ("content",
+   * "parts"). */
+  const char *merge_key;
+  /* Renders one message of the history (the format above) into out.
+   * Returns 0 or ATL_ENOMEM. The result depends on msg alone, so the loop
+   * keeps it for the next turns. */
+  int (*piece)(json_object *msg, atl_provider_piece_t *out);
+  /* The request's "tools" value for tools, an array of {name,
+   * description, input_schema} (the schemas as the daemon's plugins
+   * declare them), as malloc()ed JSON text; NULL on ENOMEM. */
+  char *(*tools_text)(json_object *tools);
+  /* The request of one streamed model call. system may be NULL; messages
+   * is the joined pieces (atl_provider_join), tools_text NULL for none.
    * Returns 0 or a negative ATL_E* code. */
-  int (*build)(const atl_provider_cfg_t *cfg, const char *model,
-               const char *system, json_object *history, json_object *tools,
-               atl_provider_req_t *out);
+  int (*request)(const atl_provider_cfg_t *cfg, const char *model,
+                 const char *system, const char *messages,
+                 const char *tools_text, atl_provider_req_t *out);
   /* One server-sent event of the answer. Returns 0, or ATL_EPROTO with
    * t->error set. */
   int (*event)(atl_turn_t *t, const char *event, const char *data, size_t len);
@@ -117,6 +160,52 @@ typedef struct {
   /* Frees t->priv. May be NULL. */
   void (*turn_free)(atl_turn_t *t);
 } atl_provider_ops_t;
+
+/* Appends pieces[0..n) to out as the items of the request's message list
+ * (no brackets), merging consecutive pieces of one role. */
+int atl_provider_join(const atl_provider_ops_t *ops,
+                      const atl_provider_piece_t *pieces, size_t n,
+                      atl_strbuf_t *out);
+/* The whole request from scratch: every piece, the tools, the request.
+ * The loop caches pieces and tools instead (agent_request.c); this is the
+ * reference it must agree with, and what the tests use. */
+int atl_provider_build(const atl_provider_ops_t *ops,
+                       const atl_provider_cfg_t *cfg, const char *model,
+                       const char *system, json_object *history,
+                       json_object *tools, atl_provider_req_t *out);
+/* How a provider renders each role of the history: the wire roles of
+ * user and model messages (tool results go in a user message), and the
+ * items of each, as new arrays from a message's parts (which may be
+ * NULL). */
+typedef struct {
+  const char *user, *model;
+  json_object *(*user_items)(json_object *parts);
+  json_object *(*model_items)(json_object *parts);
+  json_object *(*tool_items)(json_object *parts);
+} atl_provider_roles_t;
+
+int atl_provider_piece_by_role(json_object *m, const atl_provider_roles_t *r,
+                               atl_provider_piece_t *out);
+/* The tools as an array of {name, description, schema_key: one(schema)}
+ * (schema_key left out when one returns NULL), each passed through wrap
+ * (which takes it) unless wrap is NULL, as JSON text. */
+char *atl_provider_tools_text(json_object *tools,
+                              json_object *(*one)(json_object *schema),
+                              const char *schema_key,
+                              json_object *(*wrap)(json_object *decl));
+/* A piece of role from items (an array, taken). */
+int atl_provider_piece_of(const char *role, json_object *items,
+                          atl_provider_piece_t *out);
+/* Sizes a request body's buffer for its parts before it is filled. */
+void atl_provider_body_reserve(atl_strbuf_t *b, const char *system,
+                               const char *messages, const char *tools);
+/* Completes a request whose URL is set: moves body into out->body, adds
+ * the Content-Type and Accept headers, extra_header if not NULL, and
+ * key_prefix followed by api_key unless the key is NULL or empty. On an
+ * allocation failure frees out and returns ATL_ENOMEM. */
+int atl_provider_req_finish(atl_provider_req_t *out, atl_strbuf_t *body,
+                            const char *extra_header, const char *key_prefix,
+                            const char *api_key);
 
 extern const atl_provider_ops_t atl_provider_openai;
 extern const atl_provider_ops_t atl_provider_anthropic;
@@ -136,12 +225,6 @@ const char *atl_provider_str(json_object *o, const char *key);
 char *atl_provider_json_text(json_object *o);
 /* Exactly len bytes of JSON (no NUL needed), or NULL if they are not. */
 json_object *atl_provider_parse_len(const char *s, size_t len);
-/* Appends items (an array, taken) to list as {"role": role, key: items},
- * or to the last entry when it has the same role: the APIs want roles to
- * alternate, and tool results followed by the user's words are both
- * "user". An empty array adds nothing. */
-void atl_provider_append_merged(json_object *list, const char *role,
-                                const char *key, json_object *items);
 
 /* The provider of a type name, or NULL. */
 const atl_provider_ops_t *atl_provider_find(const char *type);

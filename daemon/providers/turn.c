@@ -192,31 +192,6 @@ json_object *atl_provider_parse_len(const char *s, size_t len) {
   return o;
 }
 
-void atl_provider_append_merged(json_object *list, const char *role,
-                                const char *key, json_object *items) {
-  size_t ni = json_object_array_length(items);
-  if (ni == 0) {
-    json_object_put(items);
-    return;
-  }
-  size_t n = json_object_array_length(list);
-  json_object *last = n ? json_object_array_get_idx(list, n - 1) : NULL;
-  json_object *have;
-  const char *last_role = last ? atl_provider_str(last, "role") : NULL;
-  if (last_role != NULL && strcmp(last_role, role) == 0 &&
-      json_object_object_get_ex(last, key, &have)) {
-    for (size_t i = 0; i < ni; i++)
-      json_object_array_add(
-          have, json_object_get(json_object_array_get_idx(items, i)));
-    json_object_put(items);
-    return;
-  }
-  json_object *m = json_object_new_object();
-  json_object_object_add(m, "role", json_object_new_string(role));
-  json_object_object_add(m, key, items);
-  json_object_array_add(list, m);
-}
-
 const atl_provider_ops_t *atl_provider_find(const char *type) {
   static const atl_provider_ops_t *const all[] = {
       &atl_provider_openai, &atl_provider_anthropic, &atl_provider_gemini};

@@ -49,8 +49,9 @@ Test(openai, the_request_carries_every_result_and_the_images) {
                             .max_tokens = 1000};
   json_object *h = parse(HISTORY), *tools = parse(TOOLS);
   atl_provider_req_t req;
-  cr_assert_eq(
-      atl_provider_openai.build(&cfg, "gpt-x", "Be brief.", h, tools, &req), 0);
+  cr_assert_eq(atl_provider_build(&atl_provider_openai, &cfg, "gpt-x",
+                                  "Be brief.", h, tools, &req),
+               0);
   cr_assert_str_eq(req.url, "http://127.0.0.1:9/v1/chat/completions");
   cr_assert_str_eq(req.headers[0], "Content-Type: application/json");
   cr_assert_str_eq(req.headers[2], "Authorization: Bearer sk-test");
@@ -79,7 +80,9 @@ Test(openai, the_request_carries_every_result_and_the_images) {
   atl_provider_req_free(&req);
   /* A local server without a key gets no Authorization header. */
   cfg.api_key = NULL;
-  cr_assert_eq(atl_provider_openai.build(&cfg, "m", NULL, h, NULL, &req), 0);
+  cr_assert_eq(
+      atl_provider_build(&atl_provider_openai, &cfg, "m", NULL, h, NULL, &req),
+      0);
   cr_assert_null(req.headers[2]);
   cr_assert(strstr(req.body, "\"role\":\"system\"") == NULL);
   atl_provider_req_free(&req);
@@ -228,8 +231,8 @@ Test(anthropic, the_request_merges_roles_and_marks_failed_results) {
                             .max_tokens = 1000};
   json_object *h = parse(HISTORY), *tools = parse(TOOLS);
   atl_provider_req_t req;
-  cr_assert_eq(atl_provider_anthropic.build(&cfg, "claude-x", "Be brief.", h,
-                                            tools, &req),
+  cr_assert_eq(atl_provider_build(&atl_provider_anthropic, &cfg, "claude-x",
+                                  "Be brief.", h, tools, &req),
                0);
   cr_assert_str_eq(req.url, "http://127.0.0.1:9/v1/messages");
   cr_assert_str_eq(req.headers[0], "Content-Type: application/json");
@@ -264,7 +267,9 @@ Test(anthropic, the_request_merges_roles_and_marks_failed_results) {
    * requires max_tokens); no system prompt, no "system". */
   cfg.api_key = NULL;
   cfg.max_tokens = 0;
-  cr_assert_eq(atl_provider_anthropic.build(&cfg, "m", NULL, h, NULL, &req), 0);
+  cr_assert_eq(atl_provider_build(&atl_provider_anthropic, &cfg, "m", NULL, h,
+                                  NULL, &req),
+               0);
   cr_assert_null(req.headers[3]);
   cr_assert(strstr(req.body, "\"max_tokens\":4096,") != NULL);
   cr_assert(strstr(req.body, "\"system\"") == NULL);
@@ -278,7 +283,9 @@ Test(anthropic, signed_thinking_goes_back_and_unsigned_does_not) {
   atl_provider_cfg_t cfg = {.base_url = "http://h", .max_tokens = 10};
   json_object *h = parse(SIGNED_HISTORY);
   atl_provider_req_t req;
-  cr_assert_eq(atl_provider_anthropic.build(&cfg, "m", NULL, h, NULL, &req), 0);
+  cr_assert_eq(atl_provider_build(&atl_provider_anthropic, &cfg, "m", NULL, h,
+                                  NULL, &req),
+               0);
   cr_assert_str_eq(
       req.body,
       "{\"model\":\"m\",\"max_tokens\":10,\"stream\":true,\"messages\":["
@@ -476,9 +483,9 @@ Test(gemini, the_request_answers_calls_with_function_responses) {
                             .max_tokens = 1000};
   json_object *h = parse(HISTORY), *tools = parse(GEMINI_TOOLS);
   atl_provider_req_t req;
-  cr_assert_eq(
-      atl_provider_gemini.build(&cfg, "gemini-x", "Be brief.", h, tools, &req),
-      0);
+  cr_assert_eq(atl_provider_build(&atl_provider_gemini, &cfg, "gemini-x",
+                                  "Be brief.", h, tools, &req),
+               0);
   cr_assert_str_eq(req.url, "http://127.0.0.1:9/v1beta/models/gemini-x:"
                             "streamGenerateContent?alt=sse");
   cr_assert_str_eq(req.headers[0], "Content-Type: application/json");
@@ -513,7 +520,9 @@ Test(gemini, the_request_answers_calls_with_function_responses) {
   atl_provider_req_free(&req);
   cfg.api_key = NULL;
   cfg.max_tokens = 0;
-  cr_assert_eq(atl_provider_gemini.build(&cfg, "m", NULL, h, NULL, &req), 0);
+  cr_assert_eq(
+      atl_provider_build(&atl_provider_gemini, &cfg, "m", NULL, h, NULL, &req),
+      0);
   cr_assert_null(req.headers[2]);
   cr_assert(strstr(req.body, "systemInstruction") == NULL);
   cr_assert(strstr(req.body, "generationConfig") == NULL);
@@ -527,7 +536,9 @@ Test(gemini, thought_signatures_go_back_where_they_came_from) {
   atl_provider_cfg_t cfg = {.base_url = "http://h"};
   json_object *h = parse(SIGNED_HISTORY);
   atl_provider_req_t req;
-  cr_assert_eq(atl_provider_gemini.build(&cfg, "m", NULL, h, NULL, &req), 0);
+  cr_assert_eq(
+      atl_provider_build(&atl_provider_gemini, &cfg, "m", NULL, h, NULL, &req),
+      0);
   /* The thought summaries stay out; the call's signature is on its
    * functionCall part, the text's on the text. */
   cr_assert_str_eq(

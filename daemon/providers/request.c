@@ -1,0 +1,255 @@
+/* A model call's request, assembled from text.
+ *
+ * Each turn sends the whole history and every tool's definition again;
+ * only the last message or two are new. The providers therefore render
+ * each history message into its wire form once (a piece), the tools once
+ * per daemon, and the request is the concatenation of those texts: a turn
+ * costs the new messages plus a copy, not a rebuild of the whole
+ * conversation as a json-c tree (which was 77 % of the loop thread's time
+ * under bench/agent, and grew with every message).
+ */
+#include "atl-build.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <atelier/error.h>
+
+#include "provider.h"
+
+int atl_sb_reserve(atl_strbuf_t *b, size_t n) {
+  if (b->oom)
+    return ATL_ENOMEM;
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n + 1)
+      cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (p == NULL) {
+      b->oom = 1;
+      return ATL_ENOMEM;
+    }
+    b->p = p;
+    b->cap = cap;
+    b->p[b->len] = '\0';
+  }
+  return 0;
+}
+
+int atl_sb_add(atl_strbuf_t *b, const char *s, size_t n) {
+  if (atl_sb_reserve(b, n) != 0)
+    return ATL_ENOMEM;
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+  return 0;
+}
+
+int atl_sb_adds(atl_strbuf_t *b, const char *s) {
+  return atl_sb_add(b, s, strlen(s));
+}
+
+int atl_sb_json_string(atl_strbuf_t *b, const char *s) {
+  json_object *o = json_object_new_string(s);
+  if (o == NULL) {
+    b->oom = 1;
+    return ATL_ENOMEM;
+  }
+  int rc = atl_sb_adds(
+      b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                               JSON_C_TO_STRING_NOSLASHESCAPE));
+  json_object_put(o);
+  return rc;
+}
+
+char *atl_sb_take(atl_strbuf_t *b) {
+  if (b->oom) {
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+    return NULL;
+  }
+  char *p = b->p ? b->p : strdup("");
+  memset(b, 0, sizeof(*b));
+  return p;
+}
+
+void atl_provider_piece_free(atl_provider_piece_t *p) {
+  free(p->text);
+  memset(p, 0, sizeof(*p));
+}
+
+int atl_provider_piece_of(const char *role, json_object *items,
+                          atl_provider_piece_t *out) {
+  memset(out, 0, sizeof(*out));
+  out->role = role;
+  if (items == NULL)
+    return ATL_ENOMEM;
+  const char *t = json_object_to_json_string_ext(
+      items, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+  size_t n = t ? strlen(t) : 0;
+  /* "[a,b]" without its brackets: pieces are spliced into arrays. */
+  if (n < 2) {
+    json_object_put(items);
+    return ATL_ENOMEM;
+  }
+  out->text = strndup(t + 1, n - 2);
+  out->len = n - 2;
+  json_object_put(items);
+  return out->text ? 0 : ATL_ENOMEM;
+}
+
+int atl_provider_piece_by_role(json_object *m, const atl_provider_roles_t *r,
+                               atl_provider_piece_t *out) {
+  json_object *parts = NULL;
+  const char *role = atl_provider_str(m, "role");
+  json_object_object_get_ex(m, "parts", &parts);
+  if (parts != NULL && !json_object_is_type(parts, json_type_array))
+    parts = NULL;
+  memset(out, 0, sizeof(*out));
+  if (role == NULL)
+    return 0;
+  if (strcmp(role, "user") == 0)
+    return atl_provider_piece_of(r->user, r->user_items(parts), out);
+  if (strcmp(role, "model") == 0)
+    return atl_provider_piece_of(r->model, r->model_items(parts), out);
+  if (strcmp(role, "tool") == 0)
+    return atl_provider_piece_of(r->user, r->tool_items(parts), out);
+  return 0;
+}
+
+char *atl_provider_tools_text(json_object *tools,
+                              json_object *(*one)(json_object *schema),
+                              const char *schema_key,
+                              json_object *(*wrap)(json_object *decl)) {
+  json_object *ts = json_object_new_array();
+  size_t nt = json_object_array_length(tools);
+  for (size_t i = 0; i < nt; i++) {
+    json_object *t = json_object_array_get_idx(tools, i), *schema = NULL;
+    json_object_object_get_ex(t, "input_schema", &schema);
+    const char *name = atl_provider_str(t, "name"),
+               *desc = atl_provider_str(t, "description");
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "name", json_object_new_string(name ? name : ""));
+    if (desc != NULL)
+      json_object_object_add(o, "description", json_object_new_string(desc));
+    json_object *params = one(schema);
+    if (params != NULL)
+      json_object_object_add(o, schema_key, params);
+    json_object_array_add(ts, wrap ? wrap(o) : o);
+  }
+  char *out = atl_provider_json_text(ts);
+  json_object_put(ts);
+  return out;
+}
+
+int atl_provider_join(const atl_provider_ops_t *ops,
+                      const atl_provider_piece_t *pieces, size_t n,
+                      atl_strbuf_t *out) {
+  const char *open_role = NULL; /* the message left open, if any */
+  int first = 1;
+  /* One allocation for the whole list: a request is tens of kilobytes,
+   * and growing it step by step copied it several times per turn. */
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++)
+    total += pieces[i].len + 32;
+  atl_sb_reserve(out, total);
+  for (size_t i = 0; i < n; i++) {
+    const atl_provider_piece_t *p = &pieces[i];
+    if (p->len == 0)
+      continue;
+    if (p->role != NULL && open_role != NULL &&
+        strcmp(p->role, open_role) == 0) {
+      /* The same role again: its items join the open message, so that
+       * roles alternate as the APIs want. */
+      atl_sb_add(out, ",", 1);
+      atl_sb_add(out, p->text, p->len);
+      continue;
+    }
+    if (open_role != NULL)
+      atl_sb_add(out, "]}", 2);
+    if (!first)
+      atl_sb_add(out, ",", 1);
+    first = 0;
+    if (p->role != NULL) {
+      atl_sb_adds(out, "{\"role\":\"");
+      atl_sb_adds(out, p->role);
+      atl_sb_adds(out, "\",\"");
+      atl_sb_adds(out, ops->merge_key);
+      atl_sb_adds(out, "\":[");
+    }
+    atl_sb_add(out, p->text, p->len);
+    open_role = p->role;
+  }
+  if (open_role != NULL)
+    atl_sb_add(out, "]}", 2);
+  return out->oom ? ATL_ENOMEM : 0;
+}
+
+int atl_provider_build(const atl_provider_ops_t *ops,
+                       const atl_provider_cfg_t *cfg, const char *model,
+                       const char *system, json_object *history,
+                       json_object *tools, atl_provider_req_t *out) {
+  memset(out, 0, sizeof(*out));
+  size_t n = history ? json_object_array_length(history) : 0;
+  atl_provider_piece_t *pieces = calloc(n ? n : 1, sizeof(*pieces));
+  if (pieces == NULL)
+    return ATL_ENOMEM;
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    rc = ops->piece(json_object_array_get_idx(history, i), &pieces[i]);
+  atl_strbuf_t msgs = {0};
+  if (rc == 0)
+    rc = atl_provider_join(ops, pieces, n, &msgs);
+  for (size_t i = 0; i < n; i++)
+    atl_provider_piece_free(&pieces[i]);
+  free(pieces);
+  char *tools_text = NULL;
+  if (rc == 0 && tools != NULL && json_object_array_length(tools) > 0) {
+    tools_text = ops->tools_text(tools);
+    if (tools_text == NULL)
+      rc = ATL_ENOMEM;
+  }
+  char *m = atl_sb_take(&msgs);
+  if (rc == 0 && m == NULL)
+    rc = ATL_ENOMEM;
+  if (rc == 0)
+    rc = ops->request(cfg, model, system, m, tools_text, out);
+  free(m);
+  free(tools_text);
+  return rc;
+}
+
+void atl_provider_body_reserve(atl_strbuf_t *b, const char *system,
+                               const char *messages, const char *tools) {
+  /* A JSON string may escape its text, which rarely adds much; an
+   * underestimate only costs a reallocation. */
+  size_t n = 512 + strlen(messages) + (tools ? strlen(tools) : 0) +
+             (system ? strlen(system) + strlen(system) / 8 : 0);
+  atl_sb_reserve(b, n);
+}
+
+int atl_provider_req_finish(atl_provider_req_t *out, atl_strbuf_t *body,
+                            const char *extra_header, const char *key_prefix,
+                            const char *api_key) {
+  size_t h = 0;
+  out->headers[h++] = strdup("Content-Type: application/json");
+  out->headers[h++] = strdup("Accept: text/event-stream");
+  if (extra_header != NULL)
+    out->headers[h++] = strdup(extra_header);
+  int bad = 0;
+  for (size_t i = 0; i < h; i++)
+    bad |= out->headers[i] == NULL;
+  /* Local servers (Ollama, llama.cpp) take no key. */
+  if (api_key != NULL && api_key[0] != '\0' &&
+      asprintf(&out->headers[h], "%s%s", key_prefix, api_key) < 0) {
+    out->headers[h] = NULL;
+    bad = 1;
+  }
+  out->body = atl_sb_take(body);
+  if (bad || out->body == NULL || out->url == NULL) {
+    atl_provider_req_free(out);
+    return ATL_ENOMEM;
+  }
+  return 0;
+}
