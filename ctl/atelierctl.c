@@ -38,7 +38,7 @@ static const char *const usage_text =
     "\n"
     "Commands:\n"
     "  tools [NAME]                     list the tools, or describe one\n"
-    "  session new                      create a session, print its id\n"
+    "  session new [--model NAME]       create a session, print its id\n"
     "  session list                     list the sessions\n"
     "  session show ID                  print a session (document, history)\n"
     "  session rm ID                    delete a session\n"
@@ -72,6 +72,7 @@ typedef struct {
   int after_set;
   int follow;
   int json;
+  const char *model; /* session new --model */
 } options;
 
 static options opt = {.timeout_ms = 60000};
@@ -359,6 +360,8 @@ static int cmd_session(int argc, char **argv) {
     return usage_error("session needs a subcommand: %s",
                        "new, list, show, rm, cassette");
   const char *sub = argv[0];
+  if (opt.model != NULL && strcmp(sub, "new") != 0)
+    return usage_error("--model goes with session new, not session %s", sub);
   int want = strcmp(sub, "show") == 0 || strcmp(sub, "rm") == 0 ||
                      strcmp(sub, "cassette") == 0
                  ? 2
@@ -368,15 +371,20 @@ static int cmd_session(int argc, char **argv) {
         "unknown session subcommand '%s' (new, list, show, rm, cassette)", sub);
   if (argc != want)
     return usage_error(want == 2 ? "session %s takes one session id"
-                                 : "session %s takes no arguments",
+                       : strcmp(sub, "new") == 0
+                           ? "session %s takes no arguments but --model NAME"
+                           : "session %s takes no arguments",
                        sub);
   if (connect_daemon() != 0)
     return EXIT_USAGE;
   json_object *res = NULL;
   int rc;
   if (strcmp(sub, "new") == 0) {
-    rc = request("session.create", json_object_new_object(), NULL,
-                 opt.timeout_ms, &res);
+    json_object *params = json_object_new_object();
+    if (opt.model != NULL)
+      json_object_object_add(params, "model",
+                             json_object_new_string(opt.model));
+    rc = request("session.create", params, NULL, opt.timeout_ms, &res);
     if (rc == 0)
       printf("%s\n", get_str(res, "id") ? get_str(res, "id") : "?");
   } else if (strcmp(sub, "list") == 0) {
@@ -748,7 +756,7 @@ static int parse_number(const char *what, const char *s, long long min,
 }
 
 int main(int argc, char **argv) {
-  enum { O_SOCKET_DIR = 256, O_SOCKET, O_TIMEOUT, O_VERSION, O_AFTER };
+  enum { O_SOCKET_DIR = 256, O_SOCKET, O_TIMEOUT, O_VERSION, O_AFTER, O_MODEL };
   static const struct option longopts[] = {
       {"socket-dir", required_argument, NULL, O_SOCKET_DIR},
       {"socket", required_argument, NULL, O_SOCKET},
@@ -759,6 +767,7 @@ int main(int argc, char **argv) {
       {"follow", no_argument, NULL, 'f'},
       {"json", no_argument, NULL, 'j'},
       {"output", required_argument, NULL, 'o'},
+      {"model", required_argument, NULL, O_MODEL},
       {NULL, 0, NULL, 0},
   };
   /* The daemon going away mid-write must be an error message, not a
@@ -784,6 +793,9 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
       opt.after = num;
       opt.after_set = 1;
+      break;
+    case O_MODEL:
+      opt.model = optarg;
       break;
     case 'f':
       opt.follow = 1;

@@ -112,6 +112,7 @@ struct atl_session_s {
   int64_t created_ms;
   int64_t updated_ms;
   int64_t history_len;
+  char model[ATL_MODEL_NAME_MAX + 1]; /* session.create's; "": the default */
   pthread_mutex_t seq_mu; /* guards last_seq: events come from any thread */
   int64_t last_seq;       /* the newest event sequence number assigned */
   int64_t committed_seq;  /* the newest event sequence number committed */
@@ -139,7 +140,8 @@ void atl_session_get(atl_daemon_t *d, const char *id, atl_session_cb cb,
 void atl_session_ref(atl_session_t *s);
 void atl_session_unref(atl_daemon_t *d, atl_session_t *s);
 /* Creates a session; cb gets it pinned once committed. */
-void atl_session_create(atl_daemon_t *d, atl_session_cb cb, void *user);
+void atl_session_create(atl_daemon_t *d, const char *model, atl_session_cb cb,
+                        void *user);
 /* Deletes a session; cb gets status 0 once committed. */
 void atl_session_delete(atl_daemon_t *d, atl_session_t *s, atl_session_cb cb,
                         void *user);

@@ -217,12 +217,39 @@ static void created_cb(atl_daemon_t *d, atl_session_t *s, int status,
   atl_log_kv(ATL_LOG_INFO, "session created", "session", s->id, NULL);
 }
 
+/* The optional "model" of session.create and session.send: 1 with *out
+ * set (NULL when absent), or 0 after answering with what is wrong. */
+static int model_param(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p,
+                       const char **out) {
+  json_object *model = NULL;
+  *out = NULL;
+  if (!json_object_object_get_ex(p, "model", &model) || model == NULL)
+    return 1;
+  if (!json_object_is_type(model, json_type_string)) {
+    invalid(d, c,
+            "\"model\" must be a model name (a string, e.g. "
+            "\"claude-sonnet-4-5\"), not %s",
+            json_type_to_name(json_object_get_type(model)));
+    return 0;
+  }
+  const char *why = atl_model_name_error(json_object_get_string(model));
+  if (why != NULL) {
+    invalid(d, c, "\"model\" %s", why);
+    return 0;
+  }
+  *out = json_object_get_string(model);
+  return 1;
+}
+
 static void m_session_create(atl_daemon_t *d, atl_rpc_call_t *c,
                              json_object *p) {
-  static const char *const names[] = {NULL};
+  static const char *const names[] = {"model", NULL};
   if (!only(d, c, p, names))
     return;
-  atl_session_create(d, created_cb, c);
+  const char *model;
+  if (!model_param(d, c, p, &model))
+    return;
+  atl_session_create(d, model, created_cb, c);
 }
 
 /* A read on the threadpool: fn fills result (or status) off the loop. */
@@ -305,6 +332,8 @@ static void read_session(read_req_t *rr, atl_store_reader_t *r) {
   json_object_object_add(o, "id", json_object_new_string(row.id));
   json_object_object_add(o, "created", time_json(row.created_ms));
   json_object_object_add(o, "updated", time_json(row.updated_ms));
+  json_object_object_add(
+      o, "model", row.model[0] ? json_object_new_string(row.model) : NULL);
   json_object *doc = json_tokener_parse(row.document);
   json_object_object_add(o, "document", doc ? doc : json_object_new_object());
   free(row.document);
@@ -332,6 +361,8 @@ static int list_row(const atl_session_row_t *row, void *user) {
   json_object_object_add(o, "last_seq", json_object_new_int64(row->last_seq));
   json_object_object_add(o, "history_len",
                          json_object_new_int64(row->history_len));
+  json_object_object_add(
+      o, "model", row->model[0] ? json_object_new_string(row->model) : NULL);
   json_object_array_add(user, o);
   return 0;
 }
@@ -527,19 +558,16 @@ static void m_session_send(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   const char *id = session_param(d, c, p);
   if (id == NULL)
     return;
-  json_object *text = NULL, *model = NULL;
+  json_object *text = NULL;
   if (!json_object_object_get_ex(p, "text", &text) ||
       !json_object_is_type(text, json_type_string) ||
       json_object_get_string_len(text) == 0) {
     invalid(d, c, "\"text\" must be the user's message (a non-empty string)");
     return;
   }
-  if (json_object_object_get_ex(p, "model", &model) && model != NULL &&
-      (!json_object_is_type(model, json_type_string) ||
-       json_object_get_string_len(model) == 0)) {
-    invalid(d, c, "\"model\" must be a model name (a non-empty string)");
+  const char *model;
+  if (!model_param(d, c, p, &model))
     return;
-  }
   agent_req_t *ar = calloc(1, sizeof(*ar));
   if (ar == NULL) {
     atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
@@ -548,7 +576,7 @@ static void m_session_send(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   ar->c = c;
   snprintf(ar->id, sizeof(ar->id), "%s", id);
   ar->text = strdup(json_object_get_string(text));
-  ar->model = model ? strdup(json_object_get_string(model)) : NULL;
+  ar->model = model ? strdup(model) : NULL;
   atl_session_get(d, id, agent_got, ar);
 }
 

@@ -201,6 +201,7 @@ static void load_done(uv_work_t *w, int uvstatus) {
         s->updated_ms = lr->row.updated_ms;
         s->last_seq = s->committed_seq = lr->row.last_seq;
         s->history_len = lr->row.history_len;
+        memcpy(s->model, lr->row.model, sizeof(s->model));
         session_insert(d, s);
         notify_open(d, s->id);
       }
@@ -318,7 +319,8 @@ static void commit_loop(void *arg) {
   free(c);
 }
 
-void atl_session_create(atl_daemon_t *d, atl_session_cb cb, void *user) {
+void atl_session_create(atl_daemon_t *d, const char *model, atl_session_cb cb,
+                        void *user) {
   atl_session_t *s = session_new();
   commit_t *c = calloc(1, sizeof(*c));
   atl_txn_t *t = atl_txn_new();
@@ -333,8 +335,16 @@ void atl_session_create(atl_daemon_t *d, atl_session_cb cb, void *user) {
   s->doc = json_object_new_object();
   s->created_ms = s->updated_ms = atl_now_ms();
   s->last_seq = 1;
-  atl_txn_session_create(t, s->id, s->created_ms, "{}");
-  atl_txn_event_append(t, s->id, 1, "session.created", s->created_ms, "{}");
+  /* The caller checked the name (atl_model_name_error): no escaping is
+   * needed in the event's JSON. */
+  char data[ATL_MODEL_NAME_MAX + 16] = "{}";
+  if (model != NULL && model[0] != '\0') {
+    snprintf(s->model, sizeof(s->model), "%s", model);
+    snprintf(data, sizeof(data), "{\"model\":\"%s\"}", s->model);
+  }
+  atl_txn_session_create(t, s->id, s->created_ms, "{}",
+                         s->model[0] ? s->model : NULL);
+  atl_txn_event_append(t, s->id, 1, "session.created", s->created_ms, data);
   *c = (commit_t){.d = d, .s = s, .cb = cb, .user = user, .kind = 0};
   d->work_in_flight++;
   atl_store_submit(d->store, t, commit_cb, c);

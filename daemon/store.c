@@ -55,6 +55,9 @@ static const char *const migrations[] = {
     "CREATE TABLE images (id TEXT PRIMARY KEY, mime TEXT NOT NULL,"
     " size INTEGER NOT NULL, data BLOB NOT NULL,"
     " created_ms INTEGER NOT NULL);",
+    /* 2: the model a session was created with (NULL: the provider's
+     * default), for its messages that name none. */
+    "ALTER TABLE sessions ADD COLUMN model TEXT;",
 };
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -206,9 +209,10 @@ static size_t len_of(atl_txn_t *t, const char *s) {
 }
 
 void atl_txn_session_create(atl_txn_t *t, const char *id, int64_t created_ms,
-                            const char *document_json) {
+                            const char *document_json, const char *model) {
   size_t n = len_of(t, document_json);
-  txn_add(t, OP_SESSION_CREATE, id, document_json, n, NULL, 0, created_ms, 0);
+  txn_add(t, OP_SESSION_CREATE, id, document_json, n, model,
+          model ? strlen(model) : 0, created_ms, 0);
 }
 
 void atl_txn_session_delete(atl_txn_t *t, const char *id) {
@@ -276,7 +280,7 @@ static const char *const wsql[W_COUNT] = {
     [W_RELEASE] = "RELEASE txn",
     [W_ROLLBACK_TO] = "ROLLBACK TO txn",
     [W_SESSION_INSERT] = "INSERT INTO sessions (id, created_ms, updated_ms,"
-                         " document) VALUES (?1, ?2, ?2, ?3)",
+                         " document, model) VALUES (?1, ?2, ?2, ?3, ?4)",
     [W_SESSION_DELETE] = "DELETE FROM sessions WHERE id = ?1",
     [W_HISTORY_DELETE] = "DELETE FROM history WHERE session = ?1",
     [W_EVENTS_DELETE] = "DELETE FROM events WHERE session = ?1",
@@ -805,9 +809,10 @@ enum rstmt {
 
 static const char *const rsql[R_COUNT] = {
     [R_SESSION_LOAD] = "SELECT id, created_ms, updated_ms, last_seq,"
-                       " history_len, document FROM sessions WHERE id = ?1",
+                       " history_len, model, document FROM sessions"
+                       " WHERE id = ?1",
     [R_SESSION_LIST] = "SELECT id, created_ms, updated_ms, last_seq,"
-                       " history_len FROM sessions"
+                       " history_len, model FROM sessions"
                        " ORDER BY updated_ms DESC, id",
     [R_SESSION_COUNT] = "SELECT count(*) FROM sessions",
     [R_HISTORY] = "SELECT idx, role, content, created_ms FROM history"
@@ -876,6 +881,8 @@ static void fill_row(sqlite3_stmt *s, atl_session_row_t *row) {
   row->updated_ms = sqlite3_column_int64(s, 2);
   row->last_seq = sqlite3_column_int64(s, 3);
   row->history_len = sqlite3_column_int64(s, 4);
+  const char *model = col_text(s, 5);
+  snprintf(row->model, sizeof(row->model), "%s", model ? model : "");
   row->document = NULL;
 }
 
@@ -888,7 +895,7 @@ int atl_store_session_load(atl_store_reader_t *r, const char *id,
   int rc = sqlite3_step(s);
   if (rc == SQLITE_ROW) {
     fill_row(s, row);
-    const char *doc = col_text(s, 5);
+    const char *doc = col_text(s, 6);
     row->document = strdup(doc ? doc : "");
     rc = row->document ? 0 : ATL_ENOMEM;
   } else {

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util.h"
+
 typedef struct atl_store_s atl_store_t;
 typedef struct atl_txn_s atl_txn_t;
 typedef struct atl_store_reader_s atl_store_reader_t;
@@ -48,8 +50,9 @@ void atl_store_close(atl_store_t *st);
  * operations are applied in the order given. */
 atl_txn_t *atl_txn_new(void);
 void atl_txn_free(atl_txn_t *t);
+/* model may be NULL (the provider's default). */
 void atl_txn_session_create(atl_txn_t *t, const char *id, int64_t created_ms,
-                            const char *document_json);
+                            const char *document_json, const char *model);
 /* Deletes the session with its history and events. */
 void atl_txn_session_delete(atl_txn_t *t, const char *id);
 /* Replaces the document and sets updated_ms. */
@@ -123,6 +126,7 @@ typedef struct {
   int64_t updated_ms;
   int64_t last_seq;
   int64_t history_len;
+  char model[ATL_MODEL_NAME_MAX + 1]; /* "" for the provider's default */
   char *document; /* JSON text, malloc()ed: free() it; NULL in list rows */
 } atl_session_row_t;
 

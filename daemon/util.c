@@ -126,3 +126,23 @@ int atl_mkdir_p(const char *path, unsigned mode) {
     return -errno;
   return S_ISDIR(st.st_mode) ? 0 : ATL_EEXIST;
 }
+
+const char *atl_model_name_error(const char *name) {
+  size_t n = strlen(name);
+  if (n == 0)
+    return "must not be empty";
+  if (n > ATL_MODEL_NAME_MAX)
+    return "is longer than 128 characters";
+  if (name[0] == '/')
+    return "must not start with '/'";
+  if (strstr(name, "..") != NULL)
+    return "must not contain \"..\"";
+  for (size_t i = 0; i < n; i++) {
+    char c = name[i];
+    int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                (c >= '0' && c <= '9');
+    if (!alnum && strchr("._-:/@+", c) == NULL)
+      return "may only contain letters, digits and . _ - : / @ +";
+  }
+  return NULL;
+}

@@ -9,6 +9,17 @@
 
 #define ATL_SESSION_ID_LEN 32
 
+/* The longest model name a session or a message may ask for. */
+#define ATL_MODEL_NAME_MAX 128
+
+/* NULL when name can be a model name, else what is wrong with it (a static
+ * string). Model names go into URL paths (Gemini's
+ * models/{model}:streamGenerateContent) and headers, so only the
+ * characters providers use are allowed: letters, digits and . _ - : / @ +
+ * (OpenRouter's "vendor/model", Ollama's "llama3:8b"), with no ".." and
+ * no leading '/'. */
+const char *atl_model_name_error(const char *name);
+
 /* Text and symbolic name of an ATL_E* code ("unknown error" for others). */
 const char *atl_strerror(int err);
 const char *atl_err_name(int err);

@@ -627,7 +627,12 @@ static void run_start(atl_agent_t *a, char *text, char *model) {
   a->turns = 0;
   a->attempt = 0;
   a->input_tokens = a->output_tokens = 0;
-  a->model = model ? model : p->model ? strdup(p->model) : strdup("");
+  /* The message's model, else the session's (session.create), else the
+   * provider's default. */
+  a->model = model              ? model
+             : a->s->model[0]   ? strdup(a->s->model)
+             : p->model != NULL ? strdup(p->model)
+                                : strdup("");
   json_object *started = obj_str("text", text);
   json_object_object_add(started, "model", json_object_new_string(a->model));
   json_object_object_add(

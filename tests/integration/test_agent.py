@@ -222,6 +222,50 @@ def _(ctx):
     assert [m["role"] for m in h] == ["user", "model"], h
 
 
+@check("the model: the session's (session.create), else the message's, checked")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    sid = d.rpc("session.create", {"model": "other-model"})["id"]
+    got = d.rpc("session.get", {"session": sid})
+    assert got["model"] == "other-model", got
+    listed = [s for s in d.rpc("session.list", {}) if s["id"] == sid]
+    assert listed and listed[0]["model"] == "other-model", listed
+    created = d.events(sid)[0]
+    assert created["data"] == {"model": "other-model"}, created
+    fake.script([{"text": "one"}, {"text": "two"}, {"text": "three"}])
+    ev = d.run(sid, "hi")
+    assert ev[0]["data"]["model"] == "other-model", ev[0]
+    assert fake.requests()[-1]["body"]["model"] == "other-model"
+    # A message may name its own model, for that run only.
+    after = ev[-1]["seq"]
+    d.rpc("session.send", {"session": sid, "text": "again",
+                           "model": "vendor/third-model:8b"})
+    ev = d.follow(sid, after)
+    assert ev[0]["data"]["model"] == "vendor/third-model:8b", ev[0]
+    assert fake.requests()[-1]["body"]["model"] == "vendor/third-model:8b"
+    d.run(sid, "and the session's again")
+    assert fake.requests()[-1]["body"]["model"] == "other-model"
+    # A session without one gets the provider's default (the first of
+    # "models"); session.get says null.
+    plain = d.session()
+    assert d.rpc("session.get", {"session": plain})["model"] is None
+    # Names that could not be a model are refused before anything runs.
+    for bad, why in [("", "must not be empty"), ("a b", "may only contain"),
+                     ("../x", "must not contain"), ("x" * 129, "longer"),
+                     (7, "not int")]:
+        for method, params in [("session.create", {"model": bad}),
+                               ("session.send", {"session": plain,
+                                                 "text": "hi",
+                                                 "model": bad})]:
+            try:
+                d.rpc(method, params)
+            except RuntimeError as e:
+                assert why in str(e) and "-32602" in str(e), (method, e)
+            else:
+                raise AssertionError("%s accepted model %r" % (method, bad))
+    assert d.history(plain) == [], "nothing ran"
+
+
 @check("parallel tool calls run in order; every result goes back, errors too")
 def _(ctx):
     d, fake = ctx["d"], ctx["fake"]
@@ -556,6 +600,12 @@ def eviction_check():
             assert [m["role"] for m in h] == ["user", "model"] * 2, h
             assert h[1]["content"]["parts"][0]["text"].startswith(
                 "/echo_sleep answered: {\"success\":true"), h[1]
+        # A session's model comes back with it from the store.
+        m = d.rpc("session.create", {"model": "kept-model"})["id"]
+        d.session()  # m leaves the cache of one
+        ev = d.run(m, '/echo {"text": "x"}')
+        assert ev[0]["type"] == "run.started", types(ev)
+        assert ev[0]["data"]["model"] == "kept-model", ev[0]
     finally:
         d.stop()
 

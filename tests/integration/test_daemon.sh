@@ -194,6 +194,22 @@ else
   sid=00000000000000000000000000000001
 fi
 
+ctl session new --model claude-haiku-4-5
+msid=$out
+ctl session show "$msid"
+if [[ $msid =~ ^[0-9a-f]{32}$ ]] &&
+  [[ $out == *'"model": "claude-haiku-4-5"'* ]]; then
+  check_ok "session new --model: the session keeps its model"
+else
+  check_fail "session new --model: the session keeps its model"
+fi
+ctl session new --model 'no spaces'
+if [ "$rc" -eq 2 ] && [[ $err == *'"model" may only contain'* ]]; then
+  check_ok "session new --model with a bad name: exit 2, the rule it broke"
+else
+  check_fail "session new --model with a bad name: exit 2, the rule it broke"
+fi
+
 ctl call "$sid" echo '{"text":"hi"}'
 if [ "$rc" -eq 0 ] && [[ $out == *'"success": true'* ]] &&
   [[ $out == *'"text": "hi"'* ]]; then

@@ -79,7 +79,7 @@ static void setup(void) {
   uv_loop_init(&loop);
   cr_assert_eq(atl_daemon_init(&d, &loop, &cfg), 0);
   int done = 0;
-  atl_session_create(&d, fx_created, &done);
+  atl_session_create(&d, NULL, fx_created, &done);
   run_until(&done);
 }
 

@@ -78,7 +78,7 @@ static void got_cb(atl_daemon_t *dd, atl_session_t *s, int status, void *user) {
 
 static got_t create(void) {
   got_t g = {0};
-  atl_session_create(&d, got_cb, &g);
+  atl_session_create(&d, NULL, got_cb, &g);
   run_until(&g.done);
   cr_assert_eq(g.status, 0);
   return g;

@@ -69,7 +69,7 @@ static void mkid(char out[33], unsigned hi, unsigned lo) {
 static void create_session(atl_store_t *st, const char *id, int64_t ms,
                            const char *doc) {
   atl_txn_t *t = atl_txn_new();
-  atl_txn_session_create(t, id, ms, doc);
+  atl_txn_session_create(t, id, ms, doc, NULL);
   cr_assert_eq(atl_store_submit_wait(st, t), 0);
 }
 
@@ -130,7 +130,7 @@ Test(store, session_round_trip) {
 
   /* A duplicate id fails. */
   atl_txn_t *t = atl_txn_new();
-  atl_txn_session_create(t, a, 5, "{}");
+  atl_txn_session_create(t, a, 5, "{}", NULL);
   cr_assert_eq(atl_store_submit_wait(st, t), ATL_ESTORE);
 
   /* a becomes the most recently updated. */
@@ -199,12 +199,12 @@ Test(store, ops_on_missing_session_fail) {
 
   /* A failing operation undoes the whole transaction. */
   t = atl_txn_new();
-  atl_txn_session_create(t, a, 1, "{}");
+  atl_txn_session_create(t, a, 1, "{}", NULL);
   atl_txn_event_append(t, missing, 1, "x", 1, "{}");
   cr_assert_eq(atl_store_submit_wait(st, t), ATL_ESTORE);
   /* A required string that is missing fails the transaction too. */
   t = atl_txn_new();
-  atl_txn_session_create(t, a, 1, NULL);
+  atl_txn_session_create(t, a, 1, NULL, NULL);
   cr_assert_eq(atl_store_submit_wait(st, t), ATL_EINVAL);
   /* An empty transaction commits. */
   cr_assert_eq(atl_store_submit_wait(st, atl_txn_new()), 0);
@@ -399,7 +399,7 @@ Test(store, failing_txn_does_not_fail_its_group) {
   atl_txn_event_append(t, a, 1, "set", 12, "{\"v\":1}");
   cr_assert_eq(atl_store_submit(st, t, record_cb, &slots[3]), 0);
   t = atl_txn_new();
-  atl_txn_session_create(t, a, 13, "{}"); /* a duplicate */
+  atl_txn_session_create(t, a, 13, "{}", NULL); /* a duplicate */
   cr_assert_eq(atl_store_submit(st, t, record_cb, &slots[4]), 0);
 
   pthread_mutex_lock(&res.mu);
@@ -437,7 +437,7 @@ Test(store, failing_txn_does_not_fail_its_group) {
 
 Test(store, newer_schema_version_is_refused) {
   atl_store_close(open_store());
-  cr_assert_eq(sql_int("PRAGMA user_version"), 1);
+  cr_assert_eq(sql_int("PRAGMA user_version"), 2);
   sql_int("PRAGMA user_version = 99");
   char dir[128];
   snprintf(dir, sizeof(dir), "%s/data", tmpdir);
@@ -449,6 +449,62 @@ Test(store, newer_schema_version_is_refused) {
   cr_assert_not_null(err);
   cr_assert(strstr(err, "newer") != NULL, "%s", err);
   free(err);
+}
+
+static int model_cb(const atl_session_row_t *row, void *user) {
+  snprintf(user, ATL_MODEL_NAME_MAX + 1, "%s", row->model);
+  return 1;
+}
+
+Test(store, a_session_keeps_its_model) {
+  atl_store_t *st = open_store();
+  char a[33], b[33];
+  mkid(a, 1, 1);
+  mkid(b, 1, 2);
+  atl_txn_t *t = atl_txn_new();
+  atl_txn_session_create(t, a, 1, "{}", "claude-haiku-4-5");
+  atl_txn_session_create(t, b, 2, "{}", NULL);
+  cr_assert_eq(atl_store_submit_wait(st, t), 0);
+  atl_store_reader_t *r;
+  cr_assert_eq(atl_store_reader_open(st, &r), 0);
+  atl_session_row_t row;
+  cr_assert_eq(atl_store_session_load(r, a, &row), 0);
+  cr_assert_str_eq(row.model, "claude-haiku-4-5");
+  free(row.document);
+  cr_assert_eq(atl_store_session_load(r, b, &row), 0);
+  cr_assert_str_eq(row.model, "", "no model: the provider's default");
+  free(row.document);
+  char listed[ATL_MODEL_NAME_MAX + 1] = "?";
+  cr_assert_eq(atl_store_session_list(r, model_cb, listed), 0);
+  cr_assert_str_eq(listed, "", "the newest (b) first, without a model");
+  atl_store_reader_close(r);
+  atl_store_close(st);
+}
+
+/* A database of schema version 1 (before sessions had a model) is
+ * migrated in place, its sessions kept. */
+Test(store, a_version_1_database_is_migrated) {
+  atl_store_t *st = open_store();
+  char a[33];
+  mkid(a, 2, 1);
+  create_session(st, a, 7, "{\"v\":1}");
+  atl_store_close(st);
+  sql_int("ALTER TABLE sessions DROP COLUMN model");
+  sql_int("PRAGMA user_version = 1");
+  cr_assert_eq(sql_int("SELECT count(*) FROM pragma_table_info('sessions')"
+                       " WHERE name = 'model'"),
+               0);
+  st = open_store();
+  cr_assert_eq(sql_int("PRAGMA user_version"), 2);
+  atl_store_reader_t *r;
+  cr_assert_eq(atl_store_reader_open(st, &r), 0);
+  atl_session_row_t row;
+  cr_assert_eq(atl_store_session_load(r, a, &row), 0);
+  cr_assert_str_eq(row.document, "{\"v\":1}");
+  cr_assert_str_eq(row.model, "");
+  free(row.document);
+  atl_store_reader_close(r);
+  atl_store_close(st);
 }
 
 static void count_done(int status, void *user) {
@@ -699,7 +755,7 @@ static void crash_child(int fd, int synchronous, unsigned iter) {
     mkid(id, iter, s);
     crash_doc(doc, sizeof(doc), s, 0);
     atl_txn_t *t = atl_txn_new();
-    atl_txn_session_create(t, id, atl_now_ms(), doc);
+    atl_txn_session_create(t, id, atl_now_ms(), doc, NULL);
     if (atl_store_submit_wait(st, t) != 0)
       _exit(3);
     write_ack(fd, s, 0);
