@@ -22,6 +22,9 @@ typedef struct {
   char *cassette;      /* replay: the recorded turns */
   uint32_t timeout_ms; /* per model call; default 120000 */
   uint32_t max_tokens; /* output tokens per model call; default 4096 */
+  /* Anthropic's extended thinking: its budget in tokens (at least 1024,
+   * less than max_tokens), or 0 for none (the default). */
+  uint32_t thinking_budget;
 } atl_provider_conf_t;
 
 typedef struct {

@@ -12,7 +12,8 @@
 #include "config.h"
 
 static const char *const provider_keys =
-    "type, base_url, api_key_env, models, cassette, timeout_ms, max_tokens";
+    "type, base_url, api_key_env, models, cassette, timeout_ms, max_tokens, "
+    "thinking_budget";
 
 int atl_provider_name_ok(const char *name) {
   size_t n = strlen(name);
@@ -174,6 +175,15 @@ int atl_provider_conf_set(atl_config_t *cfg, const char *name, const char *key,
       *expected = strdup("a whole number of tokens between 1 and 1000000");
     return 0;
   }
+  if (strcmp(key, "thinking_budget") == 0) {
+    if (strcmp(value, "0") != 0 &&
+        parse_ms(value, 1024, 1000000, &p->thinking_budget) < 0)
+      *expected = strdup("0 (no extended thinking) or a whole number of "
+                         "tokens between 1024 and 1000000");
+    else if (strcmp(value, "0") == 0)
+      p->thinking_budget = 0;
+    return 0;
+  }
   *unknown = strdup(provider_keys);
   return 0;
 }
@@ -186,6 +196,20 @@ char *atl_providers_check(const atl_config_t *cfg) {
                                     "[provider.%s] has no type (gemini, "
                                     "anthropic, openai or replay)",
                                     p->name) < 0)
+      msg = NULL;
+    else if (p->thinking_budget > 0 &&
+             (p->type == NULL || strcmp(p->type, "anthropic") != 0) &&
+             asprintf(&msg,
+                      "[provider.%s] thinking_budget is for type = anthropic "
+                      "(Gemini thinks by default)",
+                      p->name) < 0)
+      msg = NULL;
+    else if (p->thinking_budget > 0 && p->thinking_budget >= p->max_tokens &&
+             asprintf(&msg,
+                      "[provider.%s] thinking_budget (%" PRIu32
+                      ") must be less than max_tokens (%" PRIu32
+                      "): the thinking counts against max_tokens",
+                      p->name, p->thinking_budget, p->max_tokens) < 0)
       msg = NULL;
     else if (p->type != NULL && strcmp(p->type, "replay") == 0 &&
              p->cassette == NULL &&

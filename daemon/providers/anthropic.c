@@ -55,7 +55,18 @@ static json_object *model_blocks(json_object *parts) {
     const char *type = atl_provider_str(p, "type");
     if (type == NULL)
       continue;
-    if (strcmp(type, "thinking") == 0) {
+    if (strcmp(type, "redacted_thinking") == 0) {
+      /* Encrypted thinking: back exactly as it came, or the API refuses
+       * the turn. */
+      const char *data = atl_provider_str(p, "data");
+      if (data == NULL)
+        continue;
+      json_object *b = json_object_new_object();
+      json_object_object_add(b, "type",
+                             json_object_new_string("redacted_thinking"));
+      json_object_object_add(b, "data", json_object_new_string(data));
+      json_object_array_add(blocks, b);
+    } else if (strcmp(type, "thinking") == 0) {
       /* The API verifies thinking by its signature: thinking without one
        * (cut short, or from another provider) cannot go back. */
       const char *sig = atl_provider_str(p, "signature"),
@@ -172,6 +183,12 @@ static int request(const atl_provider_cfg_t *cfg, const char *model,
   atl_sb_adds(&b, ",\"max_tokens\":");
   atl_sb_adds(&b, num);
   atl_sb_adds(&b, ",\"stream\":true");
+  if (cfg->thinking_budget > 0) {
+    snprintf(num, sizeof(num), "%u", cfg->thinking_budget);
+    atl_sb_adds(&b, ",\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":");
+    atl_sb_adds(&b, num);
+    atl_sb_adds(&b, "}");
+  }
   if (system != NULL) {
     atl_sb_adds(&b, ",\"system\":");
     atl_sb_json_string(&b, system);
@@ -185,7 +202,15 @@ static int request(const atl_provider_cfg_t *cfg, const char *model,
   atl_sb_adds(&b, "]}");
   if (asprintf(&out->url, "%s/v1/messages", cfg->base_url) < 0)
     out->url = NULL;
-  return atl_provider_req_finish(out, &b, "anthropic-version: 2023-06-01",
+  /* With thinking on, Claude 4 may also think between tool calls
+   * (interleaved thinking, a beta the header turns on): every thinking
+   * block goes back where it came (see model_blocks). */
+  static const char *const plain[] = {"anthropic-version: 2023-06-01", NULL};
+  static const char *const thinking[] = {
+      "anthropic-version: 2023-06-01",
+      "anthropic-beta: interleaved-thinking-2025-05-14", NULL};
+  return atl_provider_req_finish(out, &b,
+                                 cfg->thinking_budget > 0 ? thinking : plain,
                                  "x-api-key: ", cfg->api_key);
 }
 
@@ -194,14 +219,13 @@ enum { BLOCK_NONE, BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL, BLOCK_OTHER };
 
 typedef struct {
   unsigned char kind;
-  size_t call; /* the call slot of a tool_use block */
+  size_t slot; /* the call of a tool_use block, the thought of a thinking one */
 } block_t;
 
 typedef struct {
   block_t *blocks;
   size_t n_blocks;
-  size_t n_calls;    /* tool_use blocks seen so far */
-  int64_t sig_block; /* the block the signature so far belongs to */
+  size_t n_calls; /* tool_use blocks seen so far */
 } state_t;
 
 /* Content blocks per answer are few; this bounds what a broken stream
@@ -209,12 +233,8 @@ typedef struct {
 #define MAX_BLOCKS 1024
 
 static state_t *state_of(atl_turn_t *t) {
-  if (t->priv == NULL) {
-    state_t *st = calloc(1, sizeof(*st));
-    if (st != NULL)
-      st->sig_block = -1;
-    t->priv = st;
-  }
+  if (t->priv == NULL)
+    t->priv = calloc(1, sizeof(state_t));
   return t->priv;
 }
 
@@ -250,18 +270,33 @@ static int block_start(atl_turn_t *t, state_t *st, json_object *ev) {
     const char *text = atl_provider_str(cb, "text");
     if (text != NULL)
       return atl_turn_text(t, text, strlen(text));
-  } else if (strcmp(type, "thinking") == 0) {
+  } else if (strcmp(type, "thinking") == 0 ||
+             strcmp(type, "redacted_thinking") == 0) {
+    /* Every thinking block is kept apart, with its own signature, and
+     * redacted ones with their data: the API wants them all back as they
+     * came, in their places among the text and the calls. */
+    atl_turn_thought_t *th = atl_turn_thought(t, 1);
+    if (th == NULL)
+      return atl_turn_fail(t, "too many thinking blocks");
+    b->slot = t->n_thoughts - 1;
+    if (type[0] == 'r') {
+      const char *data = atl_provider_str(cb, "data");
+      b->kind = BLOCK_OTHER;
+      th->redacted = strdup(data ? data : "");
+      return th->redacted ? 0 : ATL_ENOMEM;
+    }
     b->kind = BLOCK_THINKING;
     const char *text = atl_provider_str(cb, "thinking");
-    if (text != NULL)
-      return atl_turn_thinking(t, text, strlen(text));
+    if (text != NULL && text[0] != '\0' &&
+        atl_turn_thought_text(th, text, strlen(text)) != 0)
+      return ATL_ENOMEM;
   } else if (strcmp(type, "tool_use") == 0) {
     /* Calls take slots in the order their blocks appear, whatever the
      * indexes of the text and thinking blocks around them. The block's
      * "input" is always {} here: the arguments come as deltas. */
     b->kind = BLOCK_TOOL;
-    b->call = st->n_calls++;
-    atl_turn_call_t *c = atl_turn_call(t, b->call);
+    b->slot = st->n_calls++;
+    atl_turn_call_t *c = atl_turn_call(t, b->slot);
     if (c == NULL)
       return atl_turn_fail(t, "too many tool calls");
     const char *id = atl_provider_str(cb, "id"),
@@ -273,8 +308,8 @@ static int block_start(atl_turn_t *t, state_t *st, json_object *ev) {
     if (c->id == NULL || c->name == NULL)
       return ATL_ENOMEM;
   } else {
-    /* Server tools, redacted thinking and whatever comes later: nothing
-     * the loop can act on. */
+    /* Server tools and whatever comes later: nothing the loop can act
+     * on. */
     b->kind = BLOCK_OTHER;
   }
   return 0;
@@ -297,30 +332,21 @@ static int block_delta(atl_turn_t *t, state_t *st, json_object *ev) {
     const char *s = atl_provider_str(delta, "text");
     return s ? atl_turn_text(t, s, strlen(s)) : 0;
   }
-  if (strcmp(type, "thinking_delta") == 0) {
-    const char *s = atl_provider_str(delta, "thinking");
-    return s ? atl_turn_thinking(t, s, strlen(s)) : 0;
-  }
-  if (strcmp(type, "signature_delta") == 0) {
-    const char *s = atl_provider_str(delta, "signature");
+  if (strcmp(type, "thinking_delta") == 0 ||
+      strcmp(type, "signature_delta") == 0) {
+    if (b->kind != BLOCK_THINKING)
+      return atl_turn_fail(t,
+                           "%s for content block %lld, not a thinking "
+                           "block",
+                           type, (long long)i);
+    atl_turn_thought_t *th = &t->thoughts[b->slot];
+    const char *s =
+        atl_provider_str(delta, type[0] == 't' ? "thinking" : "signature");
     if (s == NULL)
       return 0;
-    /* One signature per thinking block, in one delta as the API sends it
-     * today; pieces of one block's signature are joined, while a later
-     * block's replaces it (the turn keeps one). */
-    char *sig = NULL;
-    if (st->sig_block == i && t->thinking_signature != NULL) {
-      if (asprintf(&sig, "%s%s", t->thinking_signature, s) < 0)
-        sig = NULL;
-    } else {
-      sig = strdup(s);
-    }
-    if (sig == NULL)
-      return ATL_ENOMEM;
-    free(t->thinking_signature);
-    t->thinking_signature = sig;
-    st->sig_block = i;
-    return 0;
+    /* A signature in pieces is joined, like the text. */
+    return type[0] == 't' ? atl_turn_thought_text(th, s, strlen(s))
+                          : atl_turn_thought_sign(th, s, strlen(s), 1);
   }
   if (strcmp(type, "input_json_delta") == 0) {
     const char *s = atl_provider_str(delta, "partial_json");
@@ -331,7 +357,7 @@ static int block_delta(atl_turn_t *t, state_t *st, json_object *ev) {
                            (long long)i);
     if (s == NULL || s[0] == '\0')
       return 0;
-    atl_turn_call_t *c = atl_turn_call(t, b->call);
+    atl_turn_call_t *c = atl_turn_call(t, b->slot);
     return c ? atl_turn_call_args(c, s, strlen(s)) : ATL_ENOMEM;
   }
   return 0; /* a delta type of a later API version */

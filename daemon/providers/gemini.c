@@ -598,9 +598,10 @@ static int add_part(atl_turn_t *t, json_object *part) {
     return 0;
   }
   if (sig != NULL) {
-    free(t->thinking_signature);
-    t->thinking_signature = strdup(sig);
-    if (t->thinking_signature == NULL)
+    /* A signature on a part that is no call belongs to the turn's
+     * reasoning (see model_parts); the newest one stands. */
+    atl_turn_thought_t *th = atl_turn_thought(t, 0);
+    if (th == NULL || atl_turn_thought_sign(th, sig, strlen(sig), 0) != 0)
       return ATL_ENOMEM;
   }
   if (json_object_object_get_ex(part, "text", &v) &&

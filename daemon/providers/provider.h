@@ -41,7 +41,8 @@ typedef struct {
   const char *base_url; /* e.g. "https://api.anthropic.com", no trailing / */
   const char *api_key;  /* read from api_key_env; may be NULL (local servers) */
   uint32_t max_tokens;  /* max output tokens per model call */
-  uint32_t timeout_ms;  /* per model call */
+  uint32_t thinking_budget; /* Anthropic's extended thinking; 0: off */
+  uint32_t timeout_ms;      /* per model call */
 } atl_provider_cfg_t;
 
 /* One HTTP request, owned by the caller: free it with atl_provider_req_free. */
@@ -62,15 +63,37 @@ typedef struct {
   char *signature;
 } atl_turn_call_t;
 
-/* One model turn, accumulated from the stream. */
+/* A block of the model's reasoning: its text (a summary, with some
+ * providers) and signature, or, for Anthropic's redacted_thinking, the
+ * opaque data. Both kinds must go back exactly as they came. */
 typedef struct {
   char *text;
   size_t text_len, text_cap;
-  char *thinking;
-  size_t thinking_len, thinking_cap;
-  char *thinking_signature;
+  char *signature;
+  size_t signature_len, signature_cap;
+  char *redacted; /* redacted_thinking's data, or NULL */
+} atl_turn_thought_t;
+
+/* The answer's parts in the order they came: a stretch of text
+ * (text[from, to)), a thought or a call (index). Anthropic refuses a
+ * tool-use turn whose thinking blocks come back reordered. */
+enum { ATL_TURN_TEXT = 1, ATL_TURN_THOUGHT, ATL_TURN_CALL };
+typedef struct {
+  unsigned char kind;
+  size_t index;
+  size_t from, to; /* ATL_TURN_TEXT; to is SIZE_MAX while it grows */
+} atl_turn_part_t;
+
+/* One model turn, accumulated from the stream. */
+typedef struct {
+  char *text; /* all of the answer's text, joined */
+  size_t text_len, text_cap;
+  atl_turn_thought_t *thoughts;
+  size_t n_thoughts;
   atl_turn_call_t *calls;
   size_t n_calls;
+  atl_turn_part_t *order;
+  size_t n_order, order_cap;
   int64_t input_tokens, output_tokens; /* -1: not reported */
   char *stop_reason;                   /* as the provider says it */
   int done;                            /* the stream's final event came */
@@ -83,18 +106,31 @@ typedef struct {
 
 void atl_turn_init(atl_turn_t *t);
 void atl_turn_free(atl_turn_t *t);
-/* Appends text (and reports it through on_text). 0 or ATL_ENOMEM. */
+/* Appends text (and reports it through on_text). 0 or ATL_ENOMEM. A
+ * stretch of text after another kind of part is a new text part. */
 int atl_turn_text(atl_turn_t *t, const char *s, size_t len);
+/* Appends reasoning text to the thought that came last, or to a new one
+ * when something else came after it. */
 int atl_turn_thinking(atl_turn_t *t, const char *s, size_t len);
-/* The call at index i, created (empty) if needed; NULL on ENOMEM or when i
- * is absurd (> 255). */
+/* A new thought (fresh 1), or the last one, made if there is none (fresh
+ * 0). NULL on ENOMEM or past 1024 thoughts. */
+atl_turn_thought_t *atl_turn_thought(atl_turn_t *t, int fresh);
+/* Appends to a thought's text. */
+int atl_turn_thought_text(atl_turn_thought_t *th, const char *s, size_t len);
+/* Appends to a thought's signature, or replaces it (append_to 0). */
+int atl_turn_thought_sign(atl_turn_thought_t *th, const char *s, size_t len,
+                          int append_to);
+/* The call at index i, created (empty) if needed, with the slots before
+ * it, each a part in index order; NULL on ENOMEM or when i is absurd
+ * (> 255). */
 atl_turn_call_t *atl_turn_call(atl_turn_t *t, size_t i);
 int atl_turn_call_args(atl_turn_call_t *c, const char *s, size_t len);
 /* Records a protocol error (printf-style); returns ATL_EPROTO. */
 int atl_turn_fail(atl_turn_t *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* The model message of the history for a finished turn: a new object. The
- * arguments of each call are parsed; a call whose arguments are not a JSON
+/* The model message of the history for a finished turn: a new object,
+ * its parts in the order they came. The arguments of each call are
+ * parsed; a call whose arguments are not a JSON
  * object is kept with "arguments": {} and "bad_arguments": "<the text>", so
  * that the loop can answer it with an error result. */
 json_object *atl_turn_message(const atl_turn_t *t);
@@ -200,11 +236,12 @@ int atl_provider_piece_of(const char *role, json_object *items,
 void atl_provider_body_reserve(atl_strbuf_t *b, const char *system,
                                const char *messages, const char *tools);
 /* Completes a request whose URL is set: moves body into out->body, adds
- * the Content-Type and Accept headers, extra_header if not NULL, and
+ * the Content-Type and Accept headers, the extra ones (a NULL-terminated
+ * list of at most 4, or NULL), and
  * key_prefix followed by api_key unless the key is NULL or empty. On an
  * allocation failure frees out and returns ATL_ENOMEM. */
 int atl_provider_req_finish(atl_provider_req_t *out, atl_strbuf_t *body,
-                            const char *extra_header, const char *key_prefix,
+                            const char *const *extra, const char *key_prefix,
                             const char *api_key);
 
 extern const atl_provider_ops_t atl_provider_openai;

@@ -230,13 +230,14 @@ void atl_provider_body_reserve(atl_strbuf_t *b, const char *system,
 }
 
 int atl_provider_req_finish(atl_provider_req_t *out, atl_strbuf_t *body,
-                            const char *extra_header, const char *key_prefix,
+                            const char *const *extra, const char *key_prefix,
                             const char *api_key) {
   size_t h = 0;
   out->headers[h++] = strdup("Content-Type: application/json");
   out->headers[h++] = strdup("Accept: text/event-stream");
-  if (extra_header != NULL)
-    out->headers[h++] = strdup(extra_header);
+  /* Up to 4 more, leaving room for the key and the list's NULL. */
+  for (size_t i = 0; extra != NULL && extra[i] != NULL && i < 4; i++)
+    out->headers[h++] = strdup(extra[i]);
   int bad = 0;
   for (size_t i = 0; i < h; i++)
     bad |= out->headers[i] == NULL;

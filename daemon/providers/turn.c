@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,13 @@ void atl_turn_init(atl_turn_t *t) {
 
 void atl_turn_free(atl_turn_t *t) {
   free(t->text);
-  free(t->thinking);
-  free(t->thinking_signature);
+  for (size_t i = 0; i < t->n_thoughts; i++) {
+    free(t->thoughts[i].text);
+    free(t->thoughts[i].signature);
+    free(t->thoughts[i].redacted);
+  }
+  free(t->thoughts);
+  free(t->order);
   for (size_t i = 0; i < t->n_calls; i++) {
     free(t->calls[i].id);
     free(t->calls[i].name);
@@ -60,18 +66,84 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s,
   return 0;
 }
 
+/* Parts are few (a text, some thoughts, the calls); this bounds what a
+ * broken stream can make us allocate. */
+#define MAX_PARTS 2048
+#define MAX_THOUGHTS 1024
+
+static atl_turn_part_t *last_part(atl_turn_t *t) {
+  return t->n_order ? &t->order[t->n_order - 1] : NULL;
+}
+
+/* Adds a part, closing the text part before it. */
+static int add_part(atl_turn_t *t, unsigned char kind, size_t index) {
+  if (t->n_order >= MAX_PARTS)
+    return ATL_ENOMEM;
+  if (t->n_order == t->order_cap) {
+    size_t cap = t->order_cap ? 2 * t->order_cap : 8;
+    atl_turn_part_t *o = realloc(t->order, cap * sizeof(*o));
+    if (o == NULL)
+      return ATL_ENOMEM;
+    t->order = o;
+    t->order_cap = cap;
+  }
+  atl_turn_part_t *prev = last_part(t);
+  if (prev != NULL && prev->kind == ATL_TURN_TEXT && prev->to == SIZE_MAX)
+    prev->to = t->text_len;
+  t->order[t->n_order++] = (atl_turn_part_t){
+      .kind = kind, .index = index, .from = t->text_len, .to = SIZE_MAX};
+  return 0;
+}
+
 int atl_turn_text(atl_turn_t *t, const char *s, size_t len) {
   if (len == 0)
     return 0;
-  int rc = append(&t->text, &t->text_len, &t->text_cap, s, len);
+  atl_turn_part_t *last = last_part(t);
+  int rc = 0;
+  if (last == NULL || last->kind != ATL_TURN_TEXT)
+    rc = add_part(t, ATL_TURN_TEXT, 0);
+  if (rc == 0)
+    rc = append(&t->text, &t->text_len, &t->text_cap, s, len);
   if (rc == 0 && t->on_text != NULL)
     t->on_text(s, len, t->user);
   return rc;
 }
 
+atl_turn_thought_t *atl_turn_thought(atl_turn_t *t, int fresh) {
+  if (!fresh && t->n_thoughts > 0)
+    return &t->thoughts[t->n_thoughts - 1];
+  if (t->n_thoughts >= MAX_THOUGHTS)
+    return NULL;
+  atl_turn_thought_t *th =
+      realloc(t->thoughts, (t->n_thoughts + 1) * sizeof(*th));
+  if (th == NULL)
+    return NULL;
+  t->thoughts = th;
+  memset(&th[t->n_thoughts], 0, sizeof(*th));
+  if (add_part(t, ATL_TURN_THOUGHT, t->n_thoughts) != 0)
+    return NULL;
+  return &t->thoughts[t->n_thoughts++];
+}
+
+int atl_turn_thought_text(atl_turn_thought_t *th, const char *s, size_t len) {
+  return len ? append(&th->text, &th->text_len, &th->text_cap, s, len) : 0;
+}
+
 int atl_turn_thinking(atl_turn_t *t, const char *s, size_t len) {
-  return len ? append(&t->thinking, &t->thinking_len, &t->thinking_cap, s, len)
-             : 0;
+  if (len == 0)
+    return 0;
+  atl_turn_part_t *last = last_part(t);
+  int open = last != NULL && last->kind == ATL_TURN_THOUGHT &&
+             t->thoughts[last->index].redacted == NULL;
+  atl_turn_thought_t *th = atl_turn_thought(t, !open);
+  return th ? atl_turn_thought_text(th, s, len) : ATL_ENOMEM;
+}
+
+int atl_turn_thought_sign(atl_turn_thought_t *th, const char *s, size_t len,
+                          int append_to) {
+  if (!append_to)
+    th->signature_len = 0;
+  return append(&th->signature, &th->signature_len, &th->signature_cap, s, len);
 }
 
 atl_turn_call_t *atl_turn_call(atl_turn_t *t, size_t i) {
@@ -83,6 +155,9 @@ atl_turn_call_t *atl_turn_call(atl_turn_t *t, size_t i) {
       return NULL;
     memset(c + t->n_calls, 0, (i + 1 - t->n_calls) * sizeof(*c));
     t->calls = c;
+    for (size_t k = t->n_calls; k <= i; k++)
+      if (add_part(t, ATL_TURN_CALL, k) != 0)
+        return NULL;
     t->n_calls = i + 1;
   }
   return &t->calls[i];
@@ -103,51 +178,69 @@ int atl_turn_fail(atl_turn_t *t, const char *fmt, ...) {
   return ATL_EPROTO;
 }
 
+static json_object *thought_part(const atl_turn_thought_t *th) {
+  json_object *p = json_object_new_object();
+  if (th->redacted != NULL) {
+    json_object_object_add(p, "type",
+                           json_object_new_string("redacted_thinking"));
+    json_object_object_add(p, "data", json_object_new_string(th->redacted));
+    return p;
+  }
+  json_object_object_add(p, "type", json_object_new_string("thinking"));
+  json_object_object_add(
+      p, "text",
+      json_object_new_string_len(th->text ? th->text : "", (int)th->text_len));
+  if (th->signature != NULL)
+    json_object_object_add(p, "signature",
+                           json_object_new_string(th->signature));
+  return p;
+}
+
+static json_object *call_part(const atl_turn_call_t *c) {
+  json_object *p = json_object_new_object();
+  json_object_object_add(p, "type", json_object_new_string("tool_call"));
+  json_object_object_add(p, "id", json_object_new_string(c->id ? c->id : ""));
+  json_object_object_add(p, "name", json_object_new_string(c->name));
+  /* No arguments at all is an empty object (a tool without parameters);
+   * anything else must parse as one. */
+  json_object *args =
+      c->args_len ? json_tokener_parse(c->args) : json_object_new_object();
+  if (args == NULL || !json_object_is_type(args, json_type_object)) {
+    json_object_put(args);
+    json_object_object_add(p, "arguments", json_object_new_object());
+    json_object_object_add(p, "bad_arguments",
+                           json_object_new_string(c->args ? c->args : ""));
+  } else {
+    json_object_object_add(p, "arguments", args);
+  }
+  if (c->signature != NULL)
+    json_object_object_add(p, "signature",
+                           json_object_new_string(c->signature));
+  return p;
+}
+
 json_object *atl_turn_message(const atl_turn_t *t) {
   json_object *msg = json_object_new_object();
   json_object_object_add(msg, "role", json_object_new_string("model"));
   json_object *parts = json_object_new_array();
-  if (t->thinking_len > 0 || t->thinking_signature != NULL) {
-    json_object *p = json_object_new_object();
-    json_object_object_add(p, "type", json_object_new_string("thinking"));
-    json_object_object_add(
-        p, "text", json_object_new_string(t->thinking ? t->thinking : ""));
-    if (t->thinking_signature != NULL)
-      json_object_object_add(p, "signature",
-                             json_object_new_string(t->thinking_signature));
-    json_object_array_add(parts, p);
-  }
-  if (t->text_len > 0) {
-    json_object *p = json_object_new_object();
-    json_object_object_add(p, "type", json_object_new_string("text"));
-    json_object_object_add(
-        p, "text", json_object_new_string_len(t->text, (int)t->text_len));
-    json_object_array_add(parts, p);
-  }
-  for (size_t i = 0; i < t->n_calls; i++) {
-    const atl_turn_call_t *c = &t->calls[i];
-    if (c->name == NULL)
-      continue; /* an index the stream skipped */
-    json_object *p = json_object_new_object();
-    json_object_object_add(p, "type", json_object_new_string("tool_call"));
-    json_object_object_add(p, "id", json_object_new_string(c->id ? c->id : ""));
-    json_object_object_add(p, "name", json_object_new_string(c->name));
-    /* No arguments at all is an empty object (a tool without parameters);
-     * anything else must parse as one. */
-    json_object *args =
-        c->args_len ? json_tokener_parse(c->args) : json_object_new_object();
-    if (args == NULL || !json_object_is_type(args, json_type_object)) {
-      json_object_put(args);
-      json_object_object_add(p, "arguments", json_object_new_object());
-      json_object_object_add(p, "bad_arguments",
-                             json_object_new_string(c->args ? c->args : ""));
-    } else {
-      json_object_object_add(p, "arguments", args);
+  for (size_t i = 0; i < t->n_order; i++) {
+    const atl_turn_part_t *o = &t->order[i];
+    if (o->kind == ATL_TURN_TEXT) {
+      size_t to = o->to == SIZE_MAX ? t->text_len : o->to;
+      if (to <= o->from)
+        continue;
+      json_object *p = json_object_new_object();
+      json_object_object_add(p, "type", json_object_new_string("text"));
+      json_object_object_add(
+          p, "text",
+          json_object_new_string_len(t->text + o->from, (int)(to - o->from)));
+      json_object_array_add(parts, p);
+    } else if (o->kind == ATL_TURN_THOUGHT) {
+      json_object_array_add(parts, thought_part(&t->thoughts[o->index]));
+    } else if (t->calls[o->index].name != NULL) {
+      /* (A call slot without a name is an index the stream skipped.) */
+      json_object_array_add(parts, call_part(&t->calls[o->index]));
     }
-    if (c->signature != NULL)
-      json_object_object_add(p, "signature",
-                             json_object_new_string(c->signature));
-    json_object_array_add(parts, p);
   }
   json_object_object_add(msg, "parts", parts);
   if (t->input_tokens >= 0 || t->output_tokens >= 0) {

@@ -70,7 +70,7 @@ TURN_KEYS = {
     "thought_signature": str, "usage": dict, "status": int,
     "error_message": str, "retry_after": (int, float), "truncate": bool,
     "malformed": bool, "delay_ms": (int, float), "hang": bool,
-    "stop_reason": str, "comment": str,
+    "stop_reason": str, "comment": str, "anthropic_content": list,
 }
 
 
@@ -97,6 +97,12 @@ def check_turn(turn, where):
             return f"{where}.tool_calls[{i}].arguments: must be an object"
         if "id" in call and not isinstance(call["id"], str):
             return f"{where}.tool_calls[{i}].id: must be a string"
+    for i, block in enumerate(turn.get("anthropic_content", [])):
+        if not (isinstance(block, dict) and len(block) == 1 and
+                next(iter(block)) in ("thinking", "redacted_thinking", "text") and
+                isinstance(next(iter(block.values())), str)):
+            return (f"{where}.anthropic_content[{i}]: must be one of "
+                    '{"thinking": str}, {"redacted_thinking": str}, {"text": str}')
     usage = turn.get("usage", {})
     for k in ("input", "output"):
         if k in usage and (isinstance(usage[k], bool) or not isinstance(usage[k], int)):
@@ -120,6 +126,10 @@ class State:
         self.turns = []
         self.requests = []
         self.counter = 0
+        # Anthropic: the thinking and redacted_thinking blocks of each
+        # answer that called tools, by the calls' ids, to check that they
+        # come back unmodified and in order, as the real API does.
+        self.anthropic_thoughts = {}
         self.stopping = threading.Event()
 
     def next_id(self):
@@ -184,8 +194,47 @@ class Reply:
         self.stop_reason = turn.get("stop_reason")
 
     def signature(self):
-        digest = hashlib.sha256(("fake-llm:" + (self.thinking or "")).encode()).digest()
-        return base64.b64encode(b"fake-llm-signature:" + digest).decode()
+        return thinking_signature(self.thinking or "")
+
+    def anthropic_content(self):
+        """The content blocks before the tool calls, in order: the turn's
+        anthropic_content, else its thinking and text."""
+        blocks = []
+        if "anthropic_content" in self.turn:
+            for b in self.turn["anthropic_content"]:
+                (kind, value), = b.items()
+                if kind == "thinking":
+                    blocks.append({"type": "thinking", "thinking": value,
+                                   "signature": thinking_signature(value)})
+                elif kind == "redacted_thinking":
+                    blocks.append({"type": "redacted_thinking", "data": value})
+                else:
+                    blocks.append({"type": "text", "text": value, "citations": None})
+            return blocks
+        if self.thinking is not None:
+            blocks.append({"type": "thinking", "thinking": self.thinking,
+                           "signature": self.signature()})
+        if self.text is not None and (self.text or not self.calls):
+            blocks.append({"type": "text", "text": self.text, "citations": None})
+        return blocks
+
+
+def thinking_signature(text):
+    """The fake's signature of a thinking text: checkable without state."""
+    digest = hashlib.sha256(("fake-llm:" + text).encode()).digest()
+    return base64.b64encode(b"fake-llm-signature:" + digest).decode()
+
+
+def thought_blocks(content):
+    """The thinking and redacted_thinking blocks of a content list, as they
+    must come back."""
+    out = []
+    for b in content:
+        if b.get("type") == "thinking":
+            out.append(("thinking", b.get("thinking"), b.get("signature")))
+        elif b.get("type") == "redacted_thinking":
+            out.append(("redacted_thinking", b.get("data")))
+    return out
 
 
 def dumps(obj):
@@ -214,8 +263,10 @@ def anthropic_error_type(status):
     return "api_error" if status >= 500 else "invalid_request_error"
 
 
-def anthropic_validate(headers, body):
-    """Returns (status, message) for a request the real API rejects."""
+def anthropic_validate(headers, body, thoughts=None):
+    """Returns (status, message) for a request the real API rejects.
+    thoughts: the thinking blocks of the fake's answers that called tools,
+    by call id (State.anthropic_thoughts)."""
     if not isinstance(body, dict):
         return 400, "Input should be a valid dictionary"
     if "model" not in body:
@@ -273,6 +324,24 @@ def anthropic_validate(headers, body):
         return [b.get(key) for b in m["content"] if b.get("type") == kind]
 
     for i, m in enumerate(msgs):
+        if m["role"] != "assistant" or not isinstance(m["content"], list):
+            continue
+        for j, block in enumerate(m["content"]):
+            if block.get("type") == "thinking" and (
+                    not isinstance(block.get("thinking"), str) or
+                    block.get("signature") != thinking_signature(block["thinking"])):
+                return 400, (f"messages.{i}.content.{j}: Invalid `signature` in "
+                             "`thinking` block")
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+            for call_id in blocks(m, "tool_use", "id"):
+                want = (thoughts or {}).get(call_id)
+                if want is not None and thought_blocks(m["content"]) != want:
+                    return 400, (f"messages.{i}.content: the `thinking` and "
+                                 "`redacted_thinking` blocks of an assistant message "
+                                 "with `tool_use` must be passed back unmodified and "
+                                 "in their original order")
+
+    for i, m in enumerate(msgs):
         if m["role"] == "assistant":
             ids = blocks(m, "tool_use", "id")
             if not ids:
@@ -309,12 +378,7 @@ def anthropic_stop_reason(reply):
 
 
 def anthropic_message(reply, model, msg_id):
-    content = []
-    if reply.thinking is not None:
-        content.append({"type": "thinking", "thinking": reply.thinking,
-                        "signature": reply.signature()})
-    if reply.text is not None and (reply.text or not reply.calls):
-        content.append({"type": "text", "text": reply.text, "citations": None})
+    content = reply.anthropic_content()
     for c in reply.calls:
         content.append({"type": "tool_use", "id": c["id"], "name": c["name"],
                         "input": c["arguments"], "caller": {"type": "direct"}})
@@ -350,14 +414,19 @@ def anthropic_events(reply, model, msg_id):
         ev.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
 
-    if reply.thinking is not None:
-        deltas = [{"type": "thinking_delta", "thinking": p}
-                  for p in split_text(reply.thinking, reply.chunks)]
-        deltas.append({"type": "signature_delta", "signature": reply.signature()})
-        block({"type": "thinking", "thinking": "", "signature": ""}, deltas)
-    if reply.text is not None and (reply.text or not reply.calls):
-        block({"type": "text", "text": "", "citations": None},
-              [{"type": "text_delta", "text": p} for p in split_text(reply.text, reply.chunks)])
+    for b in reply.anthropic_content():
+        if b["type"] == "thinking":
+            deltas = [{"type": "thinking_delta", "thinking": p}
+                      for p in split_text(b["thinking"], reply.chunks)]
+            deltas.append({"type": "signature_delta", "signature": b["signature"]})
+            block({"type": "thinking", "thinking": "", "signature": ""}, deltas)
+        elif b["type"] == "redacted_thinking":
+            # Redacted thinking comes whole, in its start event.
+            block(b, [])
+        else:
+            block({"type": "text", "text": "", "citations": None},
+                  [{"type": "text_delta", "text": p}
+                   for p in split_text(b["text"], reply.chunks)])
     for c in reply.calls:
         # The real API opens a tool input with an empty fragment.
         pieces = [""] + split_text(c["json"], reply.chunks)
@@ -889,6 +958,7 @@ class Handler(BaseHTTPRequestHandler):
             with state.lock:
                 state.turns.clear()
                 state.requests.clear()
+                state.anthropic_thoughts.clear()
             return self.send_json(200, {"ok": True})
         if path == "/_fake/script" and self.command == "POST":
             try:
@@ -994,7 +1064,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.anthropic_error(400, "There was an issue with your request body: "
                                         "it is not valid JSON")
         body = entry["body"]
-        err = anthropic_validate(self.headers, body)
+        with self.server.state.lock:
+            thoughts = dict(self.server.state.anthropic_thoughts)
+        err = anthropic_validate(self.headers, body, thoughts)
         if err:
             return self.anthropic_error(*err)
         stream = body.get("stream") is True
@@ -1006,6 +1078,11 @@ class Handler(BaseHTTPRequestHandler):
         n = self.server.state.next_id()
         reply = Reply(turn, self.server.state, "toolu_fake_", body)
         msg_id = f"msg_fake_{n}"
+        kept = thought_blocks(reply.anthropic_content())
+        if reply.calls and kept:
+            with self.server.state.lock:
+                for c in reply.calls:
+                    self.server.state.anthropic_thoughts[c["id"]] = kept
         rid = {"request-id": f"req_fake_{n}"}
         if not stream:
             return self.send_document(turn, anthropic_message(reply, body["model"], msg_id), rid)

@@ -390,6 +390,39 @@ async function anthropicSuite(Anthropic, label) {
     assert.equal(req.body.messages[1].content[0].signature, final.content[0].signature);
   });
 
+  await check('anthropic: interleaved and redacted thinking parsed in order, accepted back as is', async () => {
+    await reset();
+    await script([{
+      anthropic_content: [{ thinking: 'First.' }, { text: 'Looking.' },
+        { redacted_thinking: 'EmwKAhgBEgy3va3pzix' }, { thinking: 'Then.' }],
+      tool_calls: CALLS.slice(0, 1),
+    }]);
+    const think = { type: 'enabled', budget_tokens: 1024 };
+    const m = await anthropic.messages.stream({ model, max_tokens: 2048, messages: [user], tools, thinking: think })
+      .finalMessage();
+    assert.deepEqual(m.content.map((b) => b.type),
+      ['thinking', 'text', 'redacted_thinking', 'thinking', 'tool_use']);
+    assert.equal(m.content[2].data, 'EmwKAhgBEgy3va3pzix');
+    assert.ok(m.content[0].signature && m.content[3].signature &&
+      m.content[0].signature !== m.content[3].signature, 'a signature per block');
+    const answer = [{ type: 'tool_result', tool_use_id: m.content[4].id, content: 'ok' }];
+    await script([{ text: 'Seen.' }]);
+    const r = await anthropic.messages.create({
+      model, max_tokens: 2048, tools, thinking: think,
+      messages: [user, { role: 'assistant', content: m.content }, { role: 'user', content: answer }],
+    });
+    assert.equal(r.content[0].text, 'Seen.');
+    await script([{ text: 'must not be used' }]);
+    const e = await rejects(() => anthropic.messages.create({
+      model, max_tokens: 2048, tools, thinking: think,
+      messages: [user, { role: 'assistant', content: m.content.filter((b) => b.type !== 'redacted_thinking') },
+        { role: 'user', content: answer }],
+    }));
+    assert.ok(e instanceof Anthropic.BadRequestError, `got ${e.constructor.name}: ${e.message}`);
+    assert.match(e.message, /unmodified and in their original order/);
+    assert.equal(await queued(), 1);
+  });
+
   await check('anthropic: tool results missing -> BadRequestError 400, no turn taken', async () => {
     await script([{ text: 'must not be used' }]);
     const e = await rejects(() => anthropic.messages.create({

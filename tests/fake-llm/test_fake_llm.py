@@ -429,6 +429,56 @@ def check_anthropic_shapes(fake):
     expect(md["usage"]["output_tokens"] > 0, "usage.output_tokens")
 
 
+def check_anthropic_thinking_round_trip(fake):
+    """anthropic_content: blocks in order; thinking comes back verified."""
+    fake.reset()
+    content = [{"thinking": "first"}, {"text": "looking"},
+               {"redacted_thinking": "EmwKAhgB"}, {"thinking": "then"}]
+    fake.script({"anthropic_content": content, "tool_calls": CALLS[:1]})
+    think = dict(ANT_BODY, max_tokens=4096,
+                 thinking={"type": "enabled", "budget_tokens": 1024})
+    st, _, data, exc = stream_raw(fake, "/v1/messages", dict(think, stream=True), ANT_H)
+    expect(exc is None and st == 200, f"stream {st} {exc!r}")
+    docs = [json.loads(d) for _, d in sse_events(data)]
+    starts = [d["content_block"] for d in docs if d["type"] == "content_block_start"]
+    expect_eq([b["type"] for b in starts],
+              ["thinking", "text", "redacted_thinking", "thinking", "tool_use"], "order")
+    expect_eq(starts[2]["data"], "EmwKAhgB", "redacted data in its start event")
+    sigs = [d["delta"]["signature"] for d in docs if d["type"] == "content_block_delta"
+            and d["delta"]["type"] == "signature_delta"]
+    expect(len(sigs) == 2 and sigs[0] != sigs[1], f"one signature per block: {sigs}")
+    call_id = starts[4]["id"]
+    blocks = [{"type": "thinking", "thinking": "first", "signature": sigs[0]},
+              {"type": "text", "text": "looking"},
+              {"type": "redacted_thinking", "data": "EmwKAhgB"},
+              {"type": "thinking", "thinking": "then", "signature": sigs[1]},
+              {"type": "tool_use", "id": call_id, "name": CALLS[0]["name"],
+               "input": CALLS[0]["arguments"]}]
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id,
+                                           "content": "ok"}]}
+
+    def history(assistant):
+        return dict(think, messages=[USER_A, {"role": "assistant", "content": assistant},
+                                     result])
+    # Dropped, reordered or altered: refused as the real API refuses them.
+    expect_error(fake, "POST", "/v1/messages", history(blocks[:2] + blocks[3:]), ANT_H, 400,
+                 ant_err("invalid_request_error", "unmodified and in their original order"))
+    expect_error(fake, "POST", "/v1/messages",
+                 history([blocks[3], blocks[1], blocks[2], blocks[0], blocks[4]]), ANT_H, 400,
+                 ant_err("invalid_request_error", "original order"))
+    altered = [dict(blocks[0], thinking="first!")] + blocks[1:]
+    expect_error(fake, "POST", "/v1/messages", history(altered), ANT_H, 400,
+                 ant_err("invalid_request_error", "Invalid `signature`"))
+    fake.script({"text": "done"}, {"text": "done"})
+    st, _, doc = fake.json("POST", "/v1/messages", history(blocks), ANT_H)
+    expect_eq((st, doc["content"][0]["text"]), (200, "done"), "as it came: accepted")
+    # Without thinking enabled, earlier thinking is not required back.
+    st, _, _ = fake.json("POST", "/v1/messages",
+                         dict(history(blocks[1:2] + blocks[4:]), thinking=None,
+                              max_tokens=64), ANT_H)
+    expect_eq(st, 200, "thinking off: accepted without the blocks")
+
+
 def check_openai_shapes(fake):
     fake.reset()
     fake.script({"text": "Hello"}, {"text": "abcdef", "tool_calls": CALLS, "chunks": 3},
@@ -871,6 +921,8 @@ def main():
         ("gemini: functionCall without functionResponse rejected, answered accepted",
          check_gemini_tool_pairing),
         ("anthropic: message and stream shapes, fragmented tool input", check_anthropic_shapes),
+        ("anthropic: interleaved thinking blocks in order, passed back verified",
+         check_anthropic_thinking_round_trip),
         ("openai: completion and chunk shapes, tool call fragments, usage chunk",
          check_openai_shapes),
         ("openai/anthropic: GET /v1/models", check_openai_models),

@@ -24,7 +24,7 @@ sources() {
     jsonrpc) echo daemon/jsonrpc.c daemon/util.c ;;
     schema) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c daemon/util.c ;;
     config) echo daemon/config.c daemon/config_provider.c daemon/log.c daemon/util.c ;;
-    stream) echo daemon/agent/sse.c daemon/providers/turn.c \
+    stream) echo daemon/agent/sse.c daemon/providers/turn.c daemon/providers/request.c \
       daemon/providers/openai.c daemon/providers/anthropic.c \
       daemon/providers/gemini.c ;;
     scene) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c \

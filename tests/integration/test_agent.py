@@ -522,6 +522,72 @@ def _(ctx):
     assert images[0]["source"]["data"].startswith("iVBORw0KGgo"), images
 
 
+@check("anthropic: extended, interleaved and redacted thinking goes back block for block")
+def _(ctx):
+    fake = ctx["fake"]
+    d = Daemon("thinking", provider_conf(fake.url, "anthropic") +
+               "max_tokens = 4096\nthinking_budget = 1024\n",
+               env={"FAKE_LLM_KEY": KEY})
+    try:
+        content = [{"thinking": "First."}, {"text": "Looking. "},
+                   {"redacted_thinking": "EmwKAhgBEgy3va3pzix"},
+                   {"thinking": "Then."}]
+        fake.script([{"anthropic_content": content, "tool_calls": [
+            {"name": "echo", "arguments": {"text": "x"}}]},
+            {"anthropic_content": [{"thinking": "Done?"}, {"text": "Done."}]},
+            {"text": "Again."}])
+        sid = d.session()
+        ev = d.run(sid, "go")
+        # The fake refuses a follow-up whose thinking blocks were dropped,
+        # altered or moved (as the API does): the run got through.
+        assert ev[-1]["type"] == "run.completed", [
+            (e["type"], e["data"]) for e in ev if e["type"] != "text.delta"]
+        reqs = fake.requests()
+        first = reqs[0]
+        assert first["body"]["thinking"] == {"type": "enabled",
+                                             "budget_tokens": 1024}, first["body"]
+        assert first["headers"]["anthropic-beta"] == \
+            "interleaved-thinking-2025-05-14", first["headers"]
+        back = reqs[1]["body"]["messages"][1]["content"]
+        assert [b["type"] for b in back] == [
+            "thinking", "text", "redacted_thinking", "thinking", "tool_use"], back
+        assert back[2]["data"] == "EmwKAhgBEgy3va3pzix", back
+        # A daemon restart reads the same blocks back from the store.
+        d.kill()
+        d2 = Daemon("thinking", provider_conf(fake.url, "anthropic") +
+                    "max_tokens = 4096\nthinking_budget = 1024\n",
+                    env={"FAKE_LLM_KEY": KEY})
+        d = d2
+        ev = d.run(sid, "once more")
+        assert ev[-1]["type"] == "run.completed", types(ev)
+        again = fake.requests()[-1]["body"]["messages"]
+        assert again[1]["content"] == back, (again[1], back)
+    finally:
+        d.stop()
+
+
+@check("a thinking budget is checked against max_tokens and the provider type")
+def _(ctx):
+    path = os.path.join(TMP, "bad-thinking.conf")
+
+    def refused(conf_text, why):
+        with open(path, "w") as f:
+            f.write(conf_text)
+        r = subprocess.run([os.path.join(BUILDDIR, "atelierd"), "--foreground",
+                            "--config", path, "--socket-dir",
+                            os.path.join(TMP, "bad-run"), "--data-dir",
+                            os.path.join(TMP, "bad-data")],
+                           capture_output=True, text=True, timeout=20)
+        assert r.returncode == 2 and why in r.stderr, (conf_text, r.returncode,
+                                                       r.stderr)
+    anth = provider_conf("http://127.0.0.1:9", "anthropic")
+    refused(anth + "thinking_budget = 512\n", "between 1024 and 1000000")
+    refused(anth + "max_tokens = 2000\nthinking_budget = 2000\n",
+            "must be less than max_tokens")
+    refused(provider_conf("http://127.0.0.1:9", "gemini") +
+            "thinking_budget = 2048\n", "is for type = anthropic")
+
+
 @check("gemini: functionCall answered by functionResponse parts")
 def _(ctx):
     body = other_provider(ctx, "gemini")

@@ -565,7 +565,7 @@ Test(config, provider_errors) {
   expect_error("[provider.a]\ntype = openai\napi_key = sk-123\n", ATL_ECONFIG,
                "%s:3: unknown key 'api_key' in [provider.a] (known: type, "
                "base_url, api_key_env, models, cassette, timeout_ms, "
-               "max_tokens)");
+               "max_tokens, thinking_budget)");
   expect_error("[provider.Big Name]\ntype = openai\n", ATL_ECONFIG,
                "%s:1: [provider.Big Name]: a provider's name is 1 to 32 of "
                "a-z, 0-9, '_' and '-'");
@@ -580,4 +580,17 @@ Test(config, provider_errors) {
   expect_error("[agent]\nmax_turns = 0\n", ATL_ECONFIG,
                "%s:2: [agent] max_turns: expected a whole number of turns "
                "between 1 and 1000, got '0'");
+  expect_error("[provider.a]\ntype = anthropic\nthinking_budget = 100\n",
+               ATL_ECONFIG,
+               "%s:3: [provider.a] thinking_budget: expected 0 (no extended "
+               "thinking) or a whole number of tokens between 1024 and "
+               "1000000, got '100'");
+  expect_error("[provider.a]\ntype = anthropic\nthinking_budget = 4096\n",
+               ATL_ECONFIG,
+               "%s: [provider.a] thinking_budget (4096) must be less than "
+               "max_tokens (4096): the thinking counts against max_tokens");
+  expect_error("[provider.a]\ntype = openai\nthinking_budget = 2048\n",
+               ATL_ECONFIG,
+               "%s: [provider.a] thinking_budget is for type = anthropic "
+               "(Gemini thinks by default)");
 }

@@ -403,6 +403,127 @@ Test(anthropic, a_streamed_turn_with_thinking_and_parallel_calls) {
   atl_turn_free(&t);
 }
 
+/* Interleaved thinking (Claude 4): several thinking blocks in one answer,
+ * each with its own signature (one in two pieces), a redacted block among
+ * them, text between. The API refuses the next turn unless every block
+ * comes back as it came and where it came. */
+static const char *const ANTHROPIC_INTERLEAVED =
+    "event: message_start\n"
+    "data: {\"type\":\"message_start\",\"message\":{\"usage\":"
+    "{\"input_tokens\":9}}}\n\n"
+    "event: content_block_start\n"
+    "data: {\"type\":\"content_block_start\",\"index\":0,"
+    "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+    "{\"type\":\"thinking_delta\",\"thinking\":\"First.\"}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+    "{\"type\":\"signature_delta\",\"signature\":\"sigA\"}}\n\n"
+    "event: content_block_stop\n"
+    "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+    "event: content_block_start\n"
+    "data: {\"type\":\"content_block_start\",\"index\":1,"
+    "\"content_block\":{\"type\":\"text\",\"text\":\"Looking.\"}}\n\n"
+    "event: content_block_stop\n"
+    "data: {\"type\":\"content_block_stop\",\"index\":1}\n\n"
+    "event: content_block_start\n"
+    "data: {\"type\":\"content_block_start\",\"index\":2,"
+    "\"content_block\":{\"type\":\"redacted_thinking\",\"data\":"
+    "\"EmwKAhgBEgy3va3pzix\"}}\n\n"
+    "event: content_block_stop\n"
+    "data: {\"type\":\"content_block_stop\",\"index\":2}\n\n"
+    "event: content_block_start\n"
+    "data: {\"type\":\"content_block_start\",\"index\":3,"
+    "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":"
+    "{\"type\":\"thinking_delta\",\"thinking\":\"Then.\"}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":"
+    "{\"type\":\"signature_delta\",\"signature\":\"sigB1\"}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":"
+    "{\"type\":\"signature_delta\",\"signature\":\"sigB2\"}}\n\n"
+    "event: content_block_stop\n"
+    "data: {\"type\":\"content_block_stop\",\"index\":3}\n\n"
+    "event: content_block_start\n"
+    "data: {\"type\":\"content_block_start\",\"index\":4,"
+    "\"content_block\":{\"type\":\"tool_use\",\"id\":\"tu_1\",\"name\":"
+    "\"render\",\"input\":{}}}\n\n"
+    "event: content_block_stop\n"
+    "data: {\"type\":\"content_block_stop\",\"index\":4}\n\n"
+    "event: message_delta\n"
+    "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+    "\"tool_use\"},\"usage\":{\"output_tokens\":5}}\n\n"
+    "event: message_stop\n"
+    "data: {\"type\":\"message_stop\"}\n\n";
+
+Test(anthropic, interleaved_thinking_goes_back_block_for_block) {
+  atl_turn_t t;
+  atl_turn_init(&t);
+  feed_t f = {0};
+  cr_assert_eq(feed(&atl_provider_anthropic, &t, &f, ANTHROPIC_INTERLEAVED), 0);
+  cr_assert_null(t.error);
+  json_object *m = atl_turn_message(&t);
+  cr_assert_str_eq(
+      json_object_to_json_string_ext(json_object_object_get(m, "parts"),
+                                     JSON_C_TO_STRING_PLAIN),
+      "[{\"type\":\"thinking\",\"text\":\"First.\",\"signature\":\"sigA\"},"
+      "{\"type\":\"text\",\"text\":\"Looking.\"},"
+      "{\"type\":\"redacted_thinking\",\"data\":\"EmwKAhgBEgy3va3pzix\"},"
+      "{\"type\":\"thinking\",\"text\":\"Then.\",\"signature\":"
+      "\"sigB1sigB2\"},"
+      "{\"type\":\"tool_call\",\"id\":\"tu_1\",\"name\":\"render\","
+      "\"arguments\":{}}]");
+  /* And back to the API, in the next request. */
+  json_object *h = json_object_new_array();
+  json_object_array_add(h, parse("{\"role\":\"user\",\"parts\":[{\"type\":"
+                                 "\"text\",\"text\":\"go\"}]}"));
+  json_object_array_add(h, m);
+  atl_provider_cfg_t cfg = {.base_url = "http://h", .max_tokens = 10};
+  atl_provider_req_t req;
+  cr_assert_eq(atl_provider_build(&atl_provider_anthropic, &cfg, "m", NULL, h,
+                                  NULL, &req),
+               0);
+  cr_assert(strstr(req.body, "{\"role\":\"assistant\",\"content\":["
+                             "{\"type\":\"thinking\",\"thinking\":\"First.\","
+                             "\"signature\":\"sigA\"},"
+                             "{\"type\":\"text\",\"text\":\"Looking.\"},"
+                             "{\"type\":\"redacted_thinking\",\"data\":"
+                             "\"EmwKAhgBEgy3va3pzix\"},"
+                             "{\"type\":\"thinking\",\"thinking\":\"Then.\","
+                             "\"signature\":\"sigB1sigB2\"},"
+                             "{\"type\":\"tool_use\",\"id\":\"tu_1\",\"name\":"
+                             "\"render\",\"input\":{}}]}") != NULL,
+            "%s", req.body);
+  atl_provider_req_free(&req);
+  json_object_put(h);
+  atl_provider_anthropic.turn_free(&t);
+  atl_turn_free(&t);
+}
+
+/* A delta that does not fit its block is a protocol error, not a crash or
+ * a signature on the wrong block. */
+Test(anthropic, a_signature_for_a_text_block_is_an_error) {
+  atl_turn_t t;
+  atl_turn_init(&t);
+  feed_t f = {0};
+  cr_assert_eq(
+      feed(&atl_provider_anthropic, &t, &f,
+           "event: content_block_start\n"
+           "data: {\"type\":\"content_block_start\",\"index\":0,"
+           "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+           "event: content_block_delta\n"
+           "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+           "{\"type\":\"signature_delta\",\"signature\":\"x\"}}\n\n"),
+      1);
+  cr_assert_str_eq(t.error, "signature_delta for content block 0, not a "
+                            "thinking block");
+  atl_provider_anthropic.turn_free(&t);
+  atl_turn_free(&t);
+}
+
 Test(anthropic, broken_streams_are_errors) {
   atl_turn_t t;
   atl_turn_init(&t);
@@ -745,7 +866,7 @@ Test(gemini, a_streamed_turn_with_a_thought_signature_and_parallel_calls) {
   json_object_put(m);
   atl_turn_free(&t);
   /* An id Gemini gives is kept; a signature on a part without a call is
-   * the thinking's. */
+   * the thinking's, in the place it came. */
   atl_turn_init(&t);
   feed_t g = {0};
   cr_assert_eq(feed(&atl_provider_gemini, &t, &g,
@@ -758,9 +879,9 @@ Test(gemini, a_streamed_turn_with_a_thought_signature_and_parallel_calls) {
   m = atl_turn_message(&t);
   cr_assert_str_eq(
       json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN),
-      "{\"role\":\"model\",\"parts\":[{\"type\":\"thinking\",\"text\":"
-      "\"\",\"signature\":\"Cs0B\"},{\"type\":\"text\",\"text\":"
-      "\"Done.\"},{\"type\":\"tool_call\",\"id\":\"fc_1\",\"name\":"
+      "{\"role\":\"model\",\"parts\":[{\"type\":\"text\",\"text\":"
+      "\"Done.\"},{\"type\":\"thinking\",\"text\":\"\",\"signature\":"
+      "\"Cs0B\"},{\"type\":\"tool_call\",\"id\":\"fc_1\",\"name\":"
       "\"render\",\"arguments\":{}}],\"stop_reason\":\"STOP\"}");
   json_object_put(m);
   atl_turn_free(&t);
