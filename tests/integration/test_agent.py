@@ -367,6 +367,73 @@ def _(ctx):
         "backoff 1 s then 2 s (with jitter): %s" % gaps
 
 
+@check("a provider that hangs or is down: timeouts and refusals retried, then run.error")
+def _(ctx):
+    fake = ctx["fake"]
+    conf_text = provider_conf(fake.url, "openai").replace(
+        "timeout_ms = 5000", "timeout_ms = 1000")
+    d = Daemon("hang", conf_text, env={"FAKE_LLM_KEY": KEY})
+    try:
+        # A hang that ends after two tries: the third goes through.
+        fake.script([{"hang": True}, {"hang": True}, {"text": "late but here"}])
+        sid = d.session()
+        t0 = time.monotonic()
+        ev = d.run(sid, "hello", timeout=30)
+        took = time.monotonic() - t0
+        assert ev[-1]["type"] == "run.completed", [
+            (e["type"], e["data"]) for e in ev if e["type"] != "text.delta"]
+        # Two 1 s timeouts, then backoffs of about 1 s and 2 s.
+        assert 4.5 <= took < 9, took
+        # Hanging every time: the run ends, and says why.
+        fake.script([{"hang": True}] * 3)
+        ev = d.run(sid, "again", timeout=30)
+        assert ev[-1]["type"] == "run.error", types(ev)
+        assert "could not be reached" in ev[-1]["data"]["message"], ev[-1]
+        assert "timed out" in ev[-1]["data"]["message"].lower() or \
+            "timeout" in ev[-1]["data"]["message"].lower(), ev[-1]
+    finally:
+        d.stop()
+    # Nothing listening at all.
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = "http://127.0.0.1:%d" % s.getsockname()[1]
+    s.close()
+    d = Daemon("down", provider_conf(dead, "openai"), env={"FAKE_LLM_KEY": KEY})
+    try:
+        sid = d.session()
+        ev = d.run(sid, "hello", timeout=30)
+        assert ev[-1]["type"] == "run.error", types(ev)
+        msg = ev[-1]["data"]["message"]
+        assert "could not be reached" in msg, msg
+        assert d.history(sid)[-1]["role"] == "user", "the message is kept"
+    finally:
+        d.stop()
+
+
+@check("a tool that times out gives the model an error result, and the run goes on")
+def _(ctx):
+    fake = ctx["fake"]
+    d = Daemon("tooltimeout", provider_conf(fake.url, "openai"),
+               env={"FAKE_LLM_KEY": KEY})
+    try:
+        fake.script([{"tool_calls": [{"id": "slow", "name": "echo_sleep",
+                                      "arguments": {"ms": 5000}}]},
+                     {"text": "It timed out."}])
+        sid = d.session()
+        ev = d.run(sid, "sleep", timeout=30)
+        assert ev[-1]["type"] == "run.completed", types(ev)
+        fin = [e["data"] for e in ev if e["type"] == "tool.finished"]
+        assert len(fin) == 1 and fin[0]["success"] is False, fin
+        sent = [m for m in fake.requests()[-1]["body"]["messages"]
+                if m["role"] == "tool"]
+        assert len(sent) == 1 and sent[0]["tool_call_id"] == "slow", sent
+        err = json.loads(sent[0]["content"])
+        # (echo_sleep declares its own timeout, 2 s.)
+        assert err["success"] is False and "timed out after 2000 ms" in err["error"], err
+    finally:
+        d.stop()
+
+
 @check("a truncated stream and malformed JSON are errors, not hangs")
 def _(ctx):
     d, fake = ctx["d"], ctx["fake"]
