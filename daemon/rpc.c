@@ -731,6 +731,16 @@ static void m_image_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   start_read(d, c, id, 0, 0, read_image);
 }
 
+static void m_agent_models(atl_daemon_t *d, atl_rpc_call_t *c,
+                           json_object *p) {
+  static const char *const names[] = {NULL};
+  if (!only(d, c, p, names))
+    return;
+  json_object *r = atl_agent_models(d);
+  atl_rpc_reply(d, c, r);
+  json_object_put(r);
+}
+
 /* ---- dispatch ---- */
 
 static const struct {
@@ -738,6 +748,7 @@ static const struct {
   method_fn fn;
   int mutates; /* refused while shutting down */
 } methods[] = {
+    {"agent.models", m_agent_models, 0},
     {"daemon.info", m_daemon_info, 0},
     {"events.read", m_events_read, 0},
     {"image.get", m_image_get, 0},

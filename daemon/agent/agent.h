@@ -47,6 +47,10 @@ json_object *atl_cassette_load(const char *path, char **err);
  * model may be NULL (the provider's default). */
 int atl_agent_send(atl_daemon_t *d, atl_session_t *s, const char *text,
                    const char *model, int *queued_out);
+/* agent.models: {provider, type, models, default, offline, why?} as a new
+ * object (provider, type and default null when offline). */
+json_object *atl_agent_models(atl_daemon_t *d);
+
 /* session.cancel: the run stops after the tool call in flight; returns 1
  * if a run was active. */
 int atl_agent_cancel(atl_daemon_t *d, atl_session_t *s);

@@ -119,6 +119,40 @@ static void resolve(atl_daemon_t *d, atl_agent_provider_t *p) {
              p->api_key ? "(set)" : "(none)", NULL);
 }
 
+json_object *atl_agent_models(atl_daemon_t *d) {
+  const atl_agent_provider_t *p = d->agent;
+  json_object *o = json_object_new_object(), *list = json_object_new_array();
+  int offline = p == NULL || (p->ops == NULL && !p->replay);
+  const atl_provider_conf_t *conf =
+      offline || d->cfg->agent_provider == NULL
+          ? NULL
+          : atl_provider_conf(d->cfg, d->cfg->agent_provider);
+  /* The configured list, in order; without one, the default alone. */
+  const char *m = conf && conf->models ? conf->models : NULL;
+  while (m != NULL && *m) {
+    m += strspn(m, ", ");
+    size_t n = strcspn(m, ", ");
+    if (n > 0)
+      json_object_array_add(list, json_object_new_string_len(m, (int)n));
+    m += n;
+  }
+  if (json_object_array_length(list) == 0 && !offline && p->model != NULL)
+    json_object_array_add(list, json_object_new_string(p->model));
+  json_object_object_add(
+      o, "provider", offline ? NULL : json_object_new_string(p->cfg.name));
+  json_object_object_add(
+      o, "type", offline ? NULL : json_object_new_string(p->cfg.type));
+  json_object_object_add(o, "models", list);
+  json_object_object_add(o, "default",
+                         offline || p->model == NULL
+                             ? NULL
+                             : json_object_new_string(p->model));
+  json_object_object_add(o, "offline", json_object_new_boolean(offline));
+  if (offline && p != NULL && p->why_offline != NULL)
+    json_object_object_add(o, "why", json_object_new_string(p->why_offline));
+  return o;
+}
+
 json_object *atl_cassette_load(const char *path, char **err) {
   *err = NULL;
   json_object *o = json_object_from_file(path), *f, *v, *turns;

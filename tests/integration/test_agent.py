@@ -225,6 +225,10 @@ def _(ctx):
 @check("the model: the session's (session.create), else the message's, checked")
 def _(ctx):
     d, fake = ctx["d"], ctx["fake"]
+    assert d.rpc("agent.models", {}) == {
+        "provider": "fake", "type": "openai",
+        "models": ["fake-model", "other-model"], "default": "fake-model",
+        "offline": False}, d.rpc("agent.models", {})
     sid = d.rpc("session.create", {"model": "other-model"})["id"]
     got = d.rpc("session.get", {"session": sid})
     assert got["model"] == "other-model", got
@@ -746,6 +750,9 @@ def eviction_check():
 def offline_checks(fail_count):
     d = Daemon("offline", "[log]\nlevel = debug\n")
     try:
+        m = d.rpc("agent.models", {})
+        assert m["offline"] is True and m["provider"] is None and \
+            m["models"] == [] and "ANTHROPIC_API_KEY" in m["why"], m
         sid = d.session()
         ev = d.run(sid, "hello")
         assert types(ev) == ["run.started", "text.done", "run.completed"], types(ev)
