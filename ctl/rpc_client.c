@@ -253,12 +253,14 @@ int ctl_rpc_call(ctl_rpc *c, const char *method, json_object *params,
       req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &reqlen);
   /* json-c escapes control characters, so the text has no raw newline and
    * one line is one request. */
+  c->sent = 0;
   int rc = send_all(c, text, reqlen, deadline, method);
   if (rc == 0)
     rc = send_all(c, "\n", 1, deadline, method);
   json_object_put(req);
   if (rc != 0)
     return CTL_RPC_TRANSPORT;
+  c->sent = 1;
 
   size_t scanned = 0;
   for (;;) {

@@ -35,6 +35,9 @@ typedef struct {
   int err_code;
   char *err_message;
   json_object *err_data;
+  /* The last call's request was written whole: after a transport failure
+   * with sent 0 the daemon never saw it, so it is safe to send again. */
+  int sent;
   /* A human-readable reason for the last failure of any kind. */
   char errmsg[512];
   /* Set by a signal handler to make a waiting call give up. */

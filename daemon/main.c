@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "fdlimit.h"
 #include "log.h"
 
 /* Detaches from the terminal: the classic double fork, so the daemon is
@@ -64,6 +65,7 @@ static int write_pid_file(const char *path) {
 }
 
 int main(int argc, char **argv) {
+  atl_raise_fd_limit();
   atl_config_t cfg;
   char *err = NULL;
   int rc = atl_config_from_args(&cfg, argc, argv, &err);

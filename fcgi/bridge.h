@@ -1,0 +1,104 @@
+/* atelier-fcgi: the FastCGI responder between nginx and atelierd.
+ *
+ * A thin client of the daemon's JSON-RPC API (doc/api.md): every HTTP
+ * request under /api/ becomes one or a few JSON-RPC calls on a unix
+ * socket, and the event stream of a session becomes a loop of long-polling
+ * events.read calls written out as server-sent events. The bridge holds no
+ * state of its own beyond its connections, so it can be restarted at any
+ * time, and so can the daemon behind it (calls then answer 503 until it is
+ * back, and event streams wait for it).
+ *
+ * Threads: a pool of threads accept FastCGI requests (libfcgi's FCGX API);
+ * each request is served on the thread that accepted it, with that
+ * thread's own connection to the daemon. An event stream keeps its thread
+ * for as long as the client stays, so the pool grows as streams open and
+ * shrinks as they close (fcgi/pool.c). See doc/deploy.md.
+ */
+#ifndef ATL_FCGI_BRIDGE_H
+#define ATL_FCGI_BRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <fcgiapp.h>
+#include <json-c/json.h>
+
+#include "rpc_client.h"
+
+/* The command line (fcgi/main.c). Strings are argv's or static. */
+typedef struct {
+  const char *socket_path;   /* where nginx connects (FastCGI) */
+  const char *daemon_socket; /* atelierd's api.sock */
+  size_t max_body;           /* request bodies past this get 413 */
+  int min_threads;           /* accepting threads kept idle */
+  int max_threads;           /* threads at most: requests + streams */
+  int heartbeat_ms;          /* an SSE comment at least this often */
+  int verbose;               /* a log line per request */
+} fcgi_options_t;
+
+extern fcgi_options_t fcgi_opt;
+/* Set once SIGTERM or SIGINT came: streams end, idle threads leave. */
+extern volatile int fcgi_stopping;
+
+/* One request being served. Owned by the thread serving it. */
+typedef struct {
+  FCGX_Request *req;
+  const char *method; /* REQUEST_METHOD */
+  char path[512];     /* REQUEST_URI up to '?' */
+  const char *query;  /* after '?', or "" */
+  int status;         /* the status answered, for the log */
+  ctl_rpc *rpc;       /* this thread's connection to atelierd */
+} fcgi_ctx_t;
+
+/* fcgi/pool.c: starts the threads that accept and serve requests on
+ * listen_fd (min_threads to begin with, up to max_threads). Returns 0, or
+ * -1 when no thread could be started. */
+int fcgi_pool_run(int listen_fd);
+/* Waits until every thread has left (after fcgi_stopping and the listening
+ * socket's shutdown), or timeout_ms. */
+void fcgi_pool_wait(int timeout_ms);
+/* Threads alive now. */
+int fcgi_pool_threads(void);
+
+/* fcgi/routes.c: serves one request. */
+void fcgi_route(fcgi_ctx_t *x);
+
+/* fcgi/reply.c: answers. Each writes the whole response. */
+void fcgi_reply_json(fcgi_ctx_t *x, int status, json_object *body);
+void fcgi_reply_error(fcgi_ctx_t *x, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* 405 with an Allow header listing allow. */
+void fcgi_reply_method(fcgi_ctx_t *x, const char *allow);
+/* The reason phrase of a status. */
+const char *fcgi_status_text(int status);
+/* Writes to the response (printf-style). 0, or -1 when the client has
+ * gone. */
+int fcgi_printf(fcgi_ctx_t *x, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* A request parameter (CGI variable), or NULL. */
+const char *fcgi_param(fcgi_ctx_t *x, const char *name);
+/* Reads the request body as a JSON value. Returns 0 with *out (NULL for an
+ * empty body), or answers 400/411/413/415 itself and returns the status. */
+int fcgi_read_json(fcgi_ctx_t *x, json_object **out);
+
+/* A JSON-RPC call on this thread's connection, (re)connecting as needed.
+ * Returns 0 with *result (a new reference; may be NULL for null), or
+ * answers the HTTP error itself (503 daemon unreachable, 4xx/5xx mapped
+ * from the JSON-RPC error) and returns its status. params is taken. */
+int fcgi_call(fcgi_ctx_t *x, const char *method, json_object *params,
+              int timeout_ms, json_object **result);
+/* The same without answering: returns CTL_RPC_OK / CTL_RPC_ERROR (see
+ * x->rpc->err_code) / CTL_RPC_TRANSPORT. */
+int fcgi_call_quiet(fcgi_ctx_t *x, const char *method, json_object *params,
+                    int timeout_ms, json_object **result);
+/* The HTTP status for a JSON-RPC error code. */
+int fcgi_status_of_rpc(int code);
+
+/* fcgi/sse.c: GET /api/sessions/{id}/events. */
+void fcgi_events(fcgi_ctx_t *x, const char *session);
+
+/* Logging to stderr: "atelier-fcgi: LEVEL message". */
+void fcgi_log(const char *level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

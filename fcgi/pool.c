@@ -1,0 +1,161 @@
+/* The threads that accept and serve requests.
+ *
+ * libfcgi's FCGX API is blocking: a thread waits in FCGX_Accept_r, then
+ * serves the request it got. Most requests take milliseconds, but an event
+ * stream keeps its thread as long as the browser stays, so a fixed pool
+ * would stop accepting once every thread held a stream. Instead the pool
+ * keeps min_threads threads waiting in accept: when the last idle one
+ * takes a request, it starts another (up to max_threads in all), and a
+ * thread that finishes while enough others are idle leaves. Streams cost
+ * a thread each (with a small stack), which is what lets 1,000 of them be
+ * held on two cores without an event loop in the bridge.
+ */
+#include "atl-build.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bridge.h"
+
+/* Serving a request needs little stack: JSON is on the heap. */
+#define THREAD_STACK (256 * 1024)
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t all_gone = PTHREAD_COND_INITIALIZER;
+static int listen_fd;
+static int threads; /* alive */
+static int idle;    /* waiting in accept */
+/* Some platforms need accept() serialised between threads (libfcgi's
+ * threaded example does the same); it costs nothing here. */
+static pthread_mutex_t accept_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *serve(void *arg);
+
+/* With mu held. */
+static int spawn_locked(void) {
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, THREAD_STACK);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  pthread_t t;
+  int rc = pthread_create(&t, &a, serve, NULL);
+  pthread_attr_destroy(&a);
+  if (rc == 0)
+    threads++;
+  else
+    fcgi_log("error", "cannot start a thread: %s", strerror(rc));
+  return rc;
+}
+
+static void split_uri(fcgi_ctx_t *x) {
+  const char *uri = fcgi_param(x, "REQUEST_URI");
+  if (uri == NULL)
+    uri = fcgi_param(x, "DOCUMENT_URI");
+  if (uri == NULL)
+    uri = "";
+  size_t n = strcspn(uri, "?");
+  if (n >= sizeof(x->path))
+    n = sizeof(x->path) - 1;
+  memcpy(x->path, uri, n);
+  x->path[n] = '\0';
+  x->query = uri[n] == '?' ? uri + n + 1 : "";
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void *serve(void *arg) {
+  (void)arg;
+  FCGX_Request req;
+  ctl_rpc rpc;
+  memset(&rpc, 0, sizeof(rpc));
+  rpc.fd = -1;
+  if (FCGX_InitRequest(&req, listen_fd, 0) != 0) {
+    pthread_mutex_lock(&mu);
+    threads--;
+    pthread_cond_broadcast(&all_gone);
+    pthread_mutex_unlock(&mu);
+    return NULL;
+  }
+  for (;;) {
+    pthread_mutex_lock(&mu);
+    idle++;
+    pthread_mutex_unlock(&mu);
+
+    pthread_mutex_lock(&accept_mu);
+    int rc = fcgi_stopping ? -1 : FCGX_Accept_r(&req);
+    pthread_mutex_unlock(&accept_mu);
+
+    pthread_mutex_lock(&mu);
+    idle--;
+    if (rc >= 0 && idle == 0 && threads < fcgi_opt.max_threads &&
+        !fcgi_stopping)
+      spawn_locked(); /* keep someone accepting */
+    pthread_mutex_unlock(&mu);
+    if (rc < 0)
+      break;
+
+    fcgi_ctx_t x = {.req = &req, .rpc = &rpc};
+    x.method = fcgi_param(&x, "REQUEST_METHOD");
+    split_uri(&x);
+    double t0 = now_ms();
+    fcgi_route(&x);
+    if (fcgi_opt.verbose)
+      fcgi_log("info", "%s %s -> %d (%.1f ms)", x.method ? x.method : "?",
+               x.path, x.status, now_ms() - t0);
+    FCGX_Finish_r(&req);
+
+    pthread_mutex_lock(&mu);
+    int leave = idle >= fcgi_opt.min_threads || fcgi_stopping;
+    pthread_mutex_unlock(&mu);
+    if (leave)
+      break;
+  }
+  ctl_rpc_close(&rpc);
+  FCGX_Free(&req, 0);
+  pthread_mutex_lock(&mu);
+  threads--;
+  pthread_cond_broadcast(&all_gone);
+  pthread_mutex_unlock(&mu);
+  return NULL;
+}
+
+int fcgi_pool_run(int fd) {
+  listen_fd = fd;
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < fcgi_opt.min_threads; i++)
+    if (spawn_locked() != 0)
+      break;
+  int ok = threads > 0;
+  pthread_mutex_unlock(&mu);
+  return ok ? 0 : -1;
+}
+
+void fcgi_pool_wait(int timeout_ms) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += timeout_ms / 1000;
+  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&mu);
+  while (threads > 0)
+    if (pthread_cond_timedwait(&all_gone, &mu, &until) == ETIMEDOUT)
+      break;
+  pthread_mutex_unlock(&mu);
+}
+
+int fcgi_pool_threads(void) {
+  pthread_mutex_lock(&mu);
+  int n = threads;
+  pthread_mutex_unlock(&mu);
+  return n;
+}

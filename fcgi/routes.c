@@ -1,0 +1,293 @@
+/* The /api/ routes: each a JSON-RPC call or two on the daemon (see
+ * doc/api.md and doc/deploy.md for the table). Path segments are checked
+ * before anything is asked of the daemon, so a malformed URL gets a 404
+ * here rather than an error from deeper down. */
+#include "atl-build.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bridge.h"
+
+/* Reads and model calls answer at once; a tool call may run as long as
+ * the tool's own timeout (long-running tools: 10 minutes by default). */
+#define RPC_TIMEOUT_MS 30000
+#define TOOL_TIMEOUT_MS 660000
+
+static int is_hex(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return 0;
+  return 1;
+}
+
+/* The next path segment after *p, into seg (NUL-terminated); *p moves past
+ * it. Returns its length, 0 at the end, -1 when it is too long. */
+static int next_segment(const char **p, char *seg, size_t cap) {
+  const char *s = *p;
+  if (*s == '/')
+    s++;
+  size_t n = strcspn(s, "/");
+  if (n >= cap)
+    return -1;
+  memcpy(seg, s, n);
+  seg[n] = '\0';
+  *p = s + n;
+  return (int)n;
+}
+
+static int is_method(fcgi_ctx_t *x, const char *m) {
+  return x->method != NULL && strcmp(x->method, m) == 0;
+}
+
+/* GET (and HEAD) are the same request here. */
+static int is_get(fcgi_ctx_t *x) {
+  return is_method(x, "GET") || is_method(x, "HEAD");
+}
+
+static void simple(fcgi_ctx_t *x, int ok_status, const char *method,
+                   json_object *params, int timeout_ms) {
+  json_object *r = NULL;
+  if (fcgi_call(x, method, params, timeout_ms, &r) != 0)
+    return;
+  fcgi_reply_json(x, ok_status, r);
+  json_object_put(r);
+}
+
+static json_object *with_session(const char *id) {
+  json_object *p = json_object_new_object();
+  json_object_object_add(p, "session", json_object_new_string(id));
+  return p;
+}
+
+static void health(fcgi_ctx_t *x) {
+  json_object *r = NULL;
+  int rc = fcgi_call_quiet(x, "daemon.info", NULL, 5000, &r);
+  json_object *o = json_object_new_object();
+  json_object_object_add(
+      o, "status",
+      json_object_new_string(rc == CTL_RPC_OK ? "ok" : "unavailable"));
+  json_object_object_add(o, "service", json_object_new_string("atelier"));
+  if (rc == CTL_RPC_OK) {
+    json_object *v;
+    if (json_object_object_get_ex(r, "version", &v))
+      json_object_object_add(o, "version", json_object_get(v));
+  } else {
+    json_object_object_add(
+        o, "error",
+        json_object_new_string(
+            x->rpc->errmsg[0] ? x->rpc->errmsg : "atelierd is not reachable"));
+  }
+  fcgi_reply_json(x, rc == CTL_RPC_OK ? 200 : 503, o);
+  json_object_put(o);
+  json_object_put(r);
+}
+
+/* POST /api/sessions {model?} */
+static void create_session(fcgi_ctx_t *x) {
+  json_object *body = NULL;
+  if (fcgi_read_json(x, &body) != 0)
+    return;
+  if (body != NULL && !json_object_is_type(body, json_type_object)) {
+    json_object_put(body);
+    fcgi_reply_error(x, 400, "the body must be an object: {\"model\"?: name}");
+    return;
+  }
+  simple(x, 201, "session.create", body ? body : json_object_new_object(),
+         RPC_TIMEOUT_MS);
+}
+
+/* POST /api/sessions/{id}/messages {text, model?} */
+static void send_message(fcgi_ctx_t *x, const char *id) {
+  json_object *body = NULL;
+  if (fcgi_read_json(x, &body) != 0)
+    return;
+  if (body == NULL || !json_object_is_type(body, json_type_object)) {
+    json_object_put(body);
+    fcgi_reply_error(x, 400,
+                     "the body must be {\"text\": \"the message\", "
+                     "\"model\"?: name}");
+    return;
+  }
+  /* The daemon checks the members (and names the unknown ones). */
+  json_object_object_add(body, "session", json_object_new_string(id));
+  simple(x, 202, "session.send", body, RPC_TIMEOUT_MS);
+}
+
+/* POST /api/sessions/{id}/tools/{name}: the body is the arguments. */
+static void call_tool(fcgi_ctx_t *x, const char *id, const char *tool) {
+  json_object *args = NULL;
+  if (fcgi_read_json(x, &args) != 0)
+    return;
+  if (args != NULL && !json_object_is_type(args, json_type_object)) {
+    json_object_put(args);
+    fcgi_reply_error(x, 400,
+                     "the body must be the tool's arguments, a JSON object");
+    return;
+  }
+  json_object *p = with_session(id);
+  json_object_object_add(p, "name", json_object_new_string(tool));
+  json_object_object_add(p, "arguments",
+                         args ? args : json_object_new_object());
+  simple(x, 200, "tool.call", p, TOOL_TIMEOUT_MS);
+}
+
+/* GET /api/images/{id}.png: immutable (the id is the content's hash), so
+ * cached for a year and revalidated by its ETag. */
+static void image(fcgi_ctx_t *x, const char *id) {
+  const char *inm = fcgi_param(x, "HTTP_IF_NONE_MATCH");
+  char etag[96];
+  snprintf(etag, sizeof(etag), "\"%s\"", id);
+  if (inm != NULL && (strstr(inm, etag) != NULL || strcmp(inm, "*") == 0)) {
+    x->status = 304;
+    fcgi_printf(x,
+                "Status: 304 Not Modified\r\nETag: %s\r\n"
+                "Cache-Control: public, max-age=31536000, immutable\r\n\r\n",
+                etag);
+    return;
+  }
+  json_object *p = json_object_new_object(), *r = NULL, *v;
+  json_object_object_add(p, "id", json_object_new_string(id));
+  if (fcgi_call(x, "image.get", p, RPC_TIMEOUT_MS, &r) != 0)
+    return;
+  const char *mime = json_object_object_get_ex(r, "mime", &v)
+                         ? json_object_get_string(v)
+                         : "application/octet-stream";
+  const char *b64 =
+      json_object_object_get_ex(r, "data", &v) ? json_object_get_string(v) : "";
+  size_t n = 0;
+  unsigned char *bytes = ctl_base64_decode(b64, strlen(b64), &n);
+  if (bytes == NULL) {
+    json_object_put(r);
+    fcgi_reply_error(x, 502, "atelierd sent image data that is not base64");
+    return;
+  }
+  /* Only image types are served as such: anything else is a download,
+   * never a page in our origin. */
+  int is_image = strncmp(mime, "image/", 6) == 0 &&
+                 strchr(mime, '\r') == NULL && strchr(mime, '\n') == NULL &&
+                 strcmp(mime, "image/svg+xml");
+  x->status = 200;
+  fcgi_printf(x,
+              "Status: 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+              "ETag: %s\r\n"
+              "Cache-Control: public, max-age=31536000, immutable\r\n"
+              "%s\r\n",
+              is_image ? mime : "application/octet-stream", n, etag,
+              is_image ? "" : "Content-Disposition: attachment\r\n");
+  if (!is_method(x, "HEAD"))
+    FCGX_PutStr((const char *)bytes, (int)n, x->req->out);
+  free(bytes);
+  json_object_put(r);
+}
+
+/* /api/sessions/{id}[/...] */
+static void session_routes(fcgi_ctx_t *x, const char *rest) {
+  char id[40], sub[40], name[80];
+  int n = next_segment(&rest, id, sizeof(id));
+  if (n != 32 || !is_hex(id, 32)) {
+    fcgi_reply_error(x, 404,
+                     "no such session: a session id is 32 lowercase hex "
+                     "digits");
+    return;
+  }
+  n = next_segment(&rest, sub, sizeof(sub));
+  if (n == 0 && *rest == '\0') {
+    if (is_get(x))
+      simple(x, 200, "session.get", with_session(id), RPC_TIMEOUT_MS);
+    else if (is_method(x, "DELETE"))
+      simple(x, 200, "session.delete", with_session(id), RPC_TIMEOUT_MS);
+    else
+      fcgi_reply_method(x, "GET, HEAD, DELETE");
+    return;
+  }
+  if (n > 0 && *rest == '\0' && strcmp(sub, "messages") == 0) {
+    if (is_method(x, "POST"))
+      send_message(x, id);
+    else
+      fcgi_reply_method(x, "POST");
+    return;
+  }
+  if (n > 0 && *rest == '\0' && strcmp(sub, "cancel") == 0) {
+    if (is_method(x, "POST"))
+      simple(x, 200, "session.cancel", with_session(id), RPC_TIMEOUT_MS);
+    else
+      fcgi_reply_method(x, "POST");
+    return;
+  }
+  if (n > 0 && *rest == '\0' && strcmp(sub, "events") == 0) {
+    if (is_method(x, "GET"))
+      fcgi_events(x, id);
+    else
+      fcgi_reply_method(x, "GET");
+    return;
+  }
+  if (n > 0 && strcmp(sub, "tools") == 0) {
+    int m = next_segment(&rest, name, sizeof(name));
+    if (m > 0 && m <= 64 && *rest == '\0' &&
+        strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == (size_t)m) {
+      if (is_method(x, "POST"))
+        call_tool(x, id, name);
+      else
+        fcgi_reply_method(x, "POST");
+      return;
+    }
+  }
+  fcgi_reply_error(x, 404, "no such resource: %s", x->path);
+}
+
+void fcgi_route(fcgi_ctx_t *x) {
+  const char *p = x->path;
+  if (strncmp(p, "/api/", 5) != 0) {
+    fcgi_reply_error(x, 404, "no such resource: %s (the API is under /api/)",
+                     p);
+    return;
+  }
+  p += 4;
+  char seg[40];
+  int n = next_segment(&p, seg, sizeof(seg));
+  int end = *p == '\0' || strcmp(p, "/") == 0;
+  if (n > 0 && end && strcmp(seg, "health") == 0) {
+    if (is_get(x))
+      health(x);
+    else
+      fcgi_reply_method(x, "GET, HEAD");
+  } else if (n > 0 && end && strcmp(seg, "models") == 0) {
+    if (is_get(x))
+      simple(x, 200, "agent.models", NULL, RPC_TIMEOUT_MS);
+    else
+      fcgi_reply_method(x, "GET, HEAD");
+  } else if (n > 0 && end && strcmp(seg, "tools") == 0) {
+    if (is_get(x))
+      simple(x, 200, "tool.list", NULL, RPC_TIMEOUT_MS);
+    else
+      fcgi_reply_method(x, "GET, HEAD");
+  } else if (n > 0 && strcmp(seg, "sessions") == 0) {
+    if (end && is_get(x))
+      simple(x, 200, "session.list", NULL, RPC_TIMEOUT_MS);
+    else if (end && is_method(x, "POST"))
+      create_session(x);
+    else if (end)
+      fcgi_reply_method(x, "GET, HEAD, POST");
+    else
+      session_routes(x, p);
+  } else if (n > 0 && strcmp(seg, "images") == 0) {
+    char file[80];
+    int m = next_segment(&p, file, sizeof(file));
+    if (m == 68 && *p == '\0' && strcmp(file + 64, ".png") == 0 &&
+        is_hex(file, 64)) {
+      file[64] = '\0';
+      if (is_get(x))
+        image(x, file);
+      else
+        fcgi_reply_method(x, "GET, HEAD");
+    } else {
+      fcgi_reply_error(x, 404,
+                       "no such image: an image is /api/images/<64 lowercase "
+                       "hex digits>.png");
+    }
+  } else {
+    fcgi_reply_error(x, 404, "no such resource: %s", x->path);
+  }
+}

@@ -1,0 +1,171 @@
+/* GET /api/sessions/{id}/events: the session's event log as server-sent
+ * events, from the event after Last-Event-ID (or ?after=N) on, then live.
+ *
+ * Every event carries "id: <seq>", its sequence number in the daemon's
+ * store. A browser's EventSource sends the last one it saw as
+ * Last-Event-ID when it reconnects, and the stream resumes right after it
+ * from the store: a dropped connection loses and doubles nothing (scene-llm
+ * dropped whatever was sent while a client was away). Events come from
+ * events.read long polls, which return as soon as an event is committed,
+ * so there is no fan-out state here: the daemon's store is the only
+ * source.
+ */
+#include "atl-build.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bridge.h"
+
+/* At most this many events per read: a client far behind catches up in
+ * batches, each flushed as it goes. */
+#define BATCH 500
+/* How long an event stream waits for the daemon to come back before it
+ * ends (the browser then reconnects on its own). */
+#define DAEMON_GONE_MS 30000
+
+/* The sequence number to resume after: Last-Event-ID, else ?after=N, else
+ * 0. Returns -1 when either is not a non-negative integer. */
+static long long resume_point(fcgi_ctx_t *x) {
+  const char *v = fcgi_param(x, "HTTP_LAST_EVENT_ID");
+  char buf[32] = "";
+  if (v == NULL || v[0] == '\0') {
+    const char *q = x->query;
+    while (q != NULL && *q) {
+      if (strncmp(q, "after=", 6) == 0) {
+        size_t n = strcspn(q + 6, "&");
+        if (n >= sizeof(buf))
+          return -1;
+        memcpy(buf, q + 6, n);
+        buf[n] = '\0';
+        v = buf;
+        break;
+      }
+      q = strchr(q, '&');
+      q = q ? q + 1 : NULL;
+    }
+  }
+  if (v == NULL || v[0] == '\0')
+    return 0;
+  char *end;
+  errno = 0;
+  long long n = strtoll(v, &end, 10);
+  if (errno != 0 || *end != '\0' || n < 0 || v[0] < '0' || v[0] > '9')
+    return -1;
+  return n;
+}
+
+static json_object *read_params(const char *session, long long after,
+                                int wait_ms) {
+  json_object *p = json_object_new_object();
+  json_object_object_add(p, "session", json_object_new_string(session));
+  json_object_object_add(p, "after_seq", json_object_new_int64(after));
+  json_object_object_add(p, "limit", json_object_new_int(BATCH));
+  if (wait_ms > 0)
+    json_object_object_add(p, "wait_ms", json_object_new_int(wait_ms));
+  return p;
+}
+
+/* Writes the events of an events.read answer; returns the last seq
+ * written, and -1 in *broken when the client has gone. */
+static long long write_events(fcgi_ctx_t *x, json_object *r, long long after,
+                              int *broken) {
+  json_object *events = NULL;
+  json_object_object_get_ex(r, "events", &events);
+  size_t n = events ? json_object_array_length(events) : 0;
+  for (size_t i = 0; i < n; i++) {
+    json_object *e = json_object_array_get_idx(events, i), *v;
+    long long seq = json_object_object_get_ex(e, "seq", &v)
+                        ? (long long)json_object_get_int64(v)
+                        : 0;
+    const char *type = json_object_object_get_ex(e, "type", &v)
+                           ? json_object_get_string(v)
+                           : "message";
+    if (seq <= after)
+      continue; /* never twice */
+    /* An event name with a line break would end the field early; the
+     * daemon's types never have one, but a plugin's might. */
+    if (strpbrk(type, "\r\n") != NULL)
+      type = "message";
+    /* json-c writes no raw line breaks, so the event is one data line. */
+    const char *data = json_object_to_json_string_ext(
+        e, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (fcgi_printf(x, "id: %lld\nevent: %s\ndata: %s\n\n", seq, type, data) <
+        0) {
+      *broken = 1;
+      return after;
+    }
+    after = seq;
+  }
+  if (FCGX_FFlush(x->req->out) < 0)
+    *broken = 1;
+  return after;
+}
+
+void fcgi_events(fcgi_ctx_t *x, const char *session) {
+  long long after = resume_point(x);
+  if (after < 0) {
+    fcgi_reply_error(x, 400,
+                     "Last-Event-ID (or ?after=) must be an event's sequence "
+                     "number, a whole number >= 0");
+    return;
+  }
+  /* The first read, without waiting, says whether the session exists
+   * while an error can still be an HTTP status. */
+  json_object *r = NULL;
+  if (fcgi_call(x, "events.read", read_params(session, after, 0), 30000, &r) !=
+      0)
+    return;
+  x->status = 200;
+  fcgi_printf(x, "Status: 200 OK\r\n"
+                 "Content-Type: text/event-stream; charset=utf-8\r\n"
+                 "Cache-Control: no-cache, no-store\r\n"
+                 "X-Accel-Buffering: no\r\n"
+                 "\r\n"
+                 /* The browser waits this long before reconnecting. */
+                 "retry: 2000\n\n");
+  int broken = 0;
+  after = write_events(x, r, after, &broken);
+  json_object_put(r);
+  int gone_ms = 0;
+  while (!broken && !fcgi_stopping) {
+    r = NULL;
+    int rc = fcgi_call_quiet(x, "events.read",
+                             read_params(session, after, fcgi_opt.heartbeat_ms),
+                             fcgi_opt.heartbeat_ms + 10000, &r);
+    if (rc == CTL_RPC_OK) {
+      gone_ms = 0;
+      json_object *events = NULL;
+      json_object_object_get_ex(r, "events", &events);
+      if (events == NULL || json_object_array_length(events) == 0) {
+        /* Nothing for a while: a comment keeps proxies from closing the
+         * stream and tells us whether the client is still there. */
+        if (FCGX_PutS(": heartbeat\n\n", x->req->out) < 0 ||
+            FCGX_FFlush(x->req->out) < 0)
+          broken = 1;
+      } else {
+        after = write_events(x, r, after, &broken);
+      }
+      json_object_put(r);
+      continue;
+    }
+    json_object_put(r);
+    if (rc == CTL_RPC_ERROR) {
+      /* The session was deleted (or the daemon refuses for good): the
+       * stream ends; a reconnect gets the 404. */
+      break;
+    }
+    /* The daemon went away. Wait for it, heartbeating so that a client
+     * that leaves meanwhile is noticed; then resume where we were. */
+    if (gone_ms >= DAEMON_GONE_MS)
+      break;
+    if (FCGX_PutS(": waiting for atelierd\n\n", x->req->out) < 0 ||
+        FCGX_FFlush(x->req->out) < 0)
+      broken = 1;
+    usleep(500 * 1000);
+    gone_ms += 500;
+  }
+}
