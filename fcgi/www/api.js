@@ -1,0 +1,61 @@
+// The HTTP API under /api/ (same origin, served by the FastCGI bridge).
+// Every call resolves to the parsed JSON body or throws an ApiError with
+// the status and the server's `error` message, so callers show one thing.
+
+export class ApiError extends Error {
+  constructor(status, message, body) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status; // 0 when the server could not be reached
+    this.body = body;
+  }
+}
+
+async function request(method, path, body) {
+  const opts = { method, headers: { Accept: 'application/json' }, cache: 'no-store' };
+  if (body !== undefined) {
+    opts.headers['Content-Type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch('/api' + path, opts);
+  } catch (e) {
+    throw new ApiError(0, 'The server cannot be reached.', null);
+  }
+  const text = await res.text();
+  let data = null;
+  try {
+    data = text === '' ? null : JSON.parse(text);
+  } catch {
+    data = null;
+  }
+  if (!res.ok) {
+    const msg = data && typeof data.error === 'string' && data.error !== ''
+      ? data.error
+      : `${res.status} ${res.statusText || 'error'}`;
+    throw new ApiError(res.status, msg, data);
+  }
+  return data;
+}
+
+const sid = (id) => '/sessions/' + encodeURIComponent(id);
+
+export const api = {
+  health: () => request('GET', '/health'),
+  models: () => request('GET', '/models'),
+  tools: () => request('GET', '/tools'),
+  listSessions: () => request('GET', '/sessions'),
+  createSession: (model) => request('POST', '/sessions', model ? { model } : {}),
+  getSession: (id) => request('GET', sid(id)),
+  deleteSession: (id) => request('DELETE', sid(id)),
+  send: (id, text, model) =>
+    request('POST', sid(id) + '/messages', model ? { text, model } : { text }),
+  cancel: (id) => request('POST', sid(id) + '/cancel', {}),
+  eventsUrl: (id, after) => '/api' + sid(id) + '/events?after=' + encodeURIComponent(String(after)),
+  imageUrl: (id) => '/api/images/' + encodeURIComponent(id) + '.png',
+};
+
+/** Session ids are 32 lowercase hex digits; anything else in the URL hash
+ *  is ignored rather than sent to the server. */
+export const isSessionId = (s) => typeof s === 'string' && /^[0-9a-f]{32}$/.test(s);

@@ -1,0 +1,544 @@
+// The page's entry module: wires the controls to the API, keeps the current
+// session in the URL hash (#s=<id>) so a reload returns to it, and feeds
+// the session's events to the ChatView. Everything drawn in the
+// conversation comes from events (render.js); this file only handles the
+// chrome around it: sessions, models, input, preview, theme, connection.
+
+import { api, ApiError, isSessionId } from './api.js';
+import { EventStream } from './stream.js';
+import { ChatView, imageButton } from './render.js';
+import { el, clear } from './dom.js';
+
+const $ = (id) => document.getElementById(id);
+const els = {
+  body: document.body,
+  input: $('message-input'),
+  form: $('composer'),
+  send: $('send'),
+  stop: $('stop'),
+  inputError: $('input-error'),
+  model: $('model-select'),
+  conn: $('conn-status'),
+  theme: $('theme-toggle'),
+  offline: $('offline-banner'),
+  daemon: $('daemon-banner'),
+  sidebarToggle: $('sidebar-toggle'),
+  newSession: $('new-session'),
+  sessionList: $('session-list'),
+  sessionEmpty: $('session-list-empty'),
+  welcome: $('welcome'),
+  messages: $('messages'),
+  pending: $('pending'),
+  scroll: $('chat-scroll'),
+  preview: $('preview'),
+  previewFrame: $('preview-frame'),
+  previewProgress: $('preview-progress'),
+  viewer: $('image-viewer'),
+  viewerImg: $('image-viewer-img'),
+  viewerLink: $('image-viewer-link'),
+  viewerClose: $('image-viewer-close'),
+};
+
+const state = {
+  sessionId: null,
+  stream: null,
+  openToken: 0, // bumps on every switch, so a slow answer for an old one is dropped
+  active: false,
+  sending: false,
+  healthTimer: null,
+  listTimer: null,
+};
+
+// localStorage may be unavailable (private modes, disabled storage): the
+// page then simply forgets between loads.
+const store = {
+  get(k) {
+    try { return localStorage.getItem(k); } catch { return null; }
+  },
+  set(k, v) {
+    try { localStorage.setItem(k, v); } catch { /* forget it */ }
+  },
+};
+
+const errorText = (e) => (e instanceof ApiError || e instanceof Error ? e.message : String(e));
+
+// ---- the conversation ----
+
+const view = new ChatView({
+  root: els.messages,
+  pending: els.pending,
+  scroller: els.scroll,
+  hooks: {
+    onRunState: setActive,
+    onImage: showPreview,
+    onRenderProgress: showRenderProgress,
+    onRunStarted: rememberTitle,
+    onRunEnded: () => scheduleSessionRefresh(),
+    onChange: (empty) => { els.welcome.hidden = !empty; },
+  },
+});
+
+function setActive(active) {
+  state.active = active;
+  const focusWasOn = document.activeElement;
+  els.send.hidden = active;
+  els.stop.hidden = !active;
+  els.body.dataset.running = String(active);
+  // Keep the keyboard where it was when one button replaces the other.
+  if (active && focusWasOn === els.send) els.stop.focus();
+  if (!active && focusWasOn === els.stop) els.send.focus();
+}
+
+function showError(text) {
+  els.inputError.textContent = text || '';
+  els.inputError.hidden = !text;
+}
+
+// ---- sessions ----
+
+function hashSession() {
+  const m = /^#s=([0-9a-f]{32})$/.exec(location.hash);
+  return m ? m[1] : null;
+}
+
+function setHash(id) {
+  if (hashSession() === id) return;
+  if (id) location.hash = 's=' + id; // a history entry: Back returns to the previous one
+  else history.replaceState(null, '', location.pathname + location.search);
+}
+
+async function openSession(id) {
+  const token = ++state.openToken;
+  if (state.stream) state.stream.close();
+  state.stream = null;
+  state.sessionId = id;
+  view.reset();
+  setActive(false);
+  clearPreview();
+  showError(null);
+  setHash(id);
+  markCurrentSession();
+  closeSidebar();
+  if (!id) {
+    setConn('idle');
+    return;
+  }
+  setConn('connecting');
+  try {
+    await api.getSession(id);
+  } catch (e) {
+    if (token !== state.openToken) return;
+    if (e instanceof ApiError && e.status === 404) {
+      showError('That session does not exist (any more). Start a new one.');
+      state.sessionId = null;
+      setHash(null);
+      setConn('idle');
+      return;
+    }
+    // The daemon is down or unreachable: the stream retries until it is back.
+  }
+  if (token !== state.openToken) return;
+  // The whole session is replayed from seq 0: what was shown before a
+  // reload is drawn again from the same events, in the same way.
+  state.stream = new EventStream(id, {
+    onEvent: (ev) => { if (token === state.openToken) view.apply(ev); },
+    onState: (s) => {
+      if (token !== state.openToken) return;
+      setConn(s);
+      if (s === 'down') streamDown(id, token);
+    },
+  });
+  state.stream.open();
+}
+
+// The stream failed with an HTTP error: either atelierd is down (the
+// banner says so and the stream keeps retrying) or the session was deleted
+// elsewhere (retrying would never end).
+async function streamDown(id, token) {
+  if (!(await checkHealth())) return;
+  try {
+    await api.getSession(id);
+  } catch (e) {
+    if (token === state.openToken && e instanceof ApiError && e.status === 404) {
+      if (state.stream) state.stream.close();
+      state.stream = null;
+      setConn('idle');
+      showError('This session was deleted. Start a new one or pick another.');
+      scheduleSessionRefresh();
+    }
+  }
+}
+
+async function newSession() {
+  try {
+    const s = await api.createSession(selectedModel());
+    await openSession(s.id);
+    await refreshSessions();
+    els.input.focus();
+  } catch (e) {
+    showError('Could not create a session: ' + errorText(e));
+  }
+}
+
+async function deleteSession(id) {
+  const title = titleOf(id);
+  if (!window.confirm(`Delete "${title}"? Its conversation and images are removed for good.`)) return;
+  try {
+    await api.deleteSession(id);
+  } catch (e) {
+    showError('Could not delete the session: ' + errorText(e));
+    return;
+  }
+  forgetTitle(id);
+  if (id === state.sessionId) await openSession(null);
+  await refreshSessions();
+}
+
+// The list API has no titles; the page remembers each session's first
+// message as its title (bounded, newest kept).
+const TITLES_KEY = 'atelier-titles';
+const MAX_TITLES = 200;
+
+function titles() {
+  try {
+    const t = JSON.parse(store.get(TITLES_KEY) || '{}');
+    return t && typeof t === 'object' ? t : {};
+  } catch {
+    return {};
+  }
+}
+
+function titleOf(id) {
+  const t = titles()[id];
+  return typeof t === 'string' && t !== '' ? t : 'Session ' + id.slice(0, 8);
+}
+
+function rememberTitle(text) {
+  const id = state.sessionId;
+  if (!id || text === '') return;
+  const t = titles();
+  if (typeof t[id] === 'string') return;
+  t[id] = text.length > 80 ? text.slice(0, 79) + '…' : text;
+  const keys = Object.keys(t);
+  for (const k of keys.slice(0, Math.max(0, keys.length - MAX_TITLES))) delete t[k];
+  store.set(TITLES_KEY, JSON.stringify(t));
+  scheduleSessionRefresh();
+}
+
+function forgetTitle(id) {
+  const t = titles();
+  delete t[id];
+  store.set(TITLES_KEY, JSON.stringify(t));
+}
+
+function when(iso) {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  const sameDay = d.toDateString() === new Date().toDateString();
+  return sameDay
+    ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+    : d.toLocaleDateString([], { month: 'short', day: 'numeric' });
+}
+
+async function refreshSessions() {
+  let list;
+  try {
+    list = await api.listSessions();
+  } catch {
+    return; // the banner says why; the old list stays
+  }
+  if (!Array.isArray(list)) return;
+  clear(els.sessionList);
+  for (const s of list) {
+    if (!s || !isSessionId(s.id)) continue;
+    const sub = [when(s.updated || s.created), s.model].filter(Boolean).join(' · ');
+    const item = el('li', { class: 'session-item', dataset: { sessionId: s.id } },
+      el('button', {
+        type: 'button',
+        class: 'session-open',
+        on: { click: () => { if (s.id !== state.sessionId) openSession(s.id); else closeSidebar(); } },
+      },
+      el('span', { class: 'session-title', text: titleOf(s.id) }),
+      el('span', { class: 'session-sub', text: sub })),
+      el('button', {
+        type: 'button',
+        class: 'session-delete',
+        title: 'Delete session',
+        attrs: { 'aria-label': 'Delete session ' + titleOf(s.id) },
+        on: { click: () => deleteSession(s.id) },
+        text: '🗑',
+      }));
+    els.sessionList.appendChild(item);
+  }
+  els.sessionEmpty.hidden = els.sessionList.childElementCount > 0;
+  markCurrentSession();
+}
+
+function scheduleSessionRefresh() {
+  clearTimeout(state.listTimer);
+  state.listTimer = setTimeout(refreshSessions, 400);
+}
+
+function markCurrentSession() {
+  for (const li of els.sessionList.children) {
+    const current = li.dataset.sessionId === state.sessionId;
+    li.classList.toggle('current', current);
+    const b = li.querySelector('.session-open');
+    if (current) b.setAttribute('aria-current', 'true');
+    else b.removeAttribute('aria-current');
+  }
+}
+
+// ---- sending and stopping ----
+
+function selectedModel() {
+  return els.model.disabled || els.model.value === '' ? undefined : els.model.value;
+}
+
+async function send() {
+  const text = els.input.value.trim();
+  if (text === '' || state.sending) return;
+  state.sending = true;
+  els.send.disabled = true;
+  showError(null);
+  let pending = null;
+  try {
+    if (!state.sessionId) {
+      const s = await api.createSession(selectedModel());
+      await openSession(s.id);
+      scheduleSessionRefresh();
+    }
+    pending = view.addPending(text);
+    els.input.value = '';
+    await api.send(state.sessionId, text, selectedModel());
+  } catch (e) {
+    view.removePending(pending);
+    if (els.input.value === '') els.input.value = text; // nothing typed is lost
+    showError(e instanceof ApiError && e.status === 429
+      ? 'Too many messages are waiting in this session: wait for the current run to finish. (' + e.message + ')'
+      : 'Not sent: ' + errorText(e));
+  } finally {
+    state.sending = false;
+    els.send.disabled = false;
+    els.input.focus();
+  }
+}
+
+async function stop() {
+  const id = state.sessionId;
+  if (!id) return;
+  els.stop.disabled = true;
+  try {
+    const r = await api.cancel(id);
+    if (r && r.cancelled === false) {
+      // No run is active, yet the page shows one: a run killed by a restart
+      // of atelierd sends no end. Give a normal end a moment to arrive
+      // first, then close it here.
+      setTimeout(() => {
+        if (state.sessionId === id && state.active)
+          view.forceEnd('No run is active any more (atelierd may have restarted).');
+      }, 1500);
+    }
+  } catch (e) {
+    showError('Could not stop the run: ' + errorText(e));
+  } finally {
+    els.stop.disabled = false;
+  }
+}
+
+// ---- models, health, connection ----
+
+async function loadModels() {
+  let m;
+  try {
+    m = await api.models();
+  } catch (e) {
+    clear(els.model);
+    els.model.appendChild(el('option', { value: '', text: 'models unavailable' }));
+    els.model.disabled = true;
+    return;
+  }
+  clear(els.model);
+  const models = Array.isArray(m && m.models) ? m.models.filter((x) => typeof x === 'string') : [];
+  for (const name of models) els.model.appendChild(el('option', { value: name, text: name }));
+  if (models.length === 0) {
+    els.model.appendChild(el('option', { value: '', text: m && m.offline ? 'offline' : 'no models' }));
+    els.model.disabled = true;
+  } else {
+    const saved = store.get('atelier-model');
+    els.model.value = models.includes(saved) ? saved : models.includes(m.default) ? m.default : models[0];
+    els.model.disabled = false;
+  }
+  els.model.title = m && m.provider ? `provider: ${m.provider}${m.type ? ' (' + m.type + ')' : ''}` : '';
+  if (m && m.offline) {
+    els.offline.textContent = 'Offline mode: no LLM provider is configured. ' +
+      (typeof m.why === 'string' ? m.why + ' ' : '') +
+      'Messages starting with / call a tool directly; /demo replays a recorded session.';
+    els.offline.hidden = false;
+  } else {
+    els.offline.hidden = true;
+  }
+}
+
+async function checkHealth() {
+  clearTimeout(state.healthTimer);
+  let ok = false;
+  let why = 'The server cannot be reached.';
+  try {
+    const h = await api.health();
+    ok = h && h.status === 'ok';
+  } catch (e) {
+    why = e instanceof ApiError && e.status !== 0
+      ? 'atelierd is not running (' + e.message + ').'
+      : why;
+  }
+  const wasDown = !els.daemon.hidden;
+  els.daemon.textContent = ok ? '' : why + ' Retrying…';
+  els.daemon.hidden = ok;
+  if (!ok) {
+    state.healthTimer = setTimeout(checkHealth, 5000);
+  } else if (wasDown) {
+    loadModels();
+    refreshSessions();
+    if (state.stream) state.stream.kick();
+  }
+  return ok;
+}
+
+const CONN_TEXT = {
+  idle: 'No session',
+  connecting: 'Connecting…',
+  open: 'Live',
+  reconnecting: 'Reconnecting…',
+  down: 'Disconnected, retrying…',
+};
+
+function setConn(s) {
+  els.conn.dataset.state = s;
+  els.conn.textContent = CONN_TEXT[s] || s;
+}
+
+// ---- preview and image viewer ----
+
+function showPreview(id) {
+  let button = els.previewFrame.querySelector('.image-button');
+  if (button === null || button.dataset.imageId !== id) {
+    clear(els.previewFrame);
+    button = imageButton(id, 'The latest image of the scene');
+    button.id = 'preview-open';
+    els.previewFrame.appendChild(button);
+  }
+  els.preview.dataset.empty = 'false';
+}
+
+function showRenderProgress(f) {
+  els.previewProgress.value = Math.min(1, Math.max(0, f));
+  els.previewProgress.hidden = f >= 1;
+}
+
+function clearPreview() {
+  clear(els.previewFrame);
+  els.previewFrame.appendChild(el('p', { class: 'preview-empty', text: 'Images of the scene appear here.' }));
+  els.preview.dataset.empty = 'true';
+  els.previewProgress.hidden = true;
+}
+
+function openViewer(id) {
+  const url = api.imageUrl(id);
+  if (typeof els.viewer.showModal !== 'function') {
+    window.open(url, '_blank', 'noopener');
+    return;
+  }
+  els.viewerImg.src = url;
+  els.viewerLink.href = url;
+  els.viewer.showModal();
+}
+
+// ---- theme and sidebar ----
+
+function effectiveTheme() {
+  const t = document.documentElement.dataset.theme;
+  if (t === 'dark' || t === 'light') return t;
+  return window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+}
+
+function showThemeButton() {
+  const dark = effectiveTheme() === 'dark';
+  els.theme.textContent = dark ? '☀' : '☾';
+  els.theme.setAttribute('aria-label', dark ? 'Switch to the light theme' : 'Switch to the dark theme');
+  els.theme.title = els.theme.getAttribute('aria-label');
+}
+
+function closeSidebar() {
+  els.body.dataset.sidebar = 'closed';
+  els.sidebarToggle.setAttribute('aria-expanded', 'false');
+}
+
+// ---- wiring ----
+
+els.form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  send();
+});
+els.input.addEventListener('keydown', (e) => {
+  // Enter sends, Shift+Enter is a new line; an IME's Enter confirms its
+  // composition and is left alone.
+  if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.isComposing && e.keyCode !== 229) {
+    e.preventDefault();
+    send();
+  }
+});
+els.stop.addEventListener('click', stop);
+els.newSession.addEventListener('click', newSession);
+els.model.addEventListener('change', () => store.set('atelier-model', els.model.value));
+els.theme.addEventListener('click', () => {
+  const next = effectiveTheme() === 'dark' ? 'light' : 'dark';
+  document.documentElement.dataset.theme = next;
+  store.set('atelier-theme', next);
+  showThemeButton();
+});
+window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', showThemeButton);
+els.sidebarToggle.addEventListener('click', () => {
+  const open = els.body.dataset.sidebar !== 'open';
+  els.body.dataset.sidebar = open ? 'open' : 'closed';
+  els.sidebarToggle.setAttribute('aria-expanded', String(open));
+  if (open) els.newSession.focus();
+});
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && els.body.dataset.sidebar === 'open') {
+    closeSidebar();
+    els.sidebarToggle.focus();
+  }
+});
+// Any thumbnail (tool details, preview) opens the full image.
+document.addEventListener('click', (e) => {
+  const b = e.target.closest('[data-image-id]');
+  if (b && !els.viewer.contains(b)) openViewer(b.dataset.imageId);
+});
+els.viewerClose.addEventListener('click', () => els.viewer.close());
+els.viewer.addEventListener('click', (e) => {
+  if (e.target === els.viewer) els.viewer.close(); // the backdrop
+});
+els.viewer.addEventListener('close', () => els.viewerImg.removeAttribute('src'));
+for (const b of document.querySelectorAll('.example')) {
+  b.addEventListener('click', () => {
+    els.input.value = b.dataset.text || b.textContent;
+    els.input.focus();
+  });
+}
+window.addEventListener('hashchange', () => {
+  const id = hashSession();
+  if (id !== state.sessionId) openSession(id);
+});
+window.addEventListener('online', () => { if (state.stream) state.stream.kick(); });
+document.addEventListener('visibilitychange', () => {
+  if (!document.hidden && state.stream) state.stream.kick();
+});
+
+showThemeButton();
+closeSidebar();
+setConn('idle');
+checkHealth();
+loadModels();
+refreshSessions();
+openSession(hashSession());

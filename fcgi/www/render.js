@@ -1,0 +1,426 @@
+// The conversation, drawn from a session's events. ChatView.apply takes
+// the events in seq order (stream.js filters duplicates) and changes the
+// DOM; it keeps no other source of truth, so replaying a session from
+// seq 0 after a reload draws the same page a live viewer saw.
+//
+// Every string from the daemon (the model's text, tool names, arguments,
+// errors) reaches the DOM through textContent or the Markdown builder.
+
+import { el, append, clear, buildMarkdown } from './dom.js';
+import { parseMarkdown } from './markdown.js';
+import { diff, formatValue } from './diff.js';
+import { finishedSummary, startedSummary, toolTitle, errorHint } from './naming.js';
+import { CallMatcher, RUN_END, usageLine } from './events.js';
+import { api } from './api.js';
+
+const firstLine = (s) => String(s).split('\n', 1)[0];
+
+// A change list longer than this is cut (an import can touch everything);
+// the raw call below it still has all of it.
+const MAX_ROWS = 200;
+
+function imageIds(list) {
+  if (!Array.isArray(list)) return [];
+  return list
+    .map((x) => (typeof x === 'string' ? x : x && typeof x.id === 'string' ? x.id : null))
+    .filter((x) => x !== null && x !== '');
+}
+
+/** A thumbnail that opens the full image (app.js handles the click on any
+ *  [data-image-id] button). */
+export function imageButton(id, alt) {
+  return el('button', {
+    type: 'button',
+    class: 'image-button',
+    dataset: { imageId: id },
+    title: 'Open full size',
+  }, el('img', { src: api.imageUrl(id), alt, loading: 'lazy', decoding: 'async' }));
+}
+
+function pretty(v) {
+  if (typeof v === 'string') return v; // "(redacted)"
+  try {
+    return JSON.stringify(v, null, 2);
+  } catch {
+    return String(v);
+  }
+}
+
+export class ChatView {
+  /** root: the #messages log; pending: where queued messages wait;
+   *  scroller: the element that scrolls; hooks: onRunState(active),
+   *  onImage(id), onRenderProgress(fraction), onRunStarted(text),
+   *  onRunEnded(type), onChange(empty). */
+  constructor({ root, pending, scroller, hooks }) {
+    this.root = root;
+    this.pendingBox = pending;
+    this.scroller = scroller;
+    this.hooks = hooks;
+    this.follow = null; // see watchScroll
+    // One listener for every tool line's toggle.
+    root.addEventListener('click', (e) => {
+      const line = e.target.closest('.tool-line');
+      if (line && root.contains(line)) this.toggle(line);
+    });
+    this.reset();
+  }
+
+  reset() {
+    clear(this.root);
+    clear(this.pendingBox);
+    this.run = null; // the open run's state, or null
+    this.lastRun = null; // its container, kept for a late run.interrupted
+    this.active = false;
+    this.hooks.onChange(true);
+  }
+
+  /** A message the user sent that has not started yet (the run before it
+   *  is still going, or the POST is in flight). run.started with the same
+   *  text replaces it. */
+  addPending(text) {
+    const node = el('div', { class: 'msg msg-user pending', dataset: { pendingText: text } },
+      el('div', { class: 'bubble', text }),
+      el('div', { class: 'msg-meta', text: 'queued' }));
+    this.pendingBox.appendChild(node);
+    this.stick();
+    return node;
+  }
+
+  removePending(node) {
+    if (node && node.parentNode) node.parentNode.removeChild(node);
+  }
+
+  // ---- events ----
+
+  apply(ev) {
+    const wasEmpty = this.root.childElementCount === 0;
+    this.watchScroll();
+    const d = ev.data || {};
+    switch (ev.type) {
+      case 'run.started': this.runStarted(ev, d); break;
+      case 'text.delta': this.textDelta(ev, d); break;
+      case 'text.done': this.textDone(ev, d); break;
+      case 'tool.started': this.toolStarted(ev, d); break;
+      case 'tool.progress': this.toolProgress(d); break;
+      case 'tool.finished': this.toolFinished(ev, d); break;
+      case 'tool.results': this.unfinished('No result: the call did not run.'); break;
+      case 'render.progress':
+        if (typeof d.image === 'string' && d.image !== '') this.hooks.onImage(d.image);
+        if (Number.isFinite(d.fraction)) this.hooks.onRenderProgress(d.fraction);
+        break;
+      default:
+        if (RUN_END.has(ev.type)) this.runEnded(ev, d);
+        // session.created and plugin events add nothing to the log.
+    }
+    if (wasEmpty && this.root.childElementCount > 0) this.hooks.onChange(false);
+  }
+
+  setActive(active) {
+    if (this.active === active) return;
+    this.active = active;
+    this.hooks.onRunState(active);
+  }
+
+  // The open run's container, made on demand: events of a run whose start
+  // is not shown (there should be none) still have somewhere to go.
+  current(seq) {
+    if (this.run === null) {
+      const box = el('section', { class: 'run', dataset: { seq: String(seq), state: 'active' } });
+      this.root.appendChild(box);
+      this.run = { box, stream: null, matcher: new CallMatcher(), lastDone: null, seq };
+      this.lastRun = box;
+    }
+    return this.run;
+  }
+
+  runStarted(ev, d) {
+    if (this.run !== null) this.closeRun('ended', null); // never ended: say so
+    const text = typeof d.text === 'string' ? d.text : '';
+    for (const p of this.pendingBox.children) {
+      if (p.dataset.pendingText === text) {
+        this.removePending(p);
+        break;
+      }
+    }
+    this.root.appendChild(el('div', { class: 'msg msg-user', dataset: { seq: String(ev.seq) } },
+      el('div', { class: 'bubble', text })));
+    const run = this.current(ev.seq);
+    const meta = [d.model, d.provider].filter((x) => typeof x === 'string' && x !== '');
+    if (meta.length > 0)
+      run.box.appendChild(el('div', { class: 'run-meta', text: meta.join(' · ') }));
+    this.setActive(true);
+    this.hooks.onRunStarted(text);
+  }
+
+  textDelta(ev, d) {
+    if (typeof d.text !== 'string' || d.text === '') return;
+    const run = this.current(ev.seq);
+    if (run.stream === null) {
+      const bubble = el('div', { class: 'bubble md', attrs: { 'aria-busy': 'true' } });
+      run.stream = bubble;
+      run.box.appendChild(el('div', { class: 'msg msg-assistant streaming', dataset: { seq: String(ev.seq) } }, bubble));
+    }
+    // Plain text while it streams; Markdown once the message is whole.
+    run.stream.appendChild(document.createTextNode(d.text));
+  }
+
+  textDone(ev, d) {
+    const run = this.current(ev.seq);
+    const text = typeof d.text === 'string' ? d.text : '';
+    let bubble = run.stream;
+    run.stream = null;
+    if (bubble === null) {
+      if (text === '') return;
+      bubble = el('div', { class: 'bubble md' });
+      run.box.appendChild(el('div', { class: 'msg msg-assistant', dataset: { seq: String(ev.seq) } }, bubble));
+    }
+    const msg = bubble.parentNode;
+    msg.classList.remove('streaming');
+    bubble.removeAttribute('aria-busy');
+    // The whole text replaces the pieces: a retried turn may have streamed
+    // part of its answer twice, and only now can Markdown be parsed.
+    const whole = text !== '' ? text : bubble.textContent;
+    clear(bubble);
+    bubble.appendChild(buildMarkdown(parseMarkdown(whole)));
+    if (Number.isFinite(d.latency_ms)) msg.title = `answered in ${d.latency_ms} ms`;
+    run.lastDone = { text, msg };
+  }
+
+  toolStarted(ev, d) {
+    const run = this.current(ev.seq);
+    const tool = typeof d.tool === 'string' ? d.tool : '';
+    const box = el('div', {
+      class: 'tool-call',
+      dataset: { state: 'pending', tool, seq: String(ev.seq) },
+    });
+    if (typeof d.id === 'string') box.dataset.callId = d.id;
+    box.started = d; // kept for the details until the call finishes
+    this.fillTool(box, {
+      state: 'pending',
+      icon: '⏳',
+      summary: startedSummary(d) + '…',
+      facts: [['Function', tool], ['Status', '⏳ Running']],
+      args: { name: tool, arguments: d.arguments },
+    });
+    run.box.appendChild(box);
+    run.matcher.start(box, tool);
+  }
+
+  toolProgress(d) {
+    if (this.run === null) return;
+    const box = this.run.matcher.peek(typeof d.tool === 'string' ? d.tool : '');
+    if (box === null) return;
+    let bar = box.querySelector('.tool-progress');
+    if (bar === null) {
+      bar = el('progress', { class: 'tool-progress', max: 1 });
+      box.querySelector('.tool-line').after(bar);
+    }
+    if (Number.isFinite(d.fraction)) bar.value = Math.min(1, Math.max(0, d.fraction));
+    if (typeof d.message === 'string') bar.title = d.message;
+    if (typeof d.message === 'string') bar.setAttribute('aria-label', d.message);
+  }
+
+  toolFinished(ev, d) {
+    const run = this.current(ev.seq);
+    const op = d.operation && typeof d.operation === 'object' ? d.operation : {};
+    const tool = typeof op.tool === 'string' ? op.tool : '';
+    let box = run.matcher.finish(tool);
+    if (box === null) {
+      box = el('div', { class: 'tool-call', dataset: { tool, seq: String(ev.seq) } });
+      run.box.appendChild(box);
+    }
+    const ok = d.success === true;
+    const images = imageIds(d.images);
+    const facts = [
+      ['Function', tool],
+      ['Target', typeof op.target === 'string' && op.target !== '' ? op.target : '—'],
+      ['Status', ok ? '✓ Success' : '❌ Failed'],
+    ];
+    if (Number.isFinite(d.duration_ms)) facts.push(['Duration', `${d.duration_ms} ms`]);
+    const hasChange = op.before !== undefined || op.after !== undefined;
+    this.fillTool(box, {
+      state: ok ? 'ok' : 'failed',
+      icon: '🔧',
+      summary: finishedSummary(d),
+      facts,
+      changes: hasChange ? diff(op.before, op.after) : null,
+      error: ok ? null : (typeof d.error === 'string' && d.error !== '' ? d.error : 'The call failed.'),
+      args: { name: tool, arguments: op.arguments !== undefined ? op.arguments : (box.started || {}).arguments },
+      images,
+    });
+    if (images.length > 0) this.hooks.onImage(images[images.length - 1]);
+  }
+
+  // Calls that started but will get no tool.finished: cancelled, broken
+  // arguments, or cut off by a restart.
+  unfinished(reason) {
+    if (this.run === null) return;
+    for (const box of this.run.matcher.drain()) {
+      const d = box.started || {};
+      this.fillTool(box, {
+        state: 'notrun',
+        icon: '⏹',
+        summary: toolTitle(d.tool) + ' — not run',
+        facts: [['Function', d.tool || ''], ['Status', 'Not run']],
+        error: reason,
+        args: { name: d.tool, arguments: d.arguments },
+      });
+    }
+  }
+
+  runEnded(ev, d) {
+    const run = this.current(ev.seq);
+    const message = typeof d.message === 'string' ? d.message : '';
+    let notice = null;
+    switch (ev.type) {
+      case 'run.limit_reached':
+        // The same words came as the run's last text.done: show them once.
+        if (run.lastDone && run.lastDone.text === message) run.lastDone.msg.remove();
+        notice = ['limit', message || 'The turn limit was reached.'];
+        break;
+      case 'run.cancelled':
+        notice = ['cancelled', 'Stopped.'];
+        break;
+      case 'run.error': {
+        const status = Number.isFinite(d.status) ? ` (HTTP ${d.status})` : '';
+        notice = ['error', `Error${status}: ${message || 'the run failed.'}`];
+        break;
+      }
+      case 'run.interrupted':
+        notice = ['interrupted', message || 'The previous run was interrupted.'];
+        break;
+    }
+    const reason = ev.type === 'run.interrupted'
+      ? 'Interrupted: atelierd stopped before this call ran.'
+      : ev.type === 'run.cancelled' ? 'Not run: the run was stopped.' : 'No result: the call did not run.';
+    this.unfinished(reason);
+    if (notice !== null)
+      run.box.appendChild(el('div', {
+        class: 'notice',
+        dataset: { kind: notice[0] },
+        attrs: { role: notice[0] === 'error' ? 'alert' : 'status' },
+        text: notice[1],
+      }));
+    this.closeRun(ev.type.slice(4), usageLine(d));
+    this.hooks.onRunEnded(ev.type);
+  }
+
+  closeRun(state, footer) {
+    const run = this.run;
+    if (run === null) return;
+    if (run.stream !== null) {
+      // An answer cut off mid-stream (a cancel): what came stays, marked.
+      run.stream.removeAttribute('aria-busy');
+      run.stream.parentNode.classList.remove('streaming');
+      run.stream.parentNode.classList.add('partial');
+      run.stream = null;
+    }
+    this.unfinished('Not run: the run ended first.');
+    run.box.dataset.state = state;
+    if (footer) run.box.appendChild(el('div', { class: 'run-footer', text: footer }));
+    this.run = null;
+    this.setActive(false);
+  }
+
+  /** Ends the run locally when the daemon says none is active (the Stop
+   *  button on a run a restart killed, which sent no end event). */
+  forceEnd(text) {
+    if (this.run === null) return;
+    this.run.box.appendChild(el('div', { class: 'notice', dataset: { kind: 'interrupted' }, text }));
+    this.closeRun('ended', null);
+  }
+
+  // ---- a tool call's line and details ----
+
+  fillTool(box, m) {
+    const old = box.querySelector(':scope > .tool-line');
+    const expanded = old !== null && old.getAttribute('aria-expanded') === 'true';
+    const detailsId = 'tc-' + box.dataset.seq;
+    clear(box);
+    box.dataset.state = m.state;
+    const line = el('button', {
+      type: 'button',
+      class: 'tool-line',
+      attrs: { 'aria-expanded': String(expanded), 'aria-controls': detailsId },
+    },
+    el('span', { class: 'tool-icon', attrs: { 'aria-hidden': 'true' }, text: m.icon }),
+    el('span', { class: 'tool-summary', text: m.summary }),
+    el('span', { class: 'tool-toggle', attrs: { 'aria-hidden': 'true' }, text: expanded ? '[-]' : '[+]' }));
+    box.appendChild(line);
+    if (m.error && m.state === 'failed')
+      box.appendChild(el('div', { class: 'tool-error', text: '❌ Error: ' + firstLine(m.error) }));
+
+    const details = el('div', { class: 'tool-details', id: detailsId, hidden: !expanded });
+    const dl = el('dl', { class: 'tool-facts' });
+    for (const [k, v] of m.facts) append(dl, [el('dt', { text: k }), el('dd', { text: v })]);
+    details.appendChild(dl);
+    if (m.changes) {
+      details.appendChild(el('h4', { text: 'Changes' }));
+      const list = el('ul', { class: 'diff' });
+      if (m.changes.length === 0) list.appendChild(el('li', { class: 'diff-none', text: '(no changes)' }));
+      for (const r of m.changes.slice(0, MAX_ROWS)) list.appendChild(this.diffRow(r));
+      if (m.changes.length > MAX_ROWS)
+        list.appendChild(el('li', { class: 'diff-none', text: `… and ${m.changes.length - MAX_ROWS} more changes` }));
+      details.appendChild(list);
+    }
+    if (m.error) {
+      details.appendChild(el('h4', { text: 'Error' }));
+      details.appendChild(el('pre', { class: 'tool-error-text', text: m.error }));
+      const hint = errorHint(m.error);
+      if (hint) details.appendChild(el('p', { class: 'tool-hint', text: 'Suggestion: ' + hint }));
+    }
+    details.appendChild(el('h4', { text: 'Raw function call' }));
+    details.appendChild(el('pre', { class: 'tool-args', text: pretty(m.args) }));
+    if (m.images && m.images.length > 0)
+      details.appendChild(el('div', { class: 'tool-images' },
+        m.images.map((id, i) => imageButton(id, `image ${i + 1} from ${m.args.name || 'the tool'}`))));
+    box.appendChild(details);
+  }
+
+  diffRow(r) {
+    const path = r.path === '' ? '(value)' : r.path;
+    const row = el('li', { class: 'diff-row', dataset: { kind: r.kind, path } },
+      el('span', { class: 'diff-path', text: path }), ': ');
+    if (r.kind === 'changed') {
+      append(row, [el('span', { class: 'diff-old', text: formatValue(r.before) }),
+        el('span', { class: 'diff-arrow', text: ' → ' }),
+        el('span', { class: 'diff-new', text: formatValue(r.after) })]);
+    } else if (r.kind === 'added') {
+      append(row, [el('span', { class: 'diff-tag', text: 'added ' }),
+        el('span', { class: 'diff-new', text: formatValue(r.after) })]);
+    } else {
+      append(row, [el('span', { class: 'diff-tag', text: 'removed ' }),
+        el('span', { class: 'diff-old', text: formatValue(r.before) })]);
+    }
+    return row;
+  }
+
+  toggle(line) {
+    const open = line.getAttribute('aria-expanded') !== 'true';
+    line.setAttribute('aria-expanded', String(open));
+    line.querySelector('.tool-toggle').textContent = open ? '[-]' : '[+]';
+    const details = line.parentNode.querySelector(':scope > .tool-details');
+    if (details) details.hidden = !open;
+  }
+
+  // ---- scrolling: follow the end only when the reader is there ----
+
+  // Whether to follow is measured once per frame, before the frame's first
+  // change, and the scroll happens in that frame's rAF: a replay of
+  // thousands of deltas then costs one layout per frame, not one per event.
+  watchScroll() {
+    if (this.follow !== null) return;
+    const s = this.scroller;
+    this.follow = s.scrollHeight - s.scrollTop - s.clientHeight < 80;
+    requestAnimationFrame(() => {
+      if (this.follow) s.scrollTop = s.scrollHeight;
+      this.follow = null;
+    });
+  }
+
+  /** Scrolls to the end in the next frame whatever the position. */
+  stick() {
+    this.watchScroll();
+    this.follow = true;
+  }
+}
