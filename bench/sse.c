@@ -40,7 +40,7 @@
 typedef struct {
   int fd;
   int session;
-  int held;      /* the response's headers came */
+  int held;       /* the response's headers came */
   long long last; /* the last id seen */
   long long lost, doubled;
   char *buf;
@@ -213,8 +213,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (port <= 0 || sock == NULL || nstreams < 1 || nsessions < 1 ||
-      rate <= 0) {
+  if (port <= 0 || sock == NULL || nstreams < 1 || nsessions < 1 || rate <= 0) {
     fprintf(stderr, "sse: --port and --socket are required\n");
     return 2;
   }
