@@ -731,8 +731,7 @@ static void m_image_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   start_read(d, c, id, 0, 0, read_image);
 }
 
-static void m_agent_models(atl_daemon_t *d, atl_rpc_call_t *c,
-                           json_object *p) {
+static void m_agent_models(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   static const char *const names[] = {NULL};
   if (!only(d, c, p, names))
     return;

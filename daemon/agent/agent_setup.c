@@ -138,15 +138,14 @@ json_object *atl_agent_models(atl_daemon_t *d) {
   }
   if (json_object_array_length(list) == 0 && !offline && p->model != NULL)
     json_object_array_add(list, json_object_new_string(p->model));
-  json_object_object_add(
-      o, "provider", offline ? NULL : json_object_new_string(p->cfg.name));
-  json_object_object_add(
-      o, "type", offline ? NULL : json_object_new_string(p->cfg.type));
+  json_object_object_add(o, "provider",
+                         offline ? NULL : json_object_new_string(p->cfg.name));
+  json_object_object_add(o, "type",
+                         offline ? NULL : json_object_new_string(p->cfg.type));
   json_object_object_add(o, "models", list);
-  json_object_object_add(o, "default",
-                         offline || p->model == NULL
-                             ? NULL
-                             : json_object_new_string(p->model));
+  json_object_object_add(
+      o, "default",
+      offline || p->model == NULL ? NULL : json_object_new_string(p->model));
   json_object_object_add(o, "offline", json_object_new_boolean(offline));
   if (offline && p != NULL && p->why_offline != NULL)
     json_object_object_add(o, "why", json_object_new_string(p->why_offline));
