@@ -51,6 +51,8 @@ typedef struct {
 typedef struct {
   char id[33];
   long long expect; /* the seq of its newest event, as far as we know */
+  double *acked;    /* by seq: when the call that made it was answered */
+  size_t n_acked;
 } session_t;
 
 static double real_ms(void) {
@@ -142,9 +144,23 @@ static long rss_kb(long pid) {
 
 static double *lat;
 static size_t nlat, caplat;
+/* From the call's answer (sent once the event is committed) to the
+ * stream: the delivery after the commit. An event that came before its
+ * call's answer counts 0. */
+static double *lat_ack;
+static size_t nlat_ack, caplat_ack;
+static int measuring;
+
+static void push(double **a, size_t *n, size_t *cap, double v) {
+  if (*n == *cap) {
+    *cap = *cap ? 2 * *cap : 1 << 16;
+    *a = realloc(*a, *cap * sizeof(**a));
+  }
+  (*a)[(*n)++] = v;
+}
 
 /* Consumes whole lines of a stream's body. */
-static void consume(stream_t *s) {
+static void consume(stream_t *s, session_t *se) {
   char *p = s->buf, *end = s->buf + s->len, *nl;
   if (!s->header_done) {
     char *h = memmem(p, s->len, "\r\n\r\n", 4);
@@ -168,17 +184,17 @@ static void consume(stream_t *s) {
       else {
         s->lost += id - s->last - 1;
         s->last = id;
+        if (measuring) {
+          double t = id < (long long)se->n_acked ? se->acked[id] : 0;
+          double d = t > 0 ? real_ms() - t : 0;
+          push(&lat_ack, &nlat_ack, &caplat_ack, d > 0 ? d : 0);
+        }
       }
     } else if (strncmp(p, "data: ", 6) == 0) {
       const char *ts = strstr(p, "\"ts\":\"");
       double t = ts ? parse_ts(ts + 6) : -1;
-      if (t > 0) {
-        if (nlat == caplat) {
-          caplat = caplat ? 2 * caplat : 1 << 16;
-          lat = realloc(lat, caplat * sizeof(*lat));
-        }
-        lat[nlat++] = real_ms() - t;
-      }
+      if (t > 0 && measuring)
+        push(&lat, &nlat, &caplat, real_ms() - t);
     }
     p = nl + 1;
   }
@@ -280,7 +296,7 @@ int main(int argc, char **argv) {
       t_gen = next_call = now;
       fprintf(stderr, "sse: %d of %d streams held after %.1f s\n", held,
               nstreams, now - t_open);
-      nlat = 0; /* only events made from here on */
+      measuring = 1; /* only events made from here on */
     }
     if (phase == 1) {
       /* Calls due by now, pipelined. */
@@ -338,7 +354,18 @@ int main(int argc, char **argv) {
           const char *idp = strstr(p, "\"id\":");
           int sid = idp ? atoi(idp + 5) : -1;
           if (strstr(p, "\"success\":true") && sid >= 0 && sid < nsessions) {
-            ss[sid].expect++;
+            session_t *se = &ss[sid];
+            se->expect++;
+            if ((size_t)se->expect >= se->n_acked) {
+              size_t n = se->n_acked ? 2 * se->n_acked : 256;
+              while (n <= (size_t)se->expect)
+                n *= 2;
+              se->acked = realloc(se->acked, n * sizeof(double));
+              memset(se->acked + se->n_acked, 0,
+                     (n - se->n_acked) * sizeof(double));
+              se->n_acked = n;
+            }
+            se->acked[se->expect] = real_ms();
             answered++;
           } else {
             failed++;
@@ -365,7 +392,7 @@ int main(int argc, char **argv) {
       }
       int was = s->held;
       s->len += (size_t)r;
-      consume(s);
+      consume(s, &ss[s->session]);
       held += s->held - was;
     }
   }
@@ -377,14 +404,19 @@ int main(int argc, char **argv) {
     deliveries += st[i].last - 1;
   }
   qsort(lat, nlat, sizeof(*lat), cmp_d);
+  qsort(lat_ack, nlat_ack, sizeof(*lat_ack), cmp_d);
 #define PCT(q) (nlat ? lat[(size_t)((double)(nlat - 1) * (q))] : 0.0)
+#define PCTA(q)                                                                \
+  (nlat_ack ? lat_ack[(size_t)((double)(nlat_ack - 1) * (q))] : 0.0)
   printf("streams=%d held=%d sessions=%d seconds=%.1f events=%lld "
          "failed_calls=%lld deliveries=%lld p50_ms=%.1f p90_ms=%.1f "
-         "p99_ms=%.1f p999_ms=%.1f max_ms=%.1f lost=%lld doubled=%lld "
+         "p99_ms=%.1f p999_ms=%.1f max_ms=%.1f commit_p50_ms=%.1f "
+         "commit_p99_ms=%.1f lost=%lld doubled=%lld "
          "daemon_rss_mb=%.1f bridge_rss_mb=%.1f\n",
          nstreams, held, nsessions, seconds, answered, failed, deliveries,
          PCT(0.5), PCT(0.9), PCT(0.99), PCT(0.999), nlat ? lat[nlat - 1] : 0.0,
-         lost, doubled, pid_daemon ? rss_kb(pid_daemon) / 1024.0 : 0.0,
+         PCTA(0.5), PCTA(0.99), lost, doubled,
+         pid_daemon ? rss_kb(pid_daemon) / 1024.0 : 0.0,
          pid_bridge ? rss_kb(pid_bridge) / 1024.0 : 0.0);
   return lost || doubled || held < nstreams ? 1 : 0;
 }

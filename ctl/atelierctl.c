@@ -76,7 +76,7 @@ typedef struct {
 } options;
 
 static options opt = {.timeout_ms = 60000};
-static ctl_rpc rpc = {.fd = -1};
+static ctl_rpc rpc = {.fd = -1, .watch_fd = -1};
 static volatile sig_atomic_t interrupted;
 
 static int usage_error(const char *fmt, ...)

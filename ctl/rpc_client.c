@@ -43,8 +43,10 @@ static int64_t mono_ms(void) {
 }
 
 int ctl_rpc_connect(ctl_rpc *c, const char *path) {
+  int watch = c->watch_fd;
   memset(c, 0, sizeof(*c));
   c->fd = -1;
+  c->watch_fd = watch;
   c->next_id = 1;
 
   struct sockaddr_un addr;
@@ -120,13 +122,20 @@ static int wait_fd(ctl_rpc *c, short events, int64_t deadline) {
     int64_t left = deadline - mono_ms();
     if (left <= 0)
       return 0;
-    struct pollfd pfd = {.fd = c->fd, .events = events};
+    struct pollfd pfd[2] = {{.fd = c->fd, .events = events},
+                            {.fd = c->watch_fd, .events = POLLRDHUP}};
     struct timespec ts = {.tv_sec = left / 1000,
                           .tv_nsec = (left % 1000) * 1000000};
     /* With a wait mask, the signals that set *interrupted stay blocked
      * except inside ppoll(), so one arriving between the check above and
      * the wait cannot be lost. */
-    int n = ppoll(&pfd, 1, &ts, c->wait_mask);
+    int n = ppoll(pfd, c->watch_fd >= 0 ? 2 : 1, &ts, c->wait_mask);
+    if (n > 0 && c->watch_fd >= 0 &&
+        (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      c->watch_closed = 1;
+      set_errmsg(c, "the watched connection closed");
+      return -1;
+    }
     if (n > 0)
       return 1;
     if (n < 0 && errno != EINTR) {

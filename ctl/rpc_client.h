@@ -44,6 +44,13 @@ typedef struct {
   volatile sig_atomic_t *interrupted;
   /* The signal mask to wait with (ppoll), or NULL to keep the current one. */
   const sigset_t *wait_mask;
+  /* Another descriptor to watch while waiting (-1: none; kept across
+   * ctl_rpc_connect): when its peer hangs up, the call gives up at once
+   * with watch_closed set. The bridge watches the FastCGI connection of an
+   * event stream, so that a browser that left frees its long poll now,
+   * not at the next heartbeat. */
+  int watch_fd;
+  int watch_closed;
 } ctl_rpc;
 
 /* Connects to the unix socket at path. Returns 0, or -1 with c->errmsg set

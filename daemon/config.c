@@ -144,7 +144,7 @@ void atl_config_defaults(atl_config_t *cfg) {
   cfg->log_level = ATL_LOG_INFO;
   cfg->log_file = NULL;
   cfg->max_frame = 8388608;
-  cfg->max_clients = 1024;
+  cfg->max_clients = 4096;
   cfg->plugins_strict = 0;
   cfg->plugins_disable = NULL;
   cfg->tool_timeout_ms = 30000;

@@ -40,7 +40,7 @@ typedef struct {
   char *log_file;            /* NULL: stderr */
   /* [api] */
   uint32_t max_frame;   /* bytes per JSON-RPC frame; default 8 MiB */
-  uint32_t max_clients; /* default 1024 */
+  uint32_t max_clients; /* default 4096 */
   /* [plugins] */
   int plugins_strict;    /* a plugin that fails to load stops the daemon */
   char *plugins_disable; /* comma-separated plugin names not to load */

@@ -76,6 +76,7 @@ static void *serve(void *arg) {
   ctl_rpc rpc;
   memset(&rpc, 0, sizeof(rpc));
   rpc.fd = -1;
+  rpc.watch_fd = -1;
   if (FCGX_InitRequest(&req, listen_fd, 0) != 0) {
     pthread_mutex_lock(&mu);
     threads--;

@@ -131,6 +131,11 @@ void fcgi_events(fcgi_ctx_t *x, const char *session) {
   after = write_events(x, r, after, &broken);
   json_object_put(r);
   int gone_ms = 0;
+  /* While a long poll waits, a browser that leaves (nginx then closes our
+   * FastCGI connection) ends it at once: otherwise the thread and its
+   * daemon connection would stay until the next heartbeat. */
+  x->rpc->watch_fd = x->req->ipcFd;
+  x->rpc->watch_closed = 0;
   while (!broken && !fcgi_stopping) {
     r = NULL;
     int rc = fcgi_call_quiet(x, "events.read",
@@ -153,6 +158,8 @@ void fcgi_events(fcgi_ctx_t *x, const char *session) {
       continue;
     }
     json_object_put(r);
+    if (x->rpc->watch_closed)
+      break; /* the client has gone */
     if (rc == CTL_RPC_ERROR) {
       /* The session was deleted (or the daemon refuses for good): the
        * stream ends; a reconnect gets the 404. */
@@ -168,4 +175,6 @@ void fcgi_events(fcgi_ctx_t *x, const char *session) {
     usleep(500 * 1000);
     gone_ms += 500;
   }
+  x->rpc->watch_fd = -1;
+  x->rpc->watch_closed = 0;
 }

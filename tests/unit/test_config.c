@@ -79,7 +79,7 @@ static void assert_defaults(const atl_config_t *cfg) {
   cr_assert_eq(cfg->log_level, ATL_LOG_INFO);
   cr_assert_null(cfg->log_file);
   cr_assert_eq(cfg->max_frame, 8388608);
-  cr_assert_eq(cfg->max_clients, 1024);
+  cr_assert_eq(cfg->max_clients, 4096);
   cr_assert_eq(cfg->plugins_strict, 0);
   cr_assert_null(cfg->plugins_disable);
   cr_assert_eq(cfg->tool_timeout_ms, 30000);
