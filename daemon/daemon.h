@@ -176,10 +176,13 @@ typedef void (*atl_call_done_cb)(atl_daemon_t *d, int rpc_status,
                                  const char *envelope_json, void *user);
 /* Runs a tool call on a pinned session: validation, handler, commit of the
  * document change and the tool.finished event; done gets the envelope JSON
- * once committed (rpc_status 0), or a JSON-RPC error code. args is
- * borrowed. */
+ * once committed (rpc_status 0), or a JSON-RPC error code. args and
+ * call_id are borrowed; call_id (the model's id for the call, NULL for a
+ * direct call) goes into tool.finished as "id", so that it can be matched
+ * with its tool.started. */
 void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
-                        json_object *args, atl_call_done_cb done, void *user);
+                        const char *call_id, json_object *args,
+                        atl_call_done_cb done, void *user);
 /* Starts the next queued call of s, if any (after the previous one). */
 void atl_toolcall_next(atl_daemon_t *d, atl_session_t *s);
 /* Fails every queued call of s (session deleted or shutting down). */

@@ -466,7 +466,7 @@ static void call_got(atl_daemon_t *d, atl_session_t *s, int status,
     atl_rpc_reply_error(d, cr->c, ATL_RPC_SHUTTING_DOWN,
                         "the daemon is shutting down", NULL);
   } else {
-    atl_toolcall_start(d, s, cr->tool, cr->args, call_done, cr->c);
+    atl_toolcall_start(d, s, cr->tool, NULL, cr->args, call_done, cr->c);
   }
   json_object_put(cr->args);
   free(cr->tool);

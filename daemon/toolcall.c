@@ -33,6 +33,7 @@ static void job_free(atl_call_job_t *j) {
   json_object_put(j->before);
   json_object_put(j->after);
   free(j->tool_name);
+  free(j->call_id);
   free(j->error);
   free(j->target);
   free(j->envelope);
@@ -215,6 +216,8 @@ static void serialize(atl_call_job_t *j) {
   if (j->after)
     json_object_object_add(op, "after", json_object_get(j->after));
   json_object_object_add(ev, "operation", op);
+  if (j->call_id)
+    json_object_object_add(ev, "id", json_object_new_string(j->call_id));
   json_object_object_add(ev, "success", json_object_new_boolean(ok));
   if (!ok)
     json_object_object_add(
@@ -500,7 +503,8 @@ void atl_toolcall_drain(atl_daemon_t *d, atl_session_t *s, int rpc_status) {
 #define ATL_SESSION_QUEUE_MAX 256
 
 void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
-                        json_object *args, atl_call_done_cb done, void *user) {
+                        const char *call_id, json_object *args,
+                        atl_call_done_cb done, void *user) {
   if (s->queued >= ATL_SESSION_QUEUE_MAX) {
     done(d, ATL_RPC_QUEUE_FULL, NULL, user);
     return;
@@ -516,6 +520,7 @@ void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
   j->s = s;
   j->tool = atl_registry_find(&d->registry, tool);
   j->tool_name = strdup(tool);
+  j->call_id = call_id ? strdup(call_id) : NULL;
   memcpy(j->session_id, s->id, sizeof(j->session_id));
   /* The arguments are the job's own: defaults are filled in place. */
   j->args = NULL;

@@ -290,6 +290,10 @@ def _(ctx):
                  "run.completed"], t
     fin = [e["data"] for e in ev if e["type"] == "tool.finished"]
     assert [f["success"] for f in fin] == [True, False, False], fin
+    # Each result names its call, as its tool.started did.
+    started = [e["data"]["id"] for e in ev if e["type"] == "tool.started"]
+    assert [f["id"] for f in fin] == started == ["call_1", "call_2",
+                                                 "call_3"], (fin, started)
     assert ev[-1]["data"]["turns"] == 2
     second = fake.requests()[-1]["body"]["messages"]
     tools = [m for m in second if m["role"] == "tool"]
