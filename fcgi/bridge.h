@@ -96,6 +96,29 @@ int fcgi_status_of_rpc(int code);
 
 /* fcgi/sse.c: GET /api/sessions/{id}/events. */
 void fcgi_events(fcgi_ctx_t *x, const char *session);
+/* One event ({seq, type, ts, data}) as its SSE text (malloc()ed, *len
+ * bytes), its seq in *seq; NULL on ENOMEM. */
+char *fcgi_sse_format(json_object *event, long long *seq, size_t *len);
+
+/* fcgi/hub.c: the streams of one session share one long poll. */
+typedef struct fcgi_hub_s fcgi_hub_t;
+enum {
+  FCGI_HUB_EVENTS = 1,  /* *out holds the SSE text of new events */
+  FCGI_HUB_IDLE,        /* nothing within wait_ms */
+  FCGI_HUB_BEHIND,      /* *after is older than the hub remembers */
+  FCGI_HUB_GONE,        /* the session no longer exists */
+  FCGI_HUB_CLIENT_GONE, /* this stream's client has left */
+  FCGI_HUB_DAEMON_DOWN  /* atelierd is unreachable */
+};
+/* Joins (or makes) the hub of session; after is where the joining stream
+ * stands. NULL on ENOMEM. */
+fcgi_hub_t *fcgi_hub_join(const char *session, long long after);
+void fcgi_hub_leave(fcgi_hub_t *h);
+/* Waits at most wait_ms for events after *after, polling atelierd on x's
+ * connection when no other stream of the hub does. On FCGI_HUB_EVENTS,
+ * *out (malloc()ed, *len bytes) and *after advance. */
+int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
+                  size_t *len, int wait_ms);
 
 /* Logging to stderr: "atelier-fcgi: LEVEL message". */
 void fcgi_log(const char *level, const char *fmt, ...)

@@ -69,40 +69,77 @@ static json_object *read_params(const char *session, long long after,
   return p;
 }
 
-/* Writes the events of an events.read answer; returns the last seq
- * written, and -1 in *broken when the client has gone. */
+char *fcgi_sse_format(json_object *e, long long *seq, size_t *len) {
+  json_object *v;
+  *seq = json_object_object_get_ex(e, "seq", &v)
+             ? (long long)json_object_get_int64(v)
+             : 0;
+  const char *type = json_object_object_get_ex(e, "type", &v)
+                         ? json_object_get_string(v)
+                         : "message";
+  /* An event name with a line break would end the field early; the
+   * daemon's types never have one, but a plugin's might. */
+  if (type == NULL || strpbrk(type, "\r\n") != NULL)
+    type = "message";
+  /* json-c writes no raw line breaks, so the event is one data line. */
+  const char *data = json_object_to_json_string_ext(
+      e, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+  char *out = NULL;
+  int n = asprintf(&out, "id: %lld\nevent: %s\ndata: %s\n\n", *seq, type, data);
+  if (n < 0)
+    return NULL;
+  *len = (size_t)n;
+  return out;
+}
+
+/* Writes the events of an events.read answer after `after`; returns the
+ * last seq written, with *broken set when the client has gone. *count
+ * gets how many the answer held. */
 static long long write_events(fcgi_ctx_t *x, json_object *r, long long after,
-                              int *broken) {
+                              int *broken, size_t *count) {
   json_object *events = NULL;
   json_object_object_get_ex(r, "events", &events);
   size_t n = events ? json_object_array_length(events) : 0;
-  for (size_t i = 0; i < n; i++) {
-    json_object *e = json_object_array_get_idx(events, i), *v;
-    long long seq = json_object_object_get_ex(e, "seq", &v)
-                        ? (long long)json_object_get_int64(v)
-                        : 0;
-    const char *type = json_object_object_get_ex(e, "type", &v)
-                           ? json_object_get_string(v)
-                           : "message";
-    if (seq <= after)
-      continue; /* never twice */
-    /* An event name with a line break would end the field early; the
-     * daemon's types never have one, but a plugin's might. */
-    if (strpbrk(type, "\r\n") != NULL)
-      type = "message";
-    /* json-c writes no raw line breaks, so the event is one data line. */
-    const char *data = json_object_to_json_string_ext(
-        e, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    if (fcgi_printf(x, "id: %lld\nevent: %s\ndata: %s\n\n", seq, type, data) <
-        0) {
-      *broken = 1;
-      return after;
+  *count = n;
+  for (size_t i = 0; i < n && !*broken; i++) {
+    long long seq = 0;
+    size_t len = 0;
+    char *text =
+        fcgi_sse_format(json_object_array_get_idx(events, i), &seq, &len);
+    if (text != NULL && seq > after) { /* never twice */
+      if (FCGX_PutStr(text, (int)len, x->req->out) != (int)len)
+        *broken = 1;
+      else
+        after = seq;
     }
-    after = seq;
+    free(text);
   }
   if (FCGX_FFlush(x->req->out) < 0)
     *broken = 1;
   return after;
+}
+
+/* Reads and writes from the daemon directly until the stream is no more
+ * than a batch behind. Returns 0, -1 when the client has gone, or the
+ * ctl_rpc status of a failed read. */
+static int catch_up(fcgi_ctx_t *x, const char *session, long long *after) {
+  for (;;) {
+    json_object *r = NULL;
+    int rc = fcgi_call_quiet(x, "events.read", read_params(session, *after, 0),
+                             30000, &r);
+    if (rc != CTL_RPC_OK) {
+      json_object_put(r);
+      return rc;
+    }
+    int broken = 0;
+    size_t n = 0;
+    *after = write_events(x, r, *after, &broken, &n);
+    json_object_put(r);
+    if (broken)
+      return -1;
+    if (n < BATCH)
+      return 0;
+  }
 }
 
 void fcgi_events(fcgi_ctx_t *x, const char *session) {
@@ -128,53 +165,54 @@ void fcgi_events(fcgi_ctx_t *x, const char *session) {
                  /* The browser waits this long before reconnecting. */
                  "retry: 2000\n\n");
   int broken = 0;
-  after = write_events(x, r, after, &broken);
+  size_t n = 0;
+  after = write_events(x, r, after, &broken, &n);
   json_object_put(r);
+  if (!broken && n == BATCH && catch_up(x, session, &after) != 0)
+    broken = 1;
+  /* From here on, the session's hub brings the events (hub.c). */
+  fcgi_hub_t *h = broken ? NULL : fcgi_hub_join(session, after);
+  if (h == NULL)
+    return;
   int gone_ms = 0;
-  /* While a long poll waits, a browser that leaves (nginx then closes our
-   * FastCGI connection) ends it at once: otherwise the thread and its
-   * daemon connection would stay until the next heartbeat. */
-  x->rpc->watch_fd = x->req->ipcFd;
-  x->rpc->watch_closed = 0;
   while (!broken && !fcgi_stopping) {
-    r = NULL;
-    int rc = fcgi_call_quiet(x, "events.read",
-                             read_params(session, after, fcgi_opt.heartbeat_ms),
-                             fcgi_opt.heartbeat_ms + 10000, &r);
-    if (rc == CTL_RPC_OK) {
+    char *text = NULL;
+    size_t len = 0;
+    int rc = fcgi_hub_wait(h, x, &after, &text, &len, fcgi_opt.heartbeat_ms);
+    if (rc == FCGI_HUB_EVENTS) {
       gone_ms = 0;
-      json_object *events = NULL;
-      json_object_object_get_ex(r, "events", &events);
-      if (events == NULL || json_object_array_length(events) == 0) {
-        /* Nothing for a while: a comment keeps proxies from closing the
-         * stream and tells us whether the client is still there. */
-        if (FCGX_PutS(": heartbeat\n\n", x->req->out) < 0 ||
-            FCGX_FFlush(x->req->out) < 0)
-          broken = 1;
-      } else {
-        after = write_events(x, r, after, &broken);
-      }
-      json_object_put(r);
-      continue;
-    }
-    json_object_put(r);
-    if (x->rpc->watch_closed)
-      break; /* the client has gone */
-    if (rc == CTL_RPC_ERROR) {
-      /* The session was deleted (or the daemon refuses for good): the
-       * stream ends; a reconnect gets the 404. */
+      if (FCGX_PutStr(text, (int)len, x->req->out) != (int)len ||
+          FCGX_FFlush(x->req->out) < 0)
+        broken = 1;
+    } else if (rc == FCGI_HUB_IDLE) {
+      /* Nothing for a while: a comment keeps proxies from closing the
+       * stream and tells us whether the client is still there. */
+      if (FCGX_PutS(": heartbeat\n\n", x->req->out) < 0 ||
+          FCGX_FFlush(x->req->out) < 0)
+        broken = 1;
+    } else if (rc == FCGI_HUB_BEHIND) {
+      /* Further behind than the hub remembers: straight from the store. */
+      int c = catch_up(x, session, &after);
+      if (c == -1)
+        broken = 1;
+      else if (c == CTL_RPC_ERROR)
+        break;
+    } else if (rc == FCGI_HUB_DAEMON_DOWN) {
+      /* The daemon went away. Wait for it, heartbeating so that a client
+       * that leaves meanwhile is noticed; then resume where we were. */
+      if (gone_ms >= DAEMON_GONE_MS)
+        break;
+      if (FCGX_PutS(": waiting for atelierd\n\n", x->req->out) < 0 ||
+          FCGX_FFlush(x->req->out) < 0)
+        broken = 1;
+      usleep(500 * 1000);
+      gone_ms += 500;
+    } else {
+      /* FCGI_HUB_GONE: the session was deleted, and a reconnect gets the
+       * 404; FCGI_HUB_CLIENT_GONE: nobody is listening. */
       break;
     }
-    /* The daemon went away. Wait for it, heartbeating so that a client
-     * that leaves meanwhile is noticed; then resume where we were. */
-    if (gone_ms >= DAEMON_GONE_MS)
-      break;
-    if (FCGX_PutS(": waiting for atelierd\n\n", x->req->out) < 0 ||
-        FCGX_FFlush(x->req->out) < 0)
-      broken = 1;
-    usleep(500 * 1000);
-    gone_ms += 500;
+    free(text);
   }
-  x->rpc->watch_fd = -1;
-  x->rpc->watch_closed = 0;
+  fcgi_hub_leave(h);
 }

@@ -162,7 +162,7 @@ class SSE:
         self.c.sock.settimeout(timeout)
         ev = {}
         while True:
-            line = self.r.fp.readline()
+            line = self.r.readline()
             if not line:
                 raise EOFError("the stream ended")
             line = line.decode()
@@ -185,7 +185,7 @@ class SSE:
         """Reads until a comment line comes; returns it."""
         self.c.sock.settimeout(timeout)
         while True:
-            line = self.r.fp.readline()
+            line = self.r.readline()
             if not line:
                 raise EOFError("the stream ended")
             line = line.decode()
@@ -310,6 +310,32 @@ def _(ctx):
     assert st == 400, (st, b)
     st, _, b = s.request("GET", "/api/sessions/%s/events" % ("0" * 32))
     assert st == 404, (st, b)
+
+
+@check("a long backlog (past one read, past the hub's memory) comes whole and in order")
+def _(ctx):
+    s = ctx["stack"]
+    sid = s.session()
+    live = SSE(s, sid)  # a stream already on the session's hub
+    assert live.next()["event"] == "session.created"
+    c = s.conn()
+    for i in range(1100):
+        c.request("POST", "/api/sessions/%s/tools/echo" % sid,
+                  body=json.dumps({"text": str(i)}),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        r.read()
+        assert r.status == 200, r.status
+    c.close()
+    late = SSE(s, sid, headers={"Last-Event-ID": "1"})
+    got = [late.next() for _ in range(1100)]
+    late.close()
+    live_got = [live.next() for _ in range(1100)]
+    live.close()
+    for g in (got, live_got):
+        assert [int(e["id"]) for e in g] == list(range(2, 1102)), g[:3]
+        assert [e["data"]["data"]["operation"]["arguments"]["text"]
+                for e in g] == [str(i) for i in range(1100)]
 
 
 @check("an idle stream sends heartbeat comments")
