@@ -1,0 +1,745 @@
+// The chat page (fcgi/www) in a real browser: Debian's headless chromium
+// driven by playwright-core, against the whole stack (scripts/atelier-stack:
+// nginx, atelier-fcgi, atelierd) with the fake LLM provider
+// (tests/fake-llm/fake_llm.py) as the model.
+//
+//   node tests/web/browser.test.mjs      (tests/web/test_browser.sh installs
+//                                         playwright-core first)
+//
+// Environment: ATL_TEST_SRCDIR (default: the checkout this file is in),
+// ATL_TEST_BUILDDIR (default: $ATL_TEST_SRCDIR/build), ATL_TEST_OUTDIR
+// (screenshots; default: $ATL_TEST_BUILDDIR/tests/web/screenshots),
+// ATL_CHROMIUM (default: /usr/bin/chromium).
+//
+// Output: "ok N - name" / "not ok N - name" with "#" diagnostics, then
+// "P passed, F failed"; exit status 1 on any failure. Every check waits on
+// conditions in the page; the only timed window is the one that proves a
+// stopped run makes no further model call.
+
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const SRCDIR = process.env.ATL_TEST_SRCDIR || path.resolve(here, '..', '..');
+const BUILDDIR = process.env.ATL_TEST_BUILDDIR || path.join(SRCDIR, 'build');
+const OUTDIR = process.env.ATL_TEST_OUTDIR || path.join(BUILDDIR, 'tests', 'web', 'screenshots');
+const CHROMIUM = process.env.ATL_CHROMIUM || '/usr/bin/chromium';
+const STACK = path.join(SRCDIR, 'scripts', 'atelier-stack');
+const FAKE = path.join(SRCDIR, 'tests', 'fake-llm', 'fake_llm.py');
+
+const TIMEOUT = 15000; // one condition in the page
+const DESKTOP = { width: 1280, height: 860 };
+
+const TMP = fs.mkdtempSync(path.join(process.env.TMPDIR || os.tmpdir(), 'atl-browser.'));
+const procs = [];
+
+// ---------------------------------------------------------------- helpers
+
+function log(line) {
+  process.stdout.write(line + '\n');
+}
+
+function diag(text) {
+  for (const l of String(text).split('\n')) log('# ' + l);
+}
+
+class Failure extends Error {}
+
+function assert(cond, message) {
+  if (!cond) throw new Failure(message);
+}
+
+function eq(got, want, what) {
+  assert(got === want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+// Resolves with the first stdout line matching re (the process is kept).
+function waitLine(proc, re, what, timeoutMs = 30000) {
+  return new Promise((resolve, reject) => {
+    const rl = readline.createInterface({ input: proc.stdout });
+    const timer = setTimeout(() => reject(new Error(`${what}: no "${re}" within ${timeoutMs} ms`)), timeoutMs);
+    rl.on('line', (line) => {
+      const m = re.exec(line);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m);
+      }
+    });
+    proc.once('exit', (code, sig) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code ?? sig}) before it was ready`));
+    });
+  });
+}
+
+async function stopProc(p) {
+  if (p.exitCode !== null || p.signalCode !== null) return;
+  const gone = once(p, 'exit');
+  const t0 = Date.now();
+  p.kill('SIGTERM');
+  const timer = setTimeout(() => {
+    diag(`${p.spawnargs[0]} (pid ${p.pid}) ignored SIGTERM for 15 s: SIGKILL`);
+    p.kill('SIGKILL');
+  }, 15000);
+  await gone;
+  clearTimeout(timer);
+  if (process.env.ATL_TEST_VERBOSE) diag(`${p.spawnargs[0]} stopped in ${Date.now() - t0} ms`);
+}
+
+function tail(file, n = 20) {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n').slice(-n).join('\n');
+  } catch {
+    return '(no ' + file + ')';
+  }
+}
+
+// ---------------------------------------------------------------- the fake
+
+class Fake {
+  async start() {
+    this.proc = spawn('python3', [FAKE, '--port', '0'], {
+      stdio: ['ignore', 'pipe', fs.openSync(path.join(TMP, 'fake.log'), 'w')],
+    });
+    procs.push(this.proc);
+    const m = await waitLine(this.proc, /listening on (http:\/\/\S+)/, 'fake_llm.py');
+    this.url = m[1];
+  }
+
+  async post(p, body) {
+    const r = await fetch(this.url + p, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await r.text();
+    if (!r.ok) throw new Error(`fake ${p}: ${r.status} ${text}`);
+    return text;
+  }
+
+  /** Empties the queue and the request log, then queues these turns. */
+  async script(turns) {
+    await this.post('/_fake/reset', {});
+    await this.post('/_fake/script', { turns });
+  }
+
+  async requests() {
+    const r = await fetch(this.url + '/_fake/requests');
+    return (await r.json()).requests;
+  }
+
+  async queued() {
+    const r = await fetch(this.url + '/_fake/script');
+    return (await r.json()).turns;
+  }
+}
+
+// ---------------------------------------------------------------- the stack
+
+class Stack {
+  async start(fakeUrl) {
+    this.data = path.join(TMP, 'stack');
+    this.port = await freePort();
+    const conf = path.join(TMP, 'atelierd.conf');
+    fs.writeFileSync(conf, [
+      '[agent]', 'provider = fake',
+      '[provider.fake]', 'type = openai', `base_url = ${fakeUrl}`,
+      'api_key_env = FAKE_LLM_KEY', 'models = fake-model, other-model', 'timeout_ms = 5000', '',
+    ].join('\n'));
+    this.outFile = path.join(TMP, 'stack.out');
+    const out = fs.openSync(this.outFile, 'w');
+    this.proc = spawn(STACK, ['--build', BUILDDIR, '--data', this.data, '--port', String(this.port),
+      '--config', conf], {
+      stdio: ['ignore', 'pipe', out],
+      env: { ...process.env, FAKE_LLM_KEY: 'sk-browser-test' },
+    });
+    procs.push(this.proc);
+    this.proc.stdout.on('data', (b) => fs.appendFileSync(this.outFile, b));
+    const m = await waitLine(this.proc, /atelier: ready at (http:\/\/\S+)/, 'atelier-stack')
+      .catch((e) => { throw new Error(e.message + '\n' + tail(this.outFile)); });
+    this.url = m[1];
+  }
+
+  logs() {
+    const dir = path.join(this.data, 'log');
+    return ['atelierd.log', 'atelier-fcgi.log', 'nginx-error.log']
+      .map((f) => `--- ${f}\n${tail(path.join(dir, f), 10)}`).join('\n');
+  }
+}
+
+// ---------------------------------------------------------------- the page
+
+/** A page whose uncaught exceptions and console errors are collected; a
+ *  check fails on any it did not expect. */
+async function newPage(browser, viewport = DESKTOP, { colorScheme = 'light' } = {}) {
+  const context = await browser.newContext({ viewport, colorScheme });
+  const page = await context.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push('uncaught: ' + (e.stack || e.message)));
+  page.on('console', (m) => {
+    if (m.type() === 'error') page.errors.push('console.error: ' + m.text());
+  });
+  page.on('dialog', (d) => d.dismiss()); // no alert()/confirm() is expected either
+  return page;
+}
+
+function noErrors(page, allowed = []) {
+  const bad = page.errors.filter((e) => !allowed.some((re) => re.test(e)));
+  assert(bad.length === 0, 'errors in the page:\n' + bad.join('\n'));
+}
+
+async function open(browser, stack, opts) {
+  const page = await newPage(browser, opts && opts.viewport, opts);
+  await page.goto(stack.url);
+  // The page is wired once the model list has loaded.
+  await page.waitForSelector('#model-select:not([disabled])');
+  return page;
+}
+
+async function send(page, text) {
+  const input = page.locator('#message-input');
+  await input.click();
+  await input.fill(text);
+  await input.press('Enter');
+}
+
+/** Waits for the page's current run to end and returns its state. */
+async function runEnds(page, state = 'completed') {
+  await page.waitForSelector(`#messages .run[data-state="${state}"]`);
+  await page.waitForSelector('body[data-running="false"]');
+}
+
+/** Waits for an element matching sel whose whole text is text. */
+async function waitText(page, sel, text) {
+  await page.waitForFunction(([s, t]) =>
+    [...document.querySelectorAll(s)].some((e) => e.textContent === t), [sel, text]);
+}
+
+function sessionOf(page) {
+  const m = /#s=([0-9a-f]{32})$/.exec(page.url());
+  return m ? m[1] : null;
+}
+
+async function shot(page, name) {
+  const file = path.join(OUTDIR, name);
+  await page.screenshot({ path: file, fullPage: false });
+  return file;
+}
+
+// ---------------------------------------------------------------- checks
+
+const checks = [];
+function check(name, fn) {
+  checks.push({ name, fn });
+}
+// ATL_TEST_ONLY=regex runs only the checks whose names match (while debugging).
+const ONLY = process.env.ATL_TEST_ONLY ? new RegExp(process.env.ATL_TEST_ONLY) : null;
+
+const STREAMED = 'Streaming works: one, two, three, four, five, six, seven.';
+
+check('send a message: the answer streams into a bubble and the run completes', async ({ browser, stack, fake }) => {
+  await fake.script([{ text: STREAMED, chunks: 5, delay_ms: 100 }]);
+  const page = await open(browser, stack);
+  await send(page, 'Say something slowly');
+  // The user's message and the run, then a partial answer while it streams.
+  await waitText(page, '#messages .msg-user .bubble', 'Say something slowly');
+  const partial = await page.waitForFunction((full) => {
+    const b = document.querySelector('#messages .msg-assistant.streaming .bubble');
+    const t = b ? b.textContent : '';
+    return t !== '' && t.length < full.length && document.body.dataset.running === 'true' ? t : false;
+  }, STREAMED, { timeout: TIMEOUT });
+  const part = await partial.jsonValue();
+  assert(STREAMED.startsWith(part), `the partial text is not a prefix: ${JSON.stringify(part)}`);
+  eq(await page.locator('#stop').isVisible(), true, '#stop visible while running');
+  eq(await page.locator('#send').isVisible(), false, '#send visible while running');
+  await runEnds(page);
+  const bubbles = page.locator('#messages .msg-assistant .bubble');
+  eq(await bubbles.count(), 1, 'assistant bubbles');
+  eq(await bubbles.first().textContent(), STREAMED, 'the final text');
+  eq(await page.locator('#messages .msg-assistant.streaming').count(), 0, 'still streaming bubbles');
+  eq(await page.locator('#send').isVisible(), true, '#send visible after the run');
+  assert(sessionOf(page) !== null, 'the URL names no session: ' + page.url());
+  await shot(page, 'send-message.png');
+  noErrors(page);
+  await page.context().close();
+});
+
+const BLUE = { type: 'lambertian', albedo: [0, 0, 1] };
+const RED = { type: 'lambertian', albedo: [1, 0, 0] };
+
+check('tool calls: a line per call, details with a diff, a failure marked in red', async ({ browser, stack, fake, shared }) => {
+  await fake.script([
+    { text: 'Adding a blue sphere.', tool_calls: [{ name: 'create_shape', arguments: {
+      id: 'blue_sphere', type: 'sphere', properties: { center: [0, 1, 0], radius: 1, material: BLUE } } }] },
+    { text: 'Now making it red.', tool_calls: [{ name: 'update_shape', arguments: {
+      id: 'blue_sphere', updates: { properties: { material: RED } } } }] },
+    { tool_calls: [{ name: 'create_shape', arguments: {
+      id: 'bad_sphere', type: 'sphere', properties: { center: [0, 0, 0], radius: -1 } } }] },
+    { text: 'The sphere is red now; the second one was refused.' },
+  ]);
+  const page = await open(browser, stack);
+  await send(page, 'Make a blue sphere, then red, then a broken one');
+  await runEnds(page);
+
+  const created = page.locator('#messages .tool-call[data-tool="create_shape"]').first();
+  eq(await created.getAttribute('data-state'), 'ok', 'create_shape state');
+  eq(await created.locator('.tool-summary').textContent(), 'Created shape: blue_sphere', 'create_shape line');
+  eq(await created.locator('.tool-details').isVisible(), false, 'details before the click');
+  await created.locator('.tool-line').click();
+  await created.locator('.tool-details').waitFor({ state: 'visible' });
+  eq(await created.locator('.tool-line').getAttribute('aria-expanded'), 'true', 'aria-expanded after the click');
+  assert((await created.locator('.tool-facts').textContent()).includes('Success'), 'the facts say Success');
+  assert(await created.locator('.diff-row[data-kind="added"]').count() > 0, 'a created shape shows added rows');
+
+  const updated = page.locator('#messages .tool-call[data-tool="update_shape"]');
+  eq(await updated.getAttribute('data-state'), 'ok', 'update_shape state');
+  eq(await updated.locator('.tool-summary').textContent(), 'Updated shape: blue_sphere', 'update_shape line');
+  await updated.locator('.tool-line').click();
+  await updated.locator('.tool-details').waitFor({ state: 'visible' });
+  const row = updated.locator('.diff-row[data-kind="changed"][data-path*="albedo"]').first();
+  await row.waitFor({ state: 'visible' });
+  const rowText = (await row.textContent()).replace(/\s+/g, '');
+  assert(/\[0,0,1\]→\[1,0,0\]/.test(rowText) || (/0,0,1/.test(await row.locator('.diff-old').textContent()) &&
+    /1,0,0/.test(await row.locator('.diff-new').textContent())),
+  'the albedo row shows old → new: ' + (await row.textContent()));
+  // Collapsing again hides the details.
+  await updated.locator('.tool-line').click();
+  await updated.locator('.tool-details').waitFor({ state: 'hidden' });
+
+  const failed = page.locator('#messages .tool-call[data-state="failed"]');
+  eq(await failed.count(), 1, 'failed calls');
+  eq(await failed.getAttribute('data-tool'), 'create_shape', 'the failed tool');
+  const err = await failed.locator('.tool-error').textContent();
+  assert(err.startsWith('❌ Error:') && /radius/i.test(err), 'the collapsed error: ' + err);
+  const color = await failed.locator('.tool-error').evaluate((e) => getComputedStyle(e).color);
+  const [r, g, b] = color.match(/[\d.]+/g).map(Number);
+  assert(r > 120 && r > g + 50 && r > b + 50, 'the error is not red: ' + color);
+  await failed.locator('.tool-line').click();
+  await failed.locator('.tool-error-text').waitFor({ state: 'visible' });
+  assert(/radius/i.test(await failed.locator('.tool-error-text').textContent()), 'the details hold the error');
+  assert((await failed.locator('.tool-facts').textContent()).includes('Failed'), 'the facts say Failed');
+  eq(await page.locator('#messages .msg-assistant .bubble').last().textContent(),
+    'The sphere is red now; the second one was refused.', 'the closing answer');
+  shared.toolSession = sessionOf(page);
+  await shot(page, 'tool-calls.png');
+  noErrors(page);
+  await page.context().close();
+});
+
+check('an image: the tool details and the preview show the loaded PNG', async ({ browser, stack, fake }) => {
+  await fake.script([
+    { tool_calls: [{ name: 'echo_image', arguments: { width: 8, height: 8 } }] },
+    { text: 'Here is the image.' },
+  ]);
+  const page = await open(browser, stack);
+  eq(await page.locator('#preview').getAttribute('data-empty'), 'true', '#preview data-empty before');
+  await send(page, 'Show me an image');
+  await runEnds(page);
+  const call = page.locator('#messages .tool-call[data-tool="echo_image"]');
+  eq(await call.getAttribute('data-state'), 'ok', 'echo_image state');
+  await call.locator('.tool-line').click();
+  const img = call.locator('.tool-images .image-button img');
+  await img.waitFor({ state: 'visible' });
+  await page.waitForFunction((e) => e.complete && e.naturalWidth > 0, await img.elementHandle());
+  eq(await img.evaluate((e) => [e.naturalWidth, e.naturalHeight].join('x')), '8x8', 'the thumbnail size');
+  eq(await page.locator('#preview').getAttribute('data-empty'), 'false', '#preview data-empty after');
+  const prev = page.locator('#preview #preview-open[data-image-id] img');
+  await prev.waitFor({ state: 'visible' });
+  await page.waitForFunction((e) => e.complete && e.naturalWidth > 0, await prev.elementHandle());
+  const same = await page.evaluate(() => document.querySelector('#preview-open').dataset.imageId ===
+    document.querySelector('#messages .tool-images .image-button').dataset.imageId);
+  assert(same, 'the preview shows another image than the tool');
+  // The thumbnail opens the full-size viewer.
+  await call.locator('.tool-images .image-button').click();
+  await page.waitForSelector('dialog#image-viewer[open]');
+  await page.waitForFunction(() => {
+    const i = document.getElementById('image-viewer-img');
+    return i.complete && i.naturalWidth === 8;
+  });
+  await shot(page, 'image.png');
+  await page.locator('#image-viewer-close').click();
+  await page.waitForSelector('dialog#image-viewer:not([open])', { state: 'attached' });
+  noErrors(page);
+  await page.context().close();
+});
+
+// No model call may follow a stop. An absence is only proved by a timed
+// window: until well past when the next call would have come, the fake has
+// been asked once and still holds the turn that would answer it.
+async function noFurtherCall(fake, until) {
+  do {
+    eq((await fake.requests()).length, 1, 'model requests after the stop');
+    await new Promise((r) => setTimeout(r, 200));
+  } while (Date.now() < until);
+  eq((await fake.queued()).length, 1, 'turns left in the fake');
+}
+
+const SLOW = Array.from({ length: 30 }, (_, i) => `slow${i + 1}`).join(' ') + '.';
+
+check('stop a run while it streams: the text is cut, "Stopped.", no further model call', async ({ browser, stack, fake }) => {
+  // Were the stop ignored, the stream would end in a tool call, then a second turn.
+  await fake.script([
+    { text: SLOW, chunks: 30, delay_ms: 100, tool_calls: [{ name: 'echo', arguments: { text: 'not run' } }] },
+    { text: 'This turn must never be asked for.' },
+  ]);
+  const page = await open(browser, stack);
+  const t0 = Date.now();
+  await send(page, 'Stream slowly');
+  await page.waitForFunction(() => {
+    const b = document.querySelector('#messages .msg-assistant.streaming .bubble');
+    return b !== null && b.textContent.length > 0;
+  });
+  await page.locator('#stop').click();
+  const t1 = Date.now();
+  const notice = page.locator('#messages .notice[data-kind="cancelled"]');
+  await notice.waitFor({ state: 'visible' });
+  diag(`"Stopped." ${Date.now() - t1} ms after the click`);
+  eq(await notice.textContent(), 'Stopped.', 'the notice');
+  await runEnds(page, 'cancelled');
+  const cut = page.locator('#messages .msg-assistant.partial .bubble');
+  eq(await cut.count(), 1, 'answers marked as cut off');
+  const text = await cut.textContent();
+  assert(text.length > 0 && text.length < SLOW.length && SLOW.startsWith(text),
+    'the cut text is not a proper prefix: ' + JSON.stringify(text));
+  eq(await page.locator('#messages .tool-call').count(), 0, 'tool calls shown');
+  eq(await page.locator('#send').isVisible(), true, '#send visible after the stop');
+  await noFurtherCall(fake, t0 + 30 * 100 + 1500);
+  await shot(page, 'stopped-stream.png');
+  noErrors(page);
+  await page.context().close();
+});
+
+check('stop a run during a tool call: "Stopped." after the call, no further model call', async ({ browser, stack, fake }) => {
+  // atelierd honours a cancel between calls, never in the middle of one
+  // (daemon/agent/agent.c): the sleep finishes, then the run ends.
+  const SLEEP_MS = 1500;
+  await fake.script([
+    { text: 'Taking a nap.', tool_calls: [{ name: 'echo_sleep', arguments: { ms: SLEEP_MS } }] },
+    { text: 'This turn must never be asked for.' },
+  ]);
+  const page = await open(browser, stack);
+  await send(page, 'Sleep for a while');
+  await page.waitForSelector('#messages .tool-call[data-tool="echo_sleep"][data-state="pending"]');
+  const t1 = Date.now();
+  await page.locator('#stop').click();
+  const notice = page.locator('#messages .notice[data-kind="cancelled"]');
+  await notice.waitFor({ state: 'visible' });
+  diag(`"Stopped." ${Date.now() - t1} ms after the click`);
+  eq(await notice.textContent(), 'Stopped.', 'the notice');
+  await runEnds(page, 'cancelled');
+  const call = page.locator('#messages .tool-call[data-tool="echo_sleep"]');
+  assert(await call.getAttribute('data-state') !== 'pending', 'the sleep still shows as running');
+  eq(await page.locator('#send').isVisible(), true, '#send visible after the stop');
+  await noFurtherCall(fake, Date.now() + 1500);
+  await shot(page, 'stopped-tool.png');
+  noErrors(page);
+  await page.context().close();
+});
+
+const LONG = Array.from({ length: 40 }, (_, i) => `word${i + 1}`).join(' ') + '.';
+
+check('reload mid-run: the run goes on streaming after the reload, no text doubled', async ({ browser, stack, fake }) => {
+  await fake.script([{ text: LONG, chunks: 40, delay_ms: 80 }]);
+  const page = await open(browser, stack);
+  await send(page, 'Talk for a while');
+  await page.waitForFunction((full) => {
+    const b = document.querySelector('#messages .msg-assistant.streaming .bubble');
+    return b !== null && b.textContent.length > 0 && b.textContent.length < full.length / 3;
+  }, LONG);
+  const sid = sessionOf(page);
+  assert(sid !== null, 'no session in the URL');
+  await page.reload();
+  eq(sessionOf(page), sid, 'the session after the reload');
+  // Replayed from seq 0 and live again: still running, still streaming.
+  const during = await page.waitForFunction((full) => {
+    const b = document.querySelector('#messages .msg-assistant.streaming .bubble');
+    return b !== null && b.textContent.length > 0 && b.textContent.length < full.length &&
+      document.body.dataset.running === 'true' ? b.textContent : false;
+  }, LONG);
+  const part = await during.jsonValue();
+  assert(LONG.startsWith(part), 'the text after the reload is not a prefix: ' + JSON.stringify(part));
+  eq(await page.locator('#stop').isVisible(), true, '#stop after the reload');
+  await runEnds(page);
+  eq(await page.locator('#messages .msg-user').count(), 1, 'user messages');
+  eq(await page.locator('#messages .msg-assistant').count(), 1, 'assistant messages');
+  eq(await page.locator('#messages .msg-assistant .bubble').textContent(), LONG, 'the final text');
+  eq(await page.locator('#messages .run').count(), 1, 'runs');
+  await shot(page, 'reloaded.png');
+  noErrors(page);
+  await page.context().close();
+});
+
+check('switch sessions: each shows its own conversation', async ({ browser, stack, fake }) => {
+  await fake.script([{ text: 'Answer in the first session.' }, { text: 'Answer in the second session.' }]);
+  const page = await open(browser, stack);
+  await send(page, 'Message to the first session');
+  await runEnds(page);
+  const first = sessionOf(page);
+  assert(first !== null, 'no first session');
+  await page.waitForSelector(`#session-list .session-item[data-session-id="${first}"].current`);
+
+  await page.locator('#new-session').click();
+  await page.waitForFunction((f) => /#s=[0-9a-f]{32}$/.test(location.hash) && !location.hash.endsWith(f), first);
+  const second = sessionOf(page);
+  await page.waitForSelector(`#session-list .session-item[data-session-id="${second}"].current`);
+  eq(await page.locator('#messages .msg').count(), 0, 'messages in the new session');
+  await send(page, 'Message to the second session');
+  await runEnds(page);
+  eq(await page.locator('#messages .msg-assistant .bubble').textContent(), 'Answer in the second session.', 'second answer');
+
+  await page.locator(`#session-list .session-item[data-session-id="${first}"] .session-open`).click();
+  await page.waitForFunction((f) => location.hash === '#s=' + f, first);
+  await waitText(page, '#messages .msg-assistant .bubble', 'Answer in the first session.');
+  await page.waitForSelector(`#session-list .session-item[data-session-id="${first}"].current`);
+  const text = await page.locator('#messages').textContent();
+  assert(text.includes('Message to the first session'), 'the first message is missing');
+  assert(!text.includes('second session'), 'the second session shows in the first: ' + text);
+  eq(await page.locator(`#session-list .session-item[data-session-id="${second}"]`).getAttribute('class'),
+    'session-item', 'the second item is not current');
+  eq(await page.locator(`#session-list .session-item[data-session-id="${first}"] .session-title`).textContent(),
+    'Message to the first session', 'the first session\'s title');
+  // And back again: the second session's conversation only.
+  await page.locator(`#session-list .session-item[data-session-id="${second}"] .session-open`).click();
+  await waitText(page, '#messages .msg-assistant .bubble', 'Answer in the second session.');
+  assert(!(await page.locator('#messages').textContent()).includes('first session'), 'the first session shows in the second');
+  await shot(page, 'sessions.png');
+  noErrors(page);
+  await page.context().close();
+});
+
+const SCRIPT = '<script>window.__pwned=1</script>';
+const IMG = '<img src=x onerror="window.__pwned=1">';
+const LINK = '[click me](javascript:window.__pwned=1)';
+const EVIL = `Injected: ${SCRIPT} and ${IMG} and ${LINK} and [a real link](https://example.invalid/docs).`;
+const EVIL_ARG = '<img src=x onerror=window.__pwned=1> <script>window.__pwned=1</script> [x](javascript:window.__pwned=1)';
+
+check('injection: <script>, <img onerror> and javascript: links in text and arguments stay text', async ({ browser, stack, fake }) => {
+  await fake.script([
+    { text: EVIL, chunks: 4, tool_calls: [{ name: 'echo', arguments: { text: EVIL_ARG } }] },
+    { text: 'Final: ' + EVIL },
+  ]);
+  const page = await open(browser, stack);
+  // A request for the injected image's src would show an <img> was made.
+  const stray = [];
+  page.on('request', (r) => { if (/\/x$/.test(new URL(r.url()).pathname)) stray.push(r.url()); });
+  await send(page, 'User text too: ' + SCRIPT + ' ' + IMG + ' ' + LINK);
+  await runEnds(page);
+
+  const pwned = () => page.evaluate(() => window.__pwned);
+  eq(await pwned(), undefined, 'window.__pwned after rendering');
+  const bubbles = page.locator('#messages .msg-assistant .bubble');
+  eq(await bubbles.count(), 2, 'assistant bubbles');
+  for (const i of [0, 1]) {
+    const t = await bubbles.nth(i).innerText();
+    for (const s of [SCRIPT, IMG, 'click me', 'javascript:window.__pwned=1'])
+      assert(t.includes(s), `bubble ${i} does not show ${JSON.stringify(s)} as text: ${JSON.stringify(t)}`);
+  }
+  assert((await page.locator('#messages .msg-user .bubble').innerText()).includes(SCRIPT + ' ' + IMG),
+    'the user\'s message does not show the strings');
+
+  const call = page.locator('#messages .tool-call[data-tool="echo"]');
+  eq(await call.getAttribute('data-state'), 'ok', 'echo state');
+  await call.locator('.tool-line').click();
+  await call.locator('.tool-details').waitFor({ state: 'visible' });
+  const args = await call.locator('.tool-args').innerText();
+  assert(args.includes('<img src=x onerror=window.__pwned=1>') && args.includes('<script>window.__pwned=1</script>'),
+    'the arguments do not show the strings: ' + args);
+  eq(await pwned(), undefined, 'window.__pwned after expanding the details');
+
+  // No element the model could have made: scripts, images, handlers, links.
+  const dom = await page.evaluate(() => {
+    const inLog = document.getElementById('messages');
+    const handlers = [...inLog.querySelectorAll('*')].filter((e) =>
+      [...e.attributes].some((a) => a.name.startsWith('on') || a.name === 'style' || a.name === 'srcdoc'));
+    return {
+      scripts: inLog.querySelectorAll('script, iframe, object, embed, svg').length,
+      imgs: [...inLog.querySelectorAll('img')].map((i) => i.getAttribute('src')),
+      handlers: handlers.map((e) => e.outerHTML.slice(0, 80)),
+      jsLinks: [...document.querySelectorAll('a[href]')].filter((a) => !/^https?:$/.test(new URL(a.href, location.href).protocol)).map((a) => a.getAttribute('href')),
+      links: [...inLog.querySelectorAll('a[href]')].map((a) => a.getAttribute('href')),
+    };
+  });
+  eq(dom.scripts, 0, 'script-like elements in the conversation');
+  eq(dom.imgs.length, 0, 'images in the conversation: ' + JSON.stringify(dom.imgs));
+  eq(dom.handlers.length, 0, 'elements with handler/style attributes: ' + JSON.stringify(dom.handlers));
+  eq(dom.jsLinks.length, 0, 'non-http links: ' + JSON.stringify(dom.jsLinks));
+  // The real link proves links are made at all, so the missing one was refused.
+  eq(JSON.stringify(dom.links), JSON.stringify(['https://example.invalid/docs', 'https://example.invalid/docs']),
+    'the links in the conversation');
+
+  // Clicking the words of the javascript: link (text, not a link) does nothing.
+  for (const handle of await page.locator('#messages .msg-assistant .bubble').all())
+    await handle.getByText('click me', { exact: false }).first().click();
+  eq(await pwned(), undefined, 'window.__pwned after clicking');
+  eq(await page.locator('body').getAttribute('data-running'), 'false', 'the page is still there');
+  eq(stray.length, 0, 'requests for the injected image: ' + stray.join(', '));
+  await shot(page, 'injection.png');
+  noErrors(page);
+  await page.context().close();
+});
+
+check('360 px wide: the input and the send button are visible and usable', async ({ browser, stack, fake }) => {
+  await fake.script([{ text: 'Small screens work too.' }]);
+  const page = await open(browser, stack, { viewport: { width: 360, height: 740 } });
+  const within = async (sel) => {
+    const box = await page.locator(sel).boundingBox();
+    assert(box !== null, sel + ' has no box');
+    assert(box.x >= 0 && box.y >= 0 && box.x + box.width <= 360 + 0.5 && box.y + box.height <= 740 + 0.5,
+      `${sel} is outside the 360x740 viewport: ${JSON.stringify(box)}`);
+    assert(box.width >= 24 && box.height >= 24, `${sel} is too small to use: ${JSON.stringify(box)}`);
+  };
+  await page.locator('#message-input').waitFor({ state: 'visible' });
+  await page.locator('#send').waitFor({ state: 'visible' });
+  await within('#message-input');
+  await within('#send');
+  eq(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true,
+    'no horizontal scrolling');
+  // The sidebar stays out of the way until its toggle is pressed.
+  await page.locator('#sidebar-toggle').waitFor({ state: 'visible' });
+  await page.locator('#message-input').fill('Hello from a phone');
+  await page.locator('#send').click(); // the button, not Enter: a tap
+  await runEnds(page);
+  eq(await page.locator('#messages .msg-assistant .bubble').textContent(), 'Small screens work too.', 'the answer');
+  await within('#message-input');
+  await shot(page, 'mobile-360.png');
+  await page.locator('#sidebar-toggle').click();
+  await page.waitForSelector('body[data-sidebar="open"]');
+  await page.locator('#new-session').waitFor({ state: 'visible' });
+  await shot(page, 'mobile-360-sidebar.png');
+  noErrors(page);
+  await page.context().close();
+});
+
+check('screenshots: light and dark theme, desktop size', async ({ browser, stack, shared }) => {
+  assert(shared.toolSession, 'needs the session of the tool-call check');
+  const page = await newPage(browser, DESKTOP, { colorScheme: 'light' });
+  await page.goto(`${stack.url}#s=${shared.toolSession}`);
+  await page.waitForSelector('#messages .run[data-state="completed"]');
+  await page.locator('#messages .tool-call[data-tool="update_shape"] .tool-line').click();
+  await page.locator('#messages .tool-call[data-state="failed"] .tool-line').click();
+  await page.waitForSelector('#messages .tool-call[data-state="failed"] .tool-error-text');
+  const bg = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const lum = (c) => c.match(/[\d.]+/g).slice(0, 3).map(Number).reduce((a, b) => a + b, 0) / 3;
+  if ((await page.locator('html').getAttribute('data-theme')) === 'dark') await page.locator('#theme-toggle').click();
+  await page.waitForFunction(() => document.documentElement.dataset.theme !== 'dark');
+  const light = await bg();
+  assert(lum(light) > 160, 'the light theme is not light: ' + light);
+  const files = [await shot(page, 'desktop-light.png')];
+  await page.locator('#theme-toggle').click();
+  await page.waitForSelector('html[data-theme="dark"]');
+  await page.waitForFunction((l) => getComputedStyle(document.body).backgroundColor !== l, light);
+  const dark = await bg();
+  assert(lum(dark) < 90, 'the dark theme is not dark: ' + dark);
+  files.push(await shot(page, 'desktop-dark.png'));
+  // The choice is kept across a reload.
+  await page.reload();
+  await page.waitForSelector('html[data-theme="dark"]');
+  for (const f of files) assert(fs.statSync(f).size > 10000, 'a small screenshot: ' + f);
+  diag('screenshots in ' + OUTDIR);
+  noErrors(page);
+  await page.context().close();
+});
+
+// ---------------------------------------------------------------- main
+
+let stopping = false;
+async function cleanup() {
+  if (stopping) return;
+  stopping = true;
+  for (const p of procs.slice().reverse()) await stopProc(p).catch(() => {});
+  fs.rmSync(TMP, { recursive: true, force: true });
+}
+
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, async () => {
+    await cleanup();
+    process.exit(1);
+  });
+}
+
+async function main() {
+  const started = Date.now();
+  let passed = 0;
+  let failed = 0;
+  let browser = null;
+  const fake = new Fake();
+  const stack = new Stack();
+  try {
+    fs.mkdirSync(OUTDIR, { recursive: true });
+    await fake.start();
+    await stack.start(fake.url);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [],
+    });
+    diag(`chromium ${browser.version()}, stack at ${stack.url}, fake at ${fake.url} ` +
+      `(set up in ${Date.now() - started} ms)`);
+  } catch (e) {
+    log('not ok 1 - set up the fake provider, the stack and chromium');
+    diag(e.stack || e.message);
+    if (stack.data) diag(stack.logs());
+    log('0 passed, 1 failed');
+    if (browser) await browser.close().catch(() => {});
+    await cleanup();
+    process.exit(1);
+  }
+  const shared = {};
+  for (const [i, c] of checks.entries()) {
+    if (ONLY && !ONLY.test(c.name)) continue;
+    const t0 = Date.now();
+    try {
+      await c.fn({ browser, stack, fake, shared });
+      passed++;
+      log(`ok ${i + 1} - ${c.name} (${Date.now() - t0} ms)`);
+    } catch (e) {
+      failed++;
+      log(`not ok ${i + 1} - ${c.name}`);
+      diag(e instanceof Failure ? e.message : e.stack || e.message);
+      // The state of every page still open, for the reader.
+      for (const ctx of browser.contexts()) {
+        for (const [j, p] of ctx.pages().entries()) {
+          const f = await shot(p, `FAILED-${i + 1}-${j}.png`).catch(() => null);
+          if (f) diag('screenshot: ' + f);
+          if (p.errors && p.errors.length) diag('page errors:\n' + p.errors.join('\n'));
+        }
+        await ctx.close().catch(() => {});
+      }
+      diag(stack.logs());
+    }
+  }
+  const t2 = Date.now();
+  await browser.close().catch(() => {});
+  await cleanup();
+  diag(`stopped in ${Date.now() - t2} ms`);
+  diag(`${checks.length} checks in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  log(`${passed} passed, ${failed} failed`);
+  process.exit(failed > 0 ? 1 : 0);
+}
+
+main().catch(async (e) => {
+  log('not ok - the test itself failed');
+  diag(e.stack || e.message);
+  await cleanup();
+  log('0 passed, 1 failed');
+  process.exit(1);
+});
