@@ -199,6 +199,7 @@ void atl_daemon_shutdown(atl_daemon_t *d) {
   atl_log_kv(ATL_LOG_INFO, "shutting down", NULL);
   if (d->api)
     atl_server_stop_accepting(d->api);
+  atl_sessions_wake_all(d);
   d->shutdown_deadline_ns =
       atl_mono_ns() + (uint64_t)d->cfg->shutdown_timeout_ms * 1000000u;
   /* Poll rather than count down: in-flight work finishes through several

@@ -169,6 +169,10 @@ int atl_session_wait(atl_daemon_t *d, atl_session_t *s, uint32_t wait_ms,
                      atl_waiter_cb cb, void *user);
 size_t atl_sessions_loaded(atl_daemon_t *d);
 void atl_sessions_free_all(atl_daemon_t *d);
+/* Answers every events.read long poll now, with what there is (at
+ * shutdown: their timers would otherwise keep the loop, and the daemon,
+ * alive for up to a minute). */
+void atl_sessions_wake_all(atl_daemon_t *d);
 
 /* ---- tool calls ---- */
 

@@ -446,6 +446,13 @@ void atl_session_committed(atl_daemon_t *d, atl_session_t *s, int64_t seq) {
     waiter_fire(s->waiters);
 }
 
+void atl_sessions_wake_all(atl_daemon_t *d) {
+  for (size_t b = 0; b < d->n_buckets; b++)
+    for (atl_session_t *s = d->buckets[b]; s != NULL; s = s->hnext)
+      while (s->waiters)
+        waiter_fire(s->waiters);
+}
+
 void atl_sessions_free_all(atl_daemon_t *d) {
   for (size_t b = 0; b < d->n_buckets; b++) {
     while (d->buckets[b]) {

@@ -197,9 +197,12 @@ int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
       x->rpc->watch_fd = -1;
       pthread_mutex_lock(&h->mu);
       h->polling = 0;
+      /* A daemon shutting down (-32003) is one that is going away, not a
+       * session that is: the stream waits for it like for a restart. */
+      int stopping = rc == CTL_RPC_ERROR && x->rpc->err_code == -32003;
       if (rc == CTL_RPC_OK)
         add_events(h, r);
-      else if (rc == CTL_RPC_ERROR)
+      else if (rc == CTL_RPC_ERROR && !stopping)
         h->gone = 1;
       pthread_cond_broadcast(&h->cv);
       json_object_put(r);
@@ -207,7 +210,7 @@ int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
         pthread_mutex_unlock(&h->mu);
         return FCGI_HUB_CLIENT_GONE;
       }
-      if (rc == CTL_RPC_TRANSPORT) {
+      if (rc == CTL_RPC_TRANSPORT || stopping) {
         pthread_mutex_unlock(&h->mu);
         return FCGI_HUB_DAEMON_DOWN;
       }
