@@ -78,11 +78,13 @@ fcgi_hub_t *fcgi_hub_join(const char *session, long long after) {
 void fcgi_hub_leave(fcgi_hub_t *h) {
   pthread_mutex_lock(&hubs_mu);
   if (--h->refs > 0) {
-    pthread_mutex_unlock(&hubs_mu);
-    /* Someone else may have to take over the polling. */
+    /* Someone else may have to take over the polling. Still under
+     * hubs_mu: once it is released, the last stream may free h. (The
+     * order is always hubs_mu, then h->mu.) */
     pthread_mutex_lock(&h->mu);
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&hubs_mu);
     return;
   }
   for (fcgi_hub_t **p = &hubs; *p; p = &(*p)->next)

@@ -575,6 +575,24 @@ def _(ctx):
     ev.close()
 
 
+@check("no sanitizer report and no unplanned restart in any log")
+def _(ctx):
+    s = ctx["stack"]
+    logs = {}
+    for name in ("atelierd.log", "atelier-fcgi.log", "nginx-error.log"):
+        p = os.path.join(s.data, "log", name)
+        with open(p, errors="replace") as f:
+            logs[name] = f.read()
+    for name, text in logs.items():
+        for needle in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                       "runtime error:", "Segmentation fault"):
+            assert needle not in text, "%s in %s:\n%s" % (needle, name, text[-3000:])
+    # The one restart is the daemon the test killed; the bridge never.
+    out = s.log()
+    assert out.count("atelierd exited; restarting it") == 1, out
+    assert "atelier-fcgi exited" not in out, out
+
+
 def main():
     ctx = {}
     fake = Fake()
