@@ -13,6 +13,7 @@
 #include "atl-build.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,25 @@ static int idle;    /* waiting in accept */
 static pthread_mutex_t accept_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void *serve(void *arg);
+static double now_ms(void);
+
+/* Event streams come and go by the hundred, each thread allocating in
+ * malloc arenas that glibc keeps once freed (bench/sse: 15 MB more RSS
+ * after each thousand streams, all given back by malloc_trim). A thread
+ * that leaves gives the free memory back when the pool is back to its
+ * idle size, and otherwise at most once a second. */
+static double last_trim_ms;
+
+static void trim_now_and_then(void) {
+  double now = now_ms();
+  pthread_mutex_lock(&mu);
+  int due = now - last_trim_ms >= 1000 || threads <= 2 * fcgi_opt.min_threads;
+  if (due)
+    last_trim_ms = now;
+  pthread_mutex_unlock(&mu);
+  if (due)
+    malloc_trim(0);
+}
 
 /* With mu held. */
 static int spawn_locked(void) {
@@ -120,6 +140,7 @@ static void *serve(void *arg) {
   }
   ctl_rpc_close(&rpc);
   FCGX_Free(&req, 0);
+  trim_now_and_then();
   pthread_mutex_lock(&mu);
   threads--;
   pthread_cond_broadcast(&all_gone);
