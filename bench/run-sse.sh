@@ -6,7 +6,9 @@
 #   bench/run-sse.sh [BUILD_DIR] [ROUNDS] [SECONDS]
 #
 # ATELIER_BENCH_STREAMS (1000), ATELIER_BENCH_SESSIONS (100) and
-# ATELIER_BENCH_RATE (events a second in all, 1000) shape the load.
+# ATELIER_BENCH_RATE (events a second in all, 1000) shape the load;
+# ATELIER_BENCH_FCGI_ARG passes one argument to atelier-fcgi (e.g.
+# --max-threads=4000).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
@@ -18,8 +20,9 @@ rate=${ATELIER_BENCH_RATE:-1000}
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$top/scripts/atelier-stack" --build "$build" --data "$tmp" --port "$port" \
-  >"$tmp/stack.out" 2>&1 &
+set -- --build "$build" --data "$tmp" --port "$port"
+[ -n "${ATELIER_BENCH_FCGI_ARG:-}" ] && set -- "$@" --fcgi-arg "$ATELIER_BENCH_FCGI_ARG"
+"$top/scripts/atelier-stack" "$@" >"$tmp/stack.out" 2>&1 &
 stack=$!
 trap 'kill $stack 2>/dev/null; wait $stack 2>/dev/null; rm -rf "$tmp"' EXIT
 for _ in $(seq 100); do grep -q "ready at" "$tmp/stack.out" && break; sleep 0.1; done

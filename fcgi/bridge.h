@@ -47,6 +47,7 @@ typedef struct {
   char path[512];     /* REQUEST_URI up to '?' */
   const char *query;  /* after '?', or "" */
   int status;         /* the status answered, for the log */
+  int last_thread;    /* no thread is left to accept the next request */
   ctl_rpc *rpc;       /* this thread's connection to atelierd */
 } fcgi_ctx_t;
 

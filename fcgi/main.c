@@ -167,7 +167,9 @@ int main(int argc, char **argv) {
   /* nginx (often another user) must be able to connect: the socket's
    * directory is what restricts access. */
   mode_t old = umask(0);
-  int fd = FCGX_OpenSocket(fcgi_opt.socket_path, 1024);
+  /* A reconnect storm (every page after a restart) arrives at once;
+   * the kernel caps this at net.core.somaxconn (4096 on Debian 12). */
+  int fd = FCGX_OpenSocket(fcgi_opt.socket_path, 4096);
   umask(old);
   if (fd < 0) {
     fcgi_log("error", "cannot listen on %s: %s", fcgi_opt.socket_path,

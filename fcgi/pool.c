@@ -118,11 +118,12 @@ static void *serve(void *arg) {
     if (rc >= 0 && idle == 0 && threads < fcgi_opt.max_threads &&
         !fcgi_stopping)
       spawn_locked(); /* keep someone accepting */
+    int last_thread = idle == 0 && threads >= fcgi_opt.max_threads;
     pthread_mutex_unlock(&mu);
     if (rc < 0)
       break;
 
-    fcgi_ctx_t x = {.req = &req, .rpc = &rpc};
+    fcgi_ctx_t x = {.req = &req, .rpc = &rpc, .last_thread = last_thread};
     x.method = fcgi_param(&x, "REQUEST_METHOD");
     split_uri(&x);
     double t0 = now_ms();

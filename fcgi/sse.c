@@ -143,6 +143,16 @@ static int catch_up(fcgi_ctx_t *x, const char *session, long long *after) {
 }
 
 void fcgi_events(fcgi_ctx_t *x, const char *session) {
+  if (x->last_thread) {
+    /* Holding this stream would leave no thread to accept requests: every
+     * other one holds a stream already (--max-threads). The browser
+     * retries; everything else keeps working. */
+    fcgi_reply_error(x, 503,
+                     "too many event streams are open (atelier-fcgi "
+                     "--max-threads %d); try again later",
+                     fcgi_opt.max_threads);
+    return;
+  }
   long long after = resume_point(x);
   if (after < 0) {
     fcgi_reply_error(x, 400,

@@ -555,6 +555,35 @@ def _(ctx):
     assert after <= 20, "threads: %d during, %d after 1.5 s" % (during, after)
 
 
+@check("past --max-threads, a new stream gets a JSON 503 and the API keeps answering")
+def _(ctx):
+    s = ctx["stack"]
+    sid = s.session()
+    held, refused = [], []
+    for _ in range(100):
+        ev = SSE(s, sid)
+        if ev.r.status == 200:
+            ev.next()
+            held.append(ev)
+        else:
+            body = json.loads(ev.r.read())
+            refused.append((ev.r.status, body))
+            ev.close()
+    try:
+        assert 60 <= len(held) < 80 and refused, (len(held), refused[:1])
+        assert all(st == 503 and "too many event streams" in b["error"]
+                   for st, b in refused), refused[:3]
+        st, _, b = s.request("GET", "/api/health")
+        assert st == 200, (st, b)
+    finally:
+        for ev in held:
+            ev.close()
+    time.sleep(1.5)  # the threads notice their clients have left
+    ev = SSE(s, sid)
+    assert ev.r.status == 200 and ev.next()["event"] == "session.created"
+    ev.close()
+
+
 @check("Ctrl-C (SIGINT) stops the whole stack at once, streams open or not")
 def _(ctx):
     s = ctx["stack"]
@@ -597,7 +626,7 @@ def main():
     ctx = {}
     fake = Fake()
     ctx["fake"] = fake
-    stack = Stack(fake.url, fcgi_args=["--heartbeat-ms=2000"])
+    stack = Stack(fake.url, fcgi_args=["--heartbeat-ms=2000", "--max-threads=80"])
     ctx["stack"] = stack
     ctx["fcgi_pids"] = stack.pid_of("atelier-fcgi")
     failed = 0
