@@ -54,17 +54,20 @@ export class SeqTracker {
  *  uses to find its line again. */
 export class CallMatcher {
   constructor() {
-    this.pending = []; // [{key, tool}], oldest first
+    this.pending = []; // [{key, tool, id}], oldest first
   }
 
-  start(key, tool) {
-    this.pending.push({ key, tool });
+  start(key, tool, id = null) {
+    this.pending.push({ key, tool, id });
   }
 
-  /** The oldest pending key for this tool (removed), or null when the
-   *  call never started here (a /tool call, or a replay's first event). */
-  finish(tool) {
-    const i = this.pending.findIndex((p) => p.tool === tool);
+  /** The pending key of this call (removed): the one with the call's id
+   *  when tool.finished names it (atelierd does for the model's calls),
+   *  else the oldest one of this tool; null when the call never started
+   *  here (a /tool call, or a replay's first event). */
+  finish(tool, id = null) {
+    let i = id === null ? -1 : this.pending.findIndex((p) => p.id === id);
+    if (i === -1) i = this.pending.findIndex((p) => p.tool === tool);
     if (i === -1) return null;
     return this.pending.splice(i, 1)[0].key;
   }

@@ -65,7 +65,13 @@ export function toolSubject(op) {
 /** The one-line summary of a tool.finished event's data. */
 export function finishedSummary(data) {
   const op = (data && data.operation) || {};
-  const title = toolTitle(op.tool);
+  // A failed call did not do what its name says: "Could not create
+  // shape: bad_sphere", not "Created shape" in red.
+  const failed = data && data.success === false;
+  const parts = split(op.tool);
+  const title = !failed ? toolTitle(op.tool)
+    : parts !== null ? `Could not ${parts[0]} ${parts[1]}`
+    : `${toolTitle(op.tool)} failed`;
   const s = toolSubject(op);
   if (s.from !== undefined) return `${title}: ${s.from} → ${s.to}`;
   return s.subject === null ? title : `${title}: ${s.subject}`;

@@ -203,7 +203,7 @@ export class ChatView {
       args: { name: tool, arguments: d.arguments },
     });
     run.box.appendChild(box);
-    run.matcher.start(box, tool);
+    run.matcher.start(box, tool, typeof d.id === 'string' ? d.id : null);
   }
 
   toolProgress(d) {
@@ -224,7 +224,7 @@ export class ChatView {
     const run = this.current(ev.seq);
     const op = d.operation && typeof d.operation === 'object' ? d.operation : {};
     const tool = typeof op.tool === 'string' ? op.tool : '';
-    let box = run.matcher.finish(tool);
+    let box = run.matcher.finish(tool, typeof d.id === 'string' ? d.id : null);
     if (box === null) {
       box = el('div', { class: 'tool-call', dataset: { tool, seq: String(ev.seq) } });
       run.box.appendChild(box);

@@ -124,7 +124,7 @@ describe('ChatView: a whole session', () => {
     assert.deepEqual(calls.map((c) => c.querySelector('.tool-summary').textContent), [
       'Created shape: blue_sphere',
       'Updated shape: blue_sphere → red_sphere',
-      `Updated shape: ${EVIL}`,
+      `Could not update shape: ${EVIL}`,
       'Removed shape — not run',
     ]);
     assert.deepEqual(calls.map((c) => c.dataset.callId), ['t1', 't2', 't3', 't4']);

@@ -271,7 +271,18 @@ describe('naming: tool lines', () => {
     assert.equal(finishedSummary({
       operation: { tool: 'update_shape', arguments: { id: 'red_sphere', updates: {} } },
       success: false, error: "shape 'red_sphere' not found",
-    }), 'Updated shape: red_sphere');
+    }), 'Could not update shape: red_sphere');
+    assert.equal(finishedSummary({ operation: { tool: 'echo' }, success: false }),
+      'echo failed');
+  });
+
+  test('a finish names its call by id when it has one, else the oldest of its tool', () => {
+    const m = new CallMatcher();
+    m.start('a', 'echo', 'c1');
+    m.start('b', 'echo', 'c2');
+    assert.equal(m.finish('echo', 'c2'), 'b');
+    assert.equal(m.finish('echo', 'nope'), 'a');
+    assert.equal(m.finish('echo', null), null);
   });
 
   test('a subject that repeats the noun is dropped', () => {
