@@ -204,6 +204,18 @@ static void load_done(uv_work_t *w, int uvstatus) {
         memcpy(s->model, lr->row.model, sizeof(s->model));
         session_insert(d, s);
         notify_open(d, s->id);
+        /* A session comes from the store only when no run of this
+         * process holds it, so a run its log shows as begun and never
+         * ended died with an earlier atelierd. Say so now, not at the
+         * next message: a page showing the session must not wait for a
+         * run that will never end. (The agent answers the calls it left,
+         * if any, when it next loads the history.) */
+        if (lr->row.run_open)
+          atl_session_emit(d, s, "run.interrupted",
+                           "{\"message\":\"atelierd stopped during this run; "
+                           "what it did so far is kept. Send a message to "
+                           "continue.\"}",
+                           NULL, NULL);
       }
     }
   }

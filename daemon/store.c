@@ -804,6 +804,7 @@ enum rstmt {
   R_HISTORY,
   R_EVENTS,
   R_IMAGE,
+  R_LAST_RUN,
   R_COUNT
 };
 
@@ -820,6 +821,10 @@ static const char *const rsql[R_COUNT] = {
     [R_EVENTS] = "SELECT seq, type, ts_ms, data FROM events"
                  " WHERE session = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
     [R_IMAGE] = "SELECT mime, data FROM images WHERE id = ?1",
+    /* Backwards from the newest event; every run ends with a run.* event,
+     * so this reads at most the last run's events. */
+    [R_LAST_RUN] = "SELECT type FROM events WHERE session = ?1"
+                   " AND type GLOB 'run.*' ORDER BY seq DESC LIMIT 1",
 };
 
 struct atl_store_reader_s {
@@ -902,6 +907,16 @@ int atl_store_session_load(atl_store_reader_t *r, const char *id,
     rc = rc == SQLITE_DONE ? ATL_ENOENT : ATL_ESTORE;
   }
   sqlite3_reset(s);
+  row->run_open = 0;
+  sqlite3_stmt *lr = rc == 0 ? reader_stmt(r, R_LAST_RUN) : NULL;
+  if (lr != NULL) {
+    bind_id(lr, id);
+    if (sqlite3_step(lr) == SQLITE_ROW) {
+      const char *type = col_text(lr, 0);
+      row->run_open = type != NULL && strcmp(type, "run.started") == 0;
+    }
+    sqlite3_reset(lr);
+  }
   return rc;
 }
 

@@ -127,6 +127,9 @@ typedef struct {
   int64_t last_seq;
   int64_t history_len;
   char model[ATL_MODEL_NAME_MAX + 1]; /* "" for the provider's default */
+  /* (atl_store_session_load only) its newest run.* event is run.started:
+   * a run began and never ended. */
+  int run_open;
   char *document; /* JSON text, malloc()ed: free() it; NULL in list rows */
 } atl_session_row_t;
 

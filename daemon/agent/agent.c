@@ -730,9 +730,14 @@ static void repair(atl_agent_t *a) {
   json_object_object_add(msg, "role", json_object_new_string("tool"));
   json_object_object_add(msg, "parts", a->results);
   a->results = NULL;
-  commit_message(a, msg, "run.interrupted",
-                 obj_str("message", "the previous run was interrupted by a "
-                                    "restart of atelierd"));
+  /* The run.interrupted event came when the session was loaded
+   * (sessions.c); this commits the answers that make the history whole. */
+  json_object *data = json_object_new_object();
+  json_object_object_add(data, "count",
+                         json_object_new_int((int)json_object_array_length(
+                             json_object_object_get(msg, "parts"))));
+  json_object_object_add(data, "interrupted", json_object_new_boolean(1));
+  commit_message(a, msg, "tool.results", data);
 }
 
 static void load_done(void *arg) {

@@ -500,6 +500,26 @@ def _(ctx):
     assert done == ["first", "second", "third"], done
 
 
+def kill_and_wait_interrupted(ctx, sid, after, started):
+    """Kills ctx's daemon once `started` (an event type) is in the session's
+    log after `after`, restarts it, and returns the events after `after`
+    once the restarted daemon has ended the dead run (run.interrupted)."""
+    d = ctx["d"]
+    for _ in range(200):
+        if any(e["type"] == started for e in d.events(sid, after)):
+            break
+        time.sleep(0.02)
+    d.kill()
+    d2 = Daemon("agent", ctx["conf"], env={"FAKE_LLM_KEY": KEY})
+    ctx["d"] = d2
+    for _ in range(100):
+        ev = d2.events(sid, after)
+        if ev and ev[-1]["type"] == "run.interrupted":
+            break
+        time.sleep(0.05)
+    return ev
+
+
 @check("a daemon killed mid-run restarts with a consistent history")
 def _(ctx):
     fake = ctx["fake"]
@@ -510,22 +530,40 @@ def _(ctx):
     sid = d.session()
     after = d.events(sid)[-1]["seq"]
     d.rpc("session.send", {"session": sid, "text": "sleep then die"})
-    for _ in range(200):
-        if any(e["type"] == "tool.started" for e in d.events(sid, after)):
-            break
-        time.sleep(0.02)
-    d.kill()
-    d2 = Daemon("agent", ctx["conf"], env={"FAKE_LLM_KEY": KEY})
-    ctx["d"] = d2
+    # Loading the session (here, reading its events) ends the dead run at
+    # once, before any new message.
+    ev = kill_and_wait_interrupted(ctx, sid, after, "tool.started")
+    d2 = ctx["d"]
+    assert ev[-1]["type"] == "run.interrupted", types(ev)
+    assert "atelierd stopped during this run" in ev[-1]["data"]["message"]
     ev = d2.run(sid, "are you there?")
     t = types(ev)
-    assert t[:2] == ["run.interrupted", "run.started"] or \
-        t[:2] == ["run.started", "run.interrupted"], t
+    # The calls it left are answered (once the history is loaded, before
+    # the new run), and the run goes on; run.interrupted is not repeated.
+    assert t[:3] == ["tool.results", "run.started", "text.done"], t
+    assert ev[0]["data"] == {"count": 1, "interrupted": True}, ev[0]
     assert ev[-1]["type"] == "run.completed", t
+    assert "run.interrupted" not in t, t
     msgs = fake.requests()[-1]["body"]["messages"]
     tool = [m for m in msgs if m["role"] == "tool"]
     assert tool and tool[0]["tool_call_id"] == "call_k", msgs
     assert "interrupted" in json.loads(tool[0]["content"])["error"], tool
+
+
+@check("a daemon killed while the answer streams: the run is ended as interrupted at load")
+def _(ctx):
+    fake, d = ctx["fake"], ctx["d"]
+    fake.script([{"text": "a long answer " * 20, "chunks": 40, "delay_ms": 100}])
+    sid = d.session()
+    after = d.events(sid)[-1]["seq"]
+    d.rpc("session.send", {"session": sid, "text": "talk"})
+    ev = kill_and_wait_interrupted(ctx, sid, after, "text.delta")
+    d2 = ctx["d"]
+    t = types(ev)
+    assert t[0] == "run.started" and t[-1] == "run.interrupted", t
+    assert not any(x in t for x in END), t
+    # Only the user's message is in the history: a cut answer is not kept.
+    assert [m["role"] for m in d2.history(sid)] == ["user"], d2.history(sid)
 
 
 @check("agent.system_prompt_file replaces the prompt; only its first %s is filled in")
