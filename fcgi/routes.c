@@ -9,41 +9,15 @@
 #include <string.h>
 
 #include "bridge.h"
+#include "match.h"
 
 /* Reads and model calls answer at once; a tool call may run as long as
  * the tool's own timeout (long-running tools: 10 minutes by default). */
 #define RPC_TIMEOUT_MS 30000
 #define TOOL_TIMEOUT_MS 660000
 
-static int is_hex(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-      return 0;
-  return 1;
-}
-
-/* The next path segment after *p, into seg (NUL-terminated); *p moves past
- * it. Returns its length, 0 at the end, -1 when it is too long. */
-static int next_segment(const char **p, char *seg, size_t cap) {
-  const char *s = *p;
-  if (*s == '/')
-    s++;
-  size_t n = strcspn(s, "/");
-  if (n >= cap)
-    return -1;
-  memcpy(seg, s, n);
-  seg[n] = '\0';
-  *p = s + n;
-  return (int)n;
-}
-
 static int is_method(fcgi_ctx_t *x, const char *m) {
   return x->method != NULL && strcmp(x->method, m) == 0;
-}
-
-/* GET (and HEAD) are the same request here. */
-static int is_get(fcgi_ctx_t *x) {
-  return is_method(x, "GET") || is_method(x, "HEAD");
 }
 
 static void simple(fcgi_ctx_t *x, int ok_status, const char *method,
@@ -182,112 +156,51 @@ static void image(fcgi_ctx_t *x, const char *id) {
   json_object_put(r);
 }
 
-/* /api/sessions/{id}[/...] */
-static void session_routes(fcgi_ctx_t *x, const char *rest) {
-  char id[40], sub[40], name[80];
-  int n = next_segment(&rest, id, sizeof(id));
-  if (n != 32 || !is_hex(id, 32)) {
-    fcgi_reply_error(x, 404,
-                     "no such session: a session id is 32 lowercase hex "
-                     "digits");
-    return;
-  }
-  n = next_segment(&rest, sub, sizeof(sub));
-  if (n == 0 && *rest == '\0') {
-    if (is_get(x))
-      simple(x, 200, "session.get", with_session(id), RPC_TIMEOUT_MS);
-    else if (is_method(x, "DELETE"))
-      simple(x, 200, "session.delete", with_session(id), RPC_TIMEOUT_MS);
-    else
-      fcgi_reply_method(x, "GET, HEAD, DELETE");
-    return;
-  }
-  if (n > 0 && *rest == '\0' && strcmp(sub, "messages") == 0) {
-    if (is_method(x, "POST"))
-      send_message(x, id);
-    else
-      fcgi_reply_method(x, "POST");
-    return;
-  }
-  if (n > 0 && *rest == '\0' && strcmp(sub, "cancel") == 0) {
-    if (is_method(x, "POST"))
-      simple(x, 200, "session.cancel", with_session(id), RPC_TIMEOUT_MS);
-    else
-      fcgi_reply_method(x, "POST");
-    return;
-  }
-  if (n > 0 && *rest == '\0' && strcmp(sub, "events") == 0) {
-    if (is_method(x, "GET"))
-      fcgi_events(x, id);
-    else
-      fcgi_reply_method(x, "GET");
-    return;
-  }
-  if (n > 0 && strcmp(sub, "tools") == 0) {
-    int m = next_segment(&rest, name, sizeof(name));
-    if (m > 0 && m <= 64 && *rest == '\0' &&
-        strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == (size_t)m) {
-      if (is_method(x, "POST"))
-        call_tool(x, id, name);
-      else
-        fcgi_reply_method(x, "POST");
-      return;
-    }
-  }
-  fcgi_reply_error(x, 404, "no such resource: %s", x->path);
-}
-
 void fcgi_route(fcgi_ctx_t *x) {
-  const char *p = x->path;
-  if (strncmp(p, "/api/", 5) != 0) {
-    fcgi_reply_error(x, 404, "no such resource: %s (the API is under /api/)",
-                     p);
+  fcgi_match_t m;
+  fcgi_match(x->method, x->path, &m);
+  if (m.route == FCGI_R_NONE) {
+    fcgi_reply_error(x, 404, "%s: %s", m.why, x->path);
     return;
   }
-  p += 4;
-  char seg[40];
-  int n = next_segment(&p, seg, sizeof(seg));
-  int end = *p == '\0' || strcmp(p, "/") == 0;
-  if (n > 0 && end && strcmp(seg, "health") == 0) {
-    if (is_get(x))
-      health(x);
-    else
-      fcgi_reply_method(x, "GET, HEAD");
-  } else if (n > 0 && end && strcmp(seg, "models") == 0) {
-    if (is_get(x))
-      simple(x, 200, "agent.models", NULL, RPC_TIMEOUT_MS);
-    else
-      fcgi_reply_method(x, "GET, HEAD");
-  } else if (n > 0 && end && strcmp(seg, "tools") == 0) {
-    if (is_get(x))
-      simple(x, 200, "tool.list", NULL, RPC_TIMEOUT_MS);
-    else
-      fcgi_reply_method(x, "GET, HEAD");
-  } else if (n > 0 && strcmp(seg, "sessions") == 0) {
-    if (end && is_get(x))
-      simple(x, 200, "session.list", NULL, RPC_TIMEOUT_MS);
-    else if (end && is_method(x, "POST"))
+  if (!m.method_ok) {
+    fcgi_reply_method(x, m.allow);
+    return;
+  }
+  switch (m.route) {
+  case FCGI_R_HEALTH:
+    health(x);
+    break;
+  case FCGI_R_MODELS:
+    simple(x, 200, "agent.models", NULL, RPC_TIMEOUT_MS);
+    break;
+  case FCGI_R_TOOLS:
+    simple(x, 200, "tool.list", NULL, RPC_TIMEOUT_MS);
+    break;
+  case FCGI_R_SESSIONS:
+    if (is_method(x, "POST"))
       create_session(x);
-    else if (end)
-      fcgi_reply_method(x, "GET, HEAD, POST");
     else
-      session_routes(x, p);
-  } else if (n > 0 && strcmp(seg, "images") == 0) {
-    char file[80];
-    int m = next_segment(&p, file, sizeof(file));
-    if (m == 68 && *p == '\0' && strcmp(file + 64, ".png") == 0 &&
-        is_hex(file, 64)) {
-      file[64] = '\0';
-      if (is_get(x))
-        image(x, file);
-      else
-        fcgi_reply_method(x, "GET, HEAD");
-    } else {
-      fcgi_reply_error(x, 404,
-                       "no such image: an image is /api/images/<64 lowercase "
-                       "hex digits>.png");
-    }
-  } else {
-    fcgi_reply_error(x, 404, "no such resource: %s", x->path);
+      simple(x, 200, "session.list", NULL, RPC_TIMEOUT_MS);
+    break;
+  case FCGI_R_SESSION:
+    simple(x, 200, is_method(x, "DELETE") ? "session.delete" : "session.get",
+           with_session(m.session), RPC_TIMEOUT_MS);
+    break;
+  case FCGI_R_MESSAGES:
+    send_message(x, m.session);
+    break;
+  case FCGI_R_CANCEL:
+    simple(x, 200, "session.cancel", with_session(m.session), RPC_TIMEOUT_MS);
+    break;
+  case FCGI_R_EVENTS:
+    fcgi_events(x, m.session);
+    break;
+  case FCGI_R_TOOL_CALL:
+    call_tool(x, m.session, m.tool);
+    break;
+  case FCGI_R_IMAGE:
+    image(x, m.image);
+    break;
   }
 }

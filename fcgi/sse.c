@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "bridge.h"
+#include "match.h"
 
 /* At most this many events per read: a client far behind catches up in
  * batches, each flushed as it goes. */
@@ -26,37 +27,6 @@
 /* How long an event stream waits for the daemon to come back before it
  * ends (the browser then reconnects on its own). */
 #define DAEMON_GONE_MS 30000
-
-/* The sequence number to resume after: Last-Event-ID, else ?after=N, else
- * 0. Returns -1 when either is not a non-negative integer. */
-static long long resume_point(fcgi_ctx_t *x) {
-  const char *v = fcgi_param(x, "HTTP_LAST_EVENT_ID");
-  char buf[32] = "";
-  if (v == NULL || v[0] == '\0') {
-    const char *q = x->query;
-    while (q != NULL && *q) {
-      if (strncmp(q, "after=", 6) == 0) {
-        size_t n = strcspn(q + 6, "&");
-        if (n >= sizeof(buf))
-          return -1;
-        memcpy(buf, q + 6, n);
-        buf[n] = '\0';
-        v = buf;
-        break;
-      }
-      q = strchr(q, '&');
-      q = q ? q + 1 : NULL;
-    }
-  }
-  if (v == NULL || v[0] == '\0')
-    return 0;
-  char *end;
-  errno = 0;
-  long long n = strtoll(v, &end, 10);
-  if (errno != 0 || *end != '\0' || n < 0 || v[0] < '0' || v[0] > '9')
-    return -1;
-  return n;
-}
 
 static json_object *read_params(const char *session, long long after,
                                 int wait_ms) {
@@ -153,7 +123,8 @@ void fcgi_events(fcgi_ctx_t *x, const char *session) {
                      fcgi_opt.max_threads);
     return;
   }
-  long long after = resume_point(x);
+  long long after =
+      fcgi_resume_point(fcgi_param(x, "HTTP_LAST_EVENT_ID"), x->query);
   if (after < 0) {
     fcgi_reply_error(x, 400,
                      "Last-Event-ID (or ?after=) must be an event's sequence "
