@@ -31,7 +31,7 @@ void atl_agent_request_cache_free(atl_agent_request_cache_t *c) {
  * 4 KB where its text takes a few hundred bytes. */
 static int extend(const atl_provider_ops_t *ops, atl_agent_request_cache_t *c,
                   json_object *history, size_t upto) {
-  if (c->history != history || c->n_pieces > upto) {
+  if (c->history != history) {
     /* Another history (reloaded after an eviction): start again. */
     for (size_t i = 0; i < c->n_pieces; i++)
       atl_provider_piece_free(&c->pieces[i]);
@@ -79,6 +79,11 @@ int atl_agent_request(atl_daemon_t *d, atl_agent_request_cache_t *c,
   size_t n = json_object_array_length(history);
   int with_images = refs != NULL && json_object_array_length(refs) > 0;
   size_t keep = with_images && n > 0 ? n - 1 : n;
+  /* Rendered messages are gone from the history (extend), so what was
+   * rendered stays rendered. (The history only grows, so this cannot
+   * happen; if it did, the images would be left out, not the message.) */
+  if (c->history == history && keep < c->n_pieces)
+    keep = c->n_pieces;
   int rc = extend(ops, c, history, keep);
   if (rc != 0)
     return rc;
