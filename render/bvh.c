@@ -170,7 +170,7 @@ split_half : {
 }
 }
 
-int rt_bvh_build(atl_render_scene_t *s) {
+int atl__rt_bvh_build(atl_render_scene_t *s) {
   builder b = {s, NULL, 0, 0};
   int nfinite = 0;
   s->planes = malloc(sizeof(int) * (size_t)(s->nprims + 1));
@@ -187,7 +187,7 @@ int rt_bvh_build(atl_render_scene_t *s) {
       continue;
     }
     item *it = &b.items[i];
-    rt_prim_bounds(&s->prims[i], &it->lo, &it->hi);
+    atl__rt_prim_bounds(&s->prims[i], &it->lo, &it->hi);
     it->c = v3_scale(v3_add(it->lo, it->hi), 0.5);
     s->prim_order[nfinite++] = i;
   }
@@ -226,7 +226,7 @@ static int traverse(const atl_render_scene_t *s, const rt_ray *r, double tmin,
                     double tmax, rt_hit *h, int any) {
   int found = 0;
   for (int i = 0; i < s->nplanes; i++) {
-    if (rt_prim_intersect(&s->prims[s->planes[i]], r, tmin, tmax, h)) {
+    if (atl__rt_prim_intersect(&s->prims[s->planes[i]], r, tmin, tmax, h)) {
       h->prim = s->planes[i];
       if (any)
         return 1;
@@ -248,7 +248,7 @@ static int traverse(const atl_render_scene_t *s, const rt_ray *r, double tmin,
       if (n->count) {
         for (int i = 0; i < n->count; i++) {
           int pi = s->prim_order[n->index + i];
-          if (rt_prim_intersect(&s->prims[pi], r, tmin, tmax, h)) {
+          if (atl__rt_prim_intersect(&s->prims[pi], r, tmin, tmax, h)) {
             h->prim = pi;
             if (any)
               return 1;
@@ -275,13 +275,13 @@ static int traverse(const atl_render_scene_t *s, const rt_ray *r, double tmin,
   return found;
 }
 
-int rt_intersect(const atl_render_scene_t *s, const rt_ray *r, double tmin,
-                 double tmax, rt_hit *h) {
+int atl__rt_intersect(const atl_render_scene_t *s, const rt_ray *r, double tmin,
+                      double tmax, rt_hit *h) {
   return traverse(s, r, tmin, tmax, h, 0);
 }
 
-int rt_occluded(const atl_render_scene_t *s, const rt_ray *r, double tmin,
-                double tmax) {
+int atl__rt_occluded(const atl_render_scene_t *s, const rt_ray *r, double tmin,
+                     double tmax) {
   rt_hit h;
   return traverse(s, r, tmin, tmax, &h, 1);
 }

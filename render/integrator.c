@@ -9,8 +9,8 @@
  * +up at its top: with the eye at (278, 278, -800) looking at +Z and up
  * +Y, right is +X, so the Cornell box's red wall (x = 0) is on the left,
  * as in PBRT and go-progressive-raytracer. */
-rt_ray rt_camera_ray(const atl_render_scene_t *s, int w, int h, double px,
-                     double py, rt_rng *rng) {
+rt_ray atl__rt_camera_ray(const atl_render_scene_t *s, int w, int h, double px,
+                          double py, rt_rng *rng) {
   double aspect = (double)w / h;
   double sx = (2 * px / w - 1) * s->tan_half * aspect;
   double sy = (1 - 2 * py / h) * s->tan_half;
@@ -52,11 +52,11 @@ static v3 sample_one_light(const atl_render_scene_t *s, const rt_hit *h,
     li = s->nlights - 1;
   const rt_light *l = &s->lights[li];
   rt_light_sample ls;
-  if (!rt_light_sample_li(l, h->p, rng, &ls))
+  if (!atl__rt_light_sample_li(l, h->p, rng, &ls))
     return zero;
   v3 f;
   double bpdf;
-  if (!rt_material_eval(m, h, wo, ls.wi, &f, &bpdf))
+  if (!atl__rt_material_eval(m, h, wo, ls.wi, &f, &bpdf))
     return zero;
   /* The shadow ray aims from the offset origin at the sampled point
    * itself, so the offset cannot push the light's own surface in front
@@ -67,7 +67,7 @@ static v3 sample_one_light(const atl_render_scene_t *s, const rt_hit *h,
     sr.d = v3_sub(v3_madd(h->p, ls.wi, ls.dist), sr.o);
     tmax = 1 - 1e-7; /* in units of the unnormalised direction */
   }
-  if (rt_occluded(s, &sr, 0, tmax))
+  if (atl__rt_occluded(s, &sr, 0, tmax))
     return zero;
   double cosv = fabs(v3_dot(ls.wi, h->n));
   v3 c = v3_scale(v3_mul(f, ls.li), cosv);
@@ -77,8 +77,8 @@ static v3 sample_one_light(const atl_render_scene_t *s, const rt_hit *h,
   return v3_scale(c, power2(lpdf, bpdf) / lpdf);
 }
 
-v3 rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
-            rt_ray ray, rt_rng *rng) {
+v3 atl__rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
+                 rt_ray ray, rt_rng *rng) {
   v3 L = v3_make(0, 0, 0), beta = v3_make(1, 1, 1);
   int nee = s->nlights > 0 && !p->no_light_sampling;
   int rr_depth = p->rr_depth > 0 ? p->rr_depth : 4;
@@ -89,8 +89,8 @@ v3 rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
    * collects emission, the other half of that vertex's MIS. */
   for (int depth = 1; depth <= p->max_depth + 1; depth++) {
     rt_hit h;
-    if (!rt_intersect(s, &ray, 0, INFINITY, &h)) {
-      L = v3_add(L, v3_mul(beta, rt_env_radiance(s, ray.d)));
+    if (!atl__rt_intersect(s, &ray, 0, INFINITY, &h)) {
+      L = v3_add(L, v3_mul(beta, atl__rt_env_radiance(s, ray.d)));
       /* The sun's disc, when it has one, found by BSDF sampling. */
       for (int i = 0; i < s->nlights; i++) {
         const rt_light *l = &s->lights[i];
@@ -99,8 +99,9 @@ v3 rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
           continue;
         double w = 1;
         if (nee && !prev_delta)
-          w = power2(prev_pdf, rt_light_pdf(l, prev_p, ray.d, INFINITY, l->n) /
-                                   s->nlights);
+          w = power2(prev_pdf,
+                     atl__rt_light_pdf(l, prev_p, ray.d, INFINITY, l->n) /
+                         s->nlights);
         L = v3_add(L, v3_scale(v3_mul(beta, l->emission), w));
       }
       break;
@@ -112,7 +113,8 @@ v3 rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
         double w = 1;
         if (m->kind == RT_LIGHT && nee && !prev_delta) {
           const rt_light *l = &s->lights[pr->light];
-          double lpdf = rt_light_pdf(l, prev_p, ray.d, h.t, h.n) / s->nlights;
+          double lpdf =
+              atl__rt_light_pdf(l, prev_p, ray.d, h.t, h.n) / s->nlights;
           w = power2(prev_pdf, lpdf);
         }
         L = v3_add(L, v3_scale(v3_mul(beta, m->emission), w));
@@ -122,10 +124,10 @@ v3 rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
     if (depth > p->max_depth)
       break;
     v3 wo = v3_neg(ray.d);
-    if (nee && rt_material_smooth(m))
+    if (nee && atl__rt_material_smooth(m))
       L = v3_add(L, v3_mul(beta, sample_one_light(s, &h, m, wo, rng)));
     rt_bsdf_sample bs;
-    if (!rt_material_sample(m, &h, wo, rng, &bs))
+    if (!atl__rt_material_sample(m, &h, wo, rng, &bs))
       break;
     beta = v3_mul(beta, bs.weight);
     if (v3_max(beta) <= 0)
@@ -164,8 +166,8 @@ void atl_render_tile(const atl_render_scene_t *s, const atl_render_params_t *p,
         uint64_t n = (uint64_t)pass * (uint64_t)p->spp_per_pass + (uint64_t)i;
         rt_rng rng = rt_rng_make(p->seed, pix, n);
         double jx = rt_rand(&rng), jy = rt_rand(&rng);
-        rt_ray ray = rt_camera_ray(s, w, hgt, x + jx, y + jy, &rng);
-        v3 c = rt_trace(s, p, ray, &rng);
+        rt_ray ray = atl__rt_camera_ray(s, w, hgt, x + jx, y + jy, &rng);
+        v3 c = atl__rt_trace(s, p, ray, &rng);
         /* A NaN or infinite sample would poison the pixel for good. */
         if (!isfinite(c.x) || !isfinite(c.y) || !isfinite(c.z))
           c = v3_make(0, 0, 0);

@@ -45,8 +45,8 @@ static int area_to_solid(const rt_light *l, v3 p, v3 y, v3 ny, int two_sided,
   return 1;
 }
 
-int rt_light_sample_li(const rt_light *l, v3 p, rt_rng *rng,
-                       rt_light_sample *out) {
+int atl__rt_light_sample_li(const rt_light *l, v3 p, rt_rng *rng,
+                            rt_light_sample *out) {
   switch (l->kind) {
   case RT_L_POINT:
   case RT_L_SPOT: {
@@ -117,7 +117,7 @@ int rt_light_sample_li(const rt_light *l, v3 p, rt_rng *rng,
   return 0;
 }
 
-double rt_light_pdf(const rt_light *l, v3 p, v3 wi, double dist, v3 ln) {
+double atl__rt_light_pdf(const rt_light *l, v3 p, v3 wi, double dist, v3 ln) {
   switch (l->kind) {
   case RT_L_QUAD:
   case RT_L_DISC: {
@@ -141,7 +141,7 @@ double rt_light_pdf(const rt_light *l, v3 p, v3 wi, double dist, v3 ln) {
   }
 }
 
-v3 rt_env_radiance(const atl_render_scene_t *s, v3 d) {
+v3 atl__rt_env_radiance(const atl_render_scene_t *s, v3 d) {
   switch (s->env) {
   case RT_ENV_UNIFORM:
     return s->env_a;

@@ -6,7 +6,7 @@
 
 /* The exact Fresnel reflectance of unpolarised light for a dielectric
  * interface; cos_i > 0 on the incident side, eta = n_t / n_i. */
-double rt_fresnel_dielectric(double cos_i, double eta) {
+double atl__rt_fresnel_dielectric(double cos_i, double eta) {
   double sin2_t = (1 - cos_i * cos_i) / (eta * eta);
   if (sin2_t >= 1)
     return 1; /* total internal reflection */
@@ -47,12 +47,12 @@ static v3 side_normal(const rt_hit *h, v3 wo) {
   return v3_dot(wo, h->n) >= 0 ? h->n : v3_neg(h->n);
 }
 
-int rt_material_smooth(const rt_material *m) {
+int atl__rt_material_smooth(const rt_material *m) {
   return m->kind == RT_LAMBERTIAN || m->kind == RT_PLASTIC;
 }
 
-int rt_material_eval(const rt_material *m, const rt_hit *h, v3 wo, v3 wi, v3 *f,
-                     double *pdf) {
+int atl__rt_material_eval(const rt_material *m, const rt_hit *h, v3 wo, v3 wi,
+                          v3 *f, double *pdf) {
   v3 n = side_normal(h, wo);
   double ci = v3_dot(wi, n), co = v3_dot(wo, n);
   if (ci <= 0 || co <= 0)
@@ -65,7 +65,7 @@ int rt_material_eval(const rt_material *m, const rt_hit *h, v3 wo, v3 wi, v3 *f,
   case RT_PLASTIC: {
     /* The diffuse base under a clear coat: light reaches it with the
      * share the coat does not reflect. */
-    double keep = 1 - rt_fresnel_dielectric(co, m->ior);
+    double keep = 1 - atl__rt_fresnel_dielectric(co, m->ior);
     *f = v3_scale(m->albedo, keep / RT_PI);
     *pdf = keep * ci / RT_PI;
     return 1;
@@ -84,8 +84,8 @@ static int glossy(v3 wo, v3 n, double fuzz, rt_rng *rng, v3 *wi) {
   return v3_dot(r, n) > 0;
 }
 
-int rt_material_sample(const rt_material *m, const rt_hit *h, v3 wo,
-                       rt_rng *rng, rt_bsdf_sample *out) {
+int atl__rt_material_sample(const rt_material *m, const rt_hit *h, v3 wo,
+                            rt_rng *rng, rt_bsdf_sample *out) {
   v3 n = side_normal(h, wo);
   double co = v3_dot(wo, n);
   switch (m->kind) {
@@ -103,7 +103,7 @@ int rt_material_sample(const rt_material *m, const rt_hit *h, v3 wo,
   case RT_DIELECTRIC: {
     /* Entering when the ray arrives on the outward side. */
     double eta = h->front ? m->ior : 1 / m->ior;
-    double fr = rt_fresnel_dielectric(co, eta);
+    double fr = atl__rt_fresnel_dielectric(co, eta);
     out->pdf = 0;
     out->delta = 1;
     if (rt_rand(rng) < fr) {
@@ -118,7 +118,7 @@ int rt_material_sample(const rt_material *m, const rt_hit *h, v3 wo,
     return 1;
   }
   case RT_PLASTIC: {
-    double fr = rt_fresnel_dielectric(co, m->ior);
+    double fr = atl__rt_fresnel_dielectric(co, m->ior);
     if (rt_rand(rng) < fr) {
       out->pdf = 0;
       out->delta = 1;

@@ -124,16 +124,16 @@ struct atl_render_scene_s {
 };
 
 /* shapes.c */
-int rt_prim_intersect(const rt_prim *p, const rt_ray *r, double tmin,
-                      double tmax, rt_hit *h);
-void rt_prim_bounds(const rt_prim *p, v3 *lo, v3 *hi);
+int atl__rt_prim_intersect(const rt_prim *p, const rt_ray *r, double tmin,
+                           double tmax, rt_hit *h);
+void atl__rt_prim_bounds(const rt_prim *p, v3 *lo, v3 *hi);
 
 /* bvh.c */
-int rt_bvh_build(atl_render_scene_t *s);
-int rt_intersect(const atl_render_scene_t *s, const rt_ray *r, double tmin,
-                 double tmax, rt_hit *h);
-int rt_occluded(const atl_render_scene_t *s, const rt_ray *r, double tmin,
-                double tmax);
+int atl__rt_bvh_build(atl_render_scene_t *s);
+int atl__rt_intersect(const atl_render_scene_t *s, const rt_ray *r, double tmin,
+                      double tmax, rt_hit *h);
+int atl__rt_occluded(const atl_render_scene_t *s, const rt_ray *r, double tmin,
+                     double tmax);
 
 /* materials.c: a sampled scattering. */
 typedef struct {
@@ -145,15 +145,15 @@ typedef struct {
 
 /* The non-delta part of the material at the hit, for a unit wo (towards
  * the viewer) and unit wi: f (without the cosine) and the pdf with which
- * rt_material_sample() would pick wi. Returns 0 for a purely specular
+ * atl__rt_material_sample() would pick wi. Returns 0 for a purely specular
  * or non-scattering material. */
-int rt_material_eval(const rt_material *m, const rt_hit *h, v3 wo, v3 wi, v3 *f,
-                     double *pdf);
-int rt_material_sample(const rt_material *m, const rt_hit *h, v3 wo,
-                       rt_rng *rng, rt_bsdf_sample *out);
+int atl__rt_material_eval(const rt_material *m, const rt_hit *h, v3 wo, v3 wi,
+                          v3 *f, double *pdf);
+int atl__rt_material_sample(const rt_material *m, const rt_hit *h, v3 wo,
+                            rt_rng *rng, rt_bsdf_sample *out);
 /* Whether the material has a non-delta lobe (so light sampling helps). */
-int rt_material_smooth(const rt_material *m);
-double rt_fresnel_dielectric(double cos_i, double eta);
+int atl__rt_material_smooth(const rt_material *m);
+double atl__rt_fresnel_dielectric(double cos_i, double eta);
 
 /* lights.c */
 typedef struct {
@@ -163,17 +163,17 @@ typedef struct {
   double pdf;  /* solid angle, 0 for a delta light */
 } rt_light_sample;
 
-int rt_light_sample_li(const rt_light *l, v3 p, rt_rng *rng,
-                       rt_light_sample *out);
+int atl__rt_light_sample_li(const rt_light *l, v3 p, rt_rng *rng,
+                            rt_light_sample *out);
 /* The solid-angle pdf of sampling direction wi from p that hits the
  * light at distance dist with the unit light normal ln. */
-double rt_light_pdf(const rt_light *l, v3 p, v3 wi, double dist, v3 ln);
-v3 rt_env_radiance(const atl_render_scene_t *s, v3 d);
+double atl__rt_light_pdf(const rt_light *l, v3 p, v3 wi, double dist, v3 ln);
+v3 atl__rt_env_radiance(const atl_render_scene_t *s, v3 d);
 
 /* integrator.c */
-v3 rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
-            rt_ray ray, rt_rng *rng);
-rt_ray rt_camera_ray(const atl_render_scene_t *s, int w, int h, double px,
-                     double py, rt_rng *rng);
+v3 atl__rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
+                 rt_ray ray, rt_rng *rng);
+rt_ray atl__rt_camera_ray(const atl_render_scene_t *s, int w, int h, double px,
+                          double py, rt_rng *rng);
 
 #endif

@@ -708,7 +708,7 @@ int atl_render_scene_load(const char *json, size_t len,
     fail(&L, NULL, "the scene is not valid JSON: %s",
          doc ? "trailing data" : json_tokener_error_desc(jerr));
   } else if (read_doc(&L, doc) == 0) {
-    int rc = rt_bvh_build(L.s);
+    int rc = atl__rt_bvh_build(L.s);
     if (rc < 0) {
       L.nomem = 1;
       fail(&L, NULL, "out of memory");

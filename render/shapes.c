@@ -156,8 +156,8 @@ static int hit_side(const rt_prim *p, const rt_ray *r, double tmin, double tmax,
   return 0;
 }
 
-int rt_prim_intersect(const rt_prim *p, const rt_ray *r, double tmin,
-                      double tmax, rt_hit *h) {
+int atl__rt_prim_intersect(const rt_prim *p, const rt_ray *r, double tmin,
+                           double tmax, rt_hit *h) {
   switch (p->kind) {
   case RT_SPHERE:
     return hit_sphere(p, r, tmin, tmax, h);
@@ -185,7 +185,7 @@ static void disc_bounds(v3 c, v3 n, double rad, v3 *lo, v3 *hi) {
   *hi = v3_add(c, e);
 }
 
-void rt_prim_bounds(const rt_prim *p, v3 *lo, v3 *hi) {
+void atl__rt_prim_bounds(const rt_prim *p, v3 *lo, v3 *hi) {
   v3 a, b;
   switch (p->kind) {
   case RT_SPHERE:

@@ -69,7 +69,7 @@ static atl_render_scene_t *one_shape(const char *type, const char *props) {
 
 static int shoot(const atl_render_scene_t *s, v3 o, v3 d, rt_hit *h) {
   rt_ray r = {o, d};
-  return rt_intersect(s, &r, 0, INFINITY, h);
+  return atl__rt_intersect(s, &r, 0, INFINITY, h);
 }
 
 #define EPS 1e-9
@@ -279,15 +279,15 @@ Test(render_shapes, bvh_matches_brute_force) {
                 v3_norm(v3_make(rt_rand(&rng) - 0.5, rt_rand(&rng) - 0.5,
                                 rt_rand(&rng) - 0.5))};
     rt_hit h, b;
-    int hit = rt_intersect(s, &r, 0, INFINITY, &h);
+    int hit = atl__rt_intersect(s, &r, 0, INFINITY, &h);
     double best = INFINITY;
     for (int i = 0; i < s->nprims; i++)
-      if (rt_prim_intersect(&s->prims[i], &r, 0, best, &b))
+      if (atl__rt_prim_intersect(&s->prims[i], &r, 0, best, &b))
         best = b.t;
     cr_assert_eq(hit, isfinite(best));
     if (hit)
       cr_assert_float_eq(h.t, best, 1e-12);
-    cr_assert_eq(rt_occluded(s, &r, 0, INFINITY), hit);
+    cr_assert_eq(atl__rt_occluded(s, &r, 0, INFINITY), hit);
   }
   atl_render_scene_free(s);
 }
@@ -441,7 +441,7 @@ Test(render_light, bsdfs_conserve_energy) {
       int n = 20000;
       for (int i = 0; i < n; i++) {
         rt_bsdf_sample bs;
-        if (rt_material_sample(&m[k], &h, wo, &rng, &bs))
+        if (atl__rt_material_sample(&m[k], &h, wo, &rng, &bs))
           sum += v3_max(bs.weight);
         /* The eval side: f cos / pdf with uniform hemisphere samples. */
         double u1 = rt_rand(&rng), u2 = rt_rand(&rng);
@@ -451,7 +451,7 @@ Test(render_light, bsdfs_conserve_energy) {
                               r * sin(2 * RT_PI * u2), u1);
         v3 f;
         double pdf;
-        if (rt_material_eval(&m[k], &h, wo, wi, &f, &pdf))
+        if (atl__rt_material_eval(&m[k], &h, wo, wi, &f, &pdf))
           sum_eval += v3_max(f) * u1 * 2 * RT_PI;
       }
       cr_assert_leq(sum / n, 1 + 1e-9, "material %d angle %d: %f", k, a,
