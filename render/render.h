@@ -1,0 +1,83 @@
+/* The path tracer core: a scene loader, a BVH and a unidirectional path
+ * tracer with next-event estimation and multiple importance sampling. It
+ * has no daemon dependency; the farm and the CLI link it.
+ *
+ * Ownership: a scene made by atl_render_scene_load() belongs to the
+ * caller, who frees it with atl_render_scene_free(). A loaded scene is
+ * never changed by rendering, so any number of threads or processes may
+ * call atl_render_tile() on it at once, as long as their tiles do not
+ * overlap. Every buffer passed in stays the caller's. */
+#ifndef ATL_RENDER_H
+#define ATL_RENDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct atl_render_scene_s atl_render_scene_t;
+
+/* What a scene holds, and the render settings stored with it (its
+ * "render" object; 0 where the document gives none). */
+typedef struct {
+  int shape_count;     /* shapes of the document */
+  int light_count;     /* lights of the document */
+  int primitive_count; /* after flattening: a box is 6, a cylinder 3 */
+  int width, height, samples, max_depth;
+} atl_render_scene_info_t;
+
+typedef struct {
+  int width, height;     /* the full frame, pixels */
+  int spp_per_pass;      /* samples per pixel added by one atl_render_tile() */
+  int max_depth;         /* path vertices, camera hit included (>= 1) */
+  int rr_depth;          /* first vertex subject to Russian roulette; 0: 4 */
+  uint64_t seed;         /* the image is a pure function of this and the rest */
+  int no_light_sampling; /* 1: BSDF sampling only (for tests) */
+} atl_render_params_t;
+
+/* Reads a scene document of `len` bytes: the scene plugin's format
+ * (doc/scene.md), with or without "format"/"version", the bare namespace
+ * {camera, environment, shapes, lights}, or export_scene's answer
+ * {"scene": {...}}. Returns 0 and sets *out, or returns a negative errno
+ * (-EINVAL for a bad document, -ENOMEM) and sets *err to a message naming
+ * the object and the field, which the caller frees with free(); err may
+ * be NULL. */
+int atl_render_scene_load(const char *json, size_t len,
+                          atl_render_scene_t **out, char **err);
+
+/* Frees a scene; NULL is allowed. */
+void atl_render_scene_free(atl_render_scene_t *s);
+
+/* Fills *info from the scene. */
+void atl_render_scene_info(const atl_render_scene_t *s,
+                           atl_render_scene_info_t *info);
+
+/* Renders p->spp_per_pass samples for every pixel of the tile [x0, x1) x
+ * [y0, y1) (y = 0 is the top row) in pass `pass` (0, 1, ...), and adds
+ * them to rgb_sum (width * height * 3 floats, linear RGB, row-major from
+ * the top) and count (width * height). Both buffers are the caller's and
+ * cover the full frame. The samples of a pixel depend only on the seed,
+ * the pixel and the global sample index pass * spp_per_pass + i, and they
+ * are added one by one, so the sums are byte-identical whatever the tile
+ * split, the order of the tiles, or the split of the samples into passes
+ * (as long as a pixel's passes run in order). */
+void atl_render_tile(const atl_render_scene_t *s, const atl_render_params_t *p,
+                     int x0, int y0, int x1, int y1, int pass, float *rgb_sum,
+                     uint32_t *count);
+
+/* Averages the sums, multiplies by 2^exposure (stops), and encodes as
+ * 8-bit sRGB into rgb8 (w * h * 3 bytes, the caller's). A pixel with no
+ * sample is black. */
+void atl_render_resolve(const float *rgb_sum, const uint32_t *count, int w,
+                        int h, float exposure, uint8_t *rgb8);
+
+/* Writes the averaged linear radiance as a little-endian colour PFM
+ * (bottom row first, like the Cycles reference). Returns 0 or a negative
+ * errno. */
+int atl_render_write_pfm(const char *path, const float *rgb_sum,
+                         const uint32_t *count, int w, int h);
+
+/* Reads a colour PFM into a newly allocated w * h * 3 float buffer, top
+ * row first; *out is the caller's, freed with free(). Returns 0 or a
+ * negative errno. */
+int atl_render_read_pfm(const char *path, float **out, int *w, int *h);
+
+#endif

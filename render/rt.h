@@ -1,0 +1,179 @@
+/* The path tracer's internal types, shared by its files and the unit
+ * tests; not part of the library's API (render.h is). */
+#ifndef ATL_RENDER_RT_H
+#define ATL_RENDER_RT_H
+
+#include "render.h"
+#include "rng.h"
+#include "vec.h"
+
+typedef struct {
+  v3 o, d; /* origin; direction, not necessarily unit */
+} rt_ray;
+
+typedef enum {
+  RT_SPHERE,
+  RT_QUAD,
+  RT_DISC,
+  RT_TRIANGLE,
+  RT_CYLINDER, /* the open tube; caps are discs */
+  RT_CONE,     /* the open side of a cone or frustum; caps are discs */
+  RT_PLANE     /* infinite: kept out of the BVH */
+} rt_prim_kind;
+
+/* One flattened primitive. The meaning of the fields depends on kind:
+ *   sphere:   a = centre, r0 = radius
+ *   quad:     a = corner, b = u, c = v, n = unit u x v, w = n' / |n'|^2
+ *   disc:     a = centre, n = unit normal, r0 = radius
+ *   triangle: a = v0, b = v1 - v0, c = v2 - v0, n = unit b x c
+ *   cylinder: a = base centre, n = unit axis, h = height, r0 = radius
+ *   cone:     a = base centre, n = unit axis, h = height, r0 = base
+ *             radius, r1 = top radius
+ *   plane:    a = point, n = unit normal */
+typedef struct {
+  v3 a, b, c, n, w;
+  double r0, r1, h;
+  int kind;
+  int material; /* index into scene->materials */
+  int light;    /* index into scene->lights for an area light, else -1 */
+  int shape;    /* index of the document's shape (or light) */
+} rt_prim;
+
+typedef struct {
+  double t;
+  v3 p;      /* the point */
+  v3 n;      /* unit geometric normal, the outward/front side */
+  int front; /* the ray arrived on the front side (dot(d, n) < 0) */
+  int prim;
+} rt_hit;
+
+typedef enum {
+  RT_LAMBERTIAN,
+  RT_METAL,
+  RT_DIELECTRIC,
+  RT_EMISSIVE,
+  RT_PLASTIC,
+  RT_LIGHT /* the surface of an area light: emits on its front, absorbs */
+} rt_mat_kind;
+
+typedef struct {
+  int kind;
+  v3 albedo;   /* lambertian, metal, plastic */
+  int checker; /* lambertian: a 3D checkerboard of albedo / albedo2 */
+  v3 albedo2;
+  double scale; /* checker cube edge */
+  double fuzz;  /* metal; plastic: roughness */
+  double ior;   /* dielectric; plastic's coat (1.5) */
+  v3 tint;      /* dielectric */
+  v3 emission;  /* emissive, light */
+} rt_material;
+
+typedef enum {
+  RT_L_POINT,
+  RT_L_SPOT,
+  RT_L_QUAD,
+  RT_L_DISC,
+  RT_L_SPHERE,
+  RT_L_SUN
+} rt_light_kind;
+
+typedef struct {
+  int kind;
+  v3 emission; /* radiance (area, sun disc) or intensity (point, spot) */
+  v3 p;        /* point, spot, sphere, disc: centre; quad: corner */
+  v3 u, v;     /* quad edges */
+  v3 n;        /* quad, disc: unit normal; spot: unit axis; sun: unit
+                  direction towards the sun */
+  double r;    /* disc, sphere radius */
+  double area; /* quad, disc */
+  double cos_outer, cos_inner; /* spot cone; sun: cos_outer of the disc */
+  int prim;                    /* area lights: their primitive, else -1 */
+} rt_light;
+
+typedef enum { RT_ENV_NONE, RT_ENV_UNIFORM, RT_ENV_GRADIENT } rt_env_kind;
+
+/* A flattened BVH node: an inner node's left child follows it, `index`
+ * is its right child; a leaf holds `count` primitives from `index` on in
+ * scene->prim_order. */
+typedef struct {
+  float lo[3], hi[3];
+  int index;
+  short count; /* 0 for an inner node */
+  short axis;
+} rt_node;
+
+struct atl_render_scene_s {
+  rt_prim *prims;
+  int nprims;
+  int *prim_order; /* BVH leaf order */
+  rt_node *nodes;
+  int nnodes;
+  int *planes; /* the infinite planes, outside the BVH */
+  int nplanes;
+  rt_material *materials;
+  int nmaterials;
+  rt_light *lights;
+  int nlights;
+  int env;
+  v3 env_a, env_b; /* uniform: a; gradient: a = top, b = bottom */
+  /* camera */
+  v3 eye, fwd, right, up; /* fwd, right, up: unit */
+  double tan_half, aperture, focus;
+  double scene_radius; /* for offsets */
+  atl_render_scene_info_t info;
+};
+
+/* shapes.c */
+int atl__rt_prim_intersect(const rt_prim *p, const rt_ray *r, double tmin,
+                           double tmax, rt_hit *h);
+void atl__rt_prim_bounds(const rt_prim *p, v3 *lo, v3 *hi);
+
+/* bvh.c */
+int atl__rt_bvh_build(atl_render_scene_t *s);
+int atl__rt_intersect(const atl_render_scene_t *s, const rt_ray *r, double tmin,
+                      double tmax, rt_hit *h);
+int atl__rt_occluded(const atl_render_scene_t *s, const rt_ray *r, double tmin,
+                     double tmax);
+
+/* materials.c: a sampled scattering. */
+typedef struct {
+  v3 wi;      /* unit */
+  v3 weight;  /* f * cos / pdf, or the delta lobe's weight */
+  double pdf; /* solid angle; 0 for a delta lobe */
+  int delta;
+} rt_bsdf_sample;
+
+/* The non-delta part of the material at the hit, for a unit wo (towards
+ * the viewer) and unit wi: f (without the cosine) and the pdf with which
+ * atl__rt_material_sample() would pick wi. Returns 0 for a purely specular
+ * or non-scattering material. */
+int atl__rt_material_eval(const rt_material *m, const rt_hit *h, v3 wo, v3 wi,
+                          v3 *f, double *pdf);
+int atl__rt_material_sample(const rt_material *m, const rt_hit *h, v3 wo,
+                            rt_rng *rng, rt_bsdf_sample *out);
+/* Whether the material has a non-delta lobe (so light sampling helps). */
+int atl__rt_material_smooth(const rt_material *m);
+double atl__rt_fresnel_dielectric(double cos_i, double eta);
+
+/* lights.c */
+typedef struct {
+  v3 wi;       /* unit, from the shading point to the light */
+  double dist; /* to the sampled point; INFINITY for the sun */
+  v3 li;       /* radiance (or intensity / d^2 for a delta light) */
+  double pdf;  /* solid angle, 0 for a delta light */
+} rt_light_sample;
+
+int atl__rt_light_sample_li(const rt_light *l, v3 p, rt_rng *rng,
+                            rt_light_sample *out);
+/* The solid-angle pdf of sampling direction wi from p that hits the
+ * light at distance dist with the unit light normal ln. */
+double atl__rt_light_pdf(const rt_light *l, v3 p, v3 wi, double dist, v3 ln);
+v3 atl__rt_env_radiance(const atl_render_scene_t *s, v3 d);
+
+/* integrator.c */
+v3 atl__rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
+                 rt_ray ray, rt_rng *rng);
+rt_ray atl__rt_camera_ray(const atl_render_scene_t *s, int w, int h, double px,
+                          double py, rt_rng *rng);
+
+#endif

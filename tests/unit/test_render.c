@@ -1,0 +1,645 @@
+/* The path tracer core (render/): ray-primitive geometry, the scene
+ * loader's messages, energy conservation, determinism, orientation and
+ * agreement with Blender Cycles. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+static char *slurp(const char *name, size_t *len) {
+  char path[1024];
+  const char *src = getenv("ATL_TEST_SRCDIR");
+  snprintf(path, sizeof(path), "%s/tests/data/%s", src ? src : ATL_TEST_SRCDIR,
+           name);
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  rewind(f);
+  char *buf = malloc((size_t)n + 1);
+  cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+  buf[n] = 0;
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+static atl_render_scene_t *load_str(const char *json) {
+  atl_render_scene_t *s = NULL;
+  char *err = NULL;
+  int rc = atl_render_scene_load(json, strlen(json), &s, &err);
+  cr_assert_eq(rc, 0, "load failed: %s", err ? err : "?");
+  return s;
+}
+
+static atl_render_scene_t *load_file(const char *name) {
+  size_t n;
+  char *json = slurp(name, &n);
+  atl_render_scene_t *s = NULL;
+  char *err = NULL;
+  int rc = atl_render_scene_load(json, n, &s, &err);
+  cr_assert_eq(rc, 0, "load %s failed: %s", name, err ? err : "?");
+  free(json);
+  return s;
+}
+
+static char *load_error(const char *json) {
+  atl_render_scene_t *s = NULL;
+  char *err = NULL;
+  int rc = atl_render_scene_load(json, strlen(json), &s, &err);
+  cr_assert_eq(rc, -EINVAL);
+  cr_assert_null(s);
+  cr_assert_not_null(err);
+  return err;
+}
+
+/* One shape in an otherwise empty scene. */
+static atl_render_scene_t *one_shape(const char *type, const char *props) {
+  char buf[2048];
+  snprintf(buf, sizeof(buf),
+           "{\"shapes\": [{\"id\": \"s\", \"type\": \"%s\", \"properties\": "
+           "%s}]}",
+           type, props);
+  return load_str(buf);
+}
+
+static int shoot(const atl_render_scene_t *s, v3 o, v3 d, rt_hit *h) {
+  rt_ray r = {o, d};
+  return atl__rt_intersect(s, &r, 0, INFINITY, h);
+}
+
+#define EPS 1e-9
+#define assert_v3(a, ex, ey, ez)                                               \
+  do {                                                                         \
+    cr_assert_float_eq((a).x, ex, 1e-9);                                       \
+    cr_assert_float_eq((a).y, ey, 1e-9);                                       \
+    cr_assert_float_eq((a).z, ez, 1e-9);                                       \
+  } while (0)
+
+Test(render_shapes, sphere) {
+  atl_render_scene_t *s =
+      one_shape("sphere", "{\"center\": [0, 0, 0], \"radius\": 2}");
+  rt_hit h;
+  cr_assert(shoot(s, v3_make(0, 0, -10), v3_make(0, 0, 1), &h));
+  cr_assert_float_eq(h.t, 8, EPS);
+  assert_v3(h.n, 0, 0, -1);
+  cr_assert(h.front);
+  /* From inside: the far wall, seen from its back. */
+  cr_assert(shoot(s, v3_make(0, 0, 0), v3_make(1, 0, 0), &h));
+  cr_assert_float_eq(h.t, 2, EPS);
+  assert_v3(h.n, 1, 0, 0);
+  cr_assert_not(h.front);
+  /* An unnormalised direction: t is in its units. */
+  cr_assert(shoot(s, v3_make(0, 0, -10), v3_make(0, 0, 4), &h));
+  cr_assert_float_eq(h.t, 2, EPS);
+  /* Grazing: just inside the silhouette hits, just outside misses. */
+  cr_assert(shoot(s, v3_make(1.999999, 0, -10), v3_make(0, 0, 1), &h));
+  cr_assert_not(shoot(s, v3_make(2.000001, 0, -10), v3_make(0, 0, 1), &h));
+  cr_assert_not(shoot(s, v3_make(0, 0, -10), v3_make(0, 0, -1), &h));
+  atl_render_scene_free(s);
+}
+
+Test(render_shapes, quad) {
+  atl_render_scene_t *s = one_shape(
+      "quad", "{\"corner\": [0, 0, 0], \"u\": [2, 0, 0], \"v\": [0, 0, 3]}");
+  rt_hit h;
+  /* u x v = (2,0,0) x (0,0,3) = (0,-6,0): it faces down. */
+  cr_assert(shoot(s, v3_make(1, -5, 1), v3_make(0, 1, 0), &h));
+  cr_assert_float_eq(h.t, 5, EPS);
+  assert_v3(h.n, 0, -1, 0);
+  cr_assert(h.front);
+  cr_assert(shoot(s, v3_make(1, 5, 2.9), v3_make(0, -1, 0), &h));
+  cr_assert_not(h.front);
+  cr_assert_not(shoot(s, v3_make(2.001, 5, 1), v3_make(0, -1, 0), &h));
+  cr_assert_not(shoot(s, v3_make(1, 5, 3.001), v3_make(0, -1, 0), &h));
+  /* Parallel to the plane, in it: no hit. */
+  cr_assert_not(shoot(s, v3_make(-1, 0, 1), v3_make(1, 0, 0), &h));
+  cr_assert_not(shoot(s, v3_make(-1, 1e-9, 1), v3_make(1, 0, 0), &h));
+  atl_render_scene_free(s);
+}
+
+Test(render_shapes, disc) {
+  atl_render_scene_t *s = one_shape(
+      "disc", "{\"center\": [0, 1, 0], \"normal\": [0, 2, 0], \"radius\": 1}");
+  rt_hit h;
+  cr_assert(shoot(s, v3_make(0.5, 3, 0.5), v3_make(0, -1, 0), &h));
+  cr_assert_float_eq(h.t, 2, EPS);
+  assert_v3(h.n, 0, 1, 0);
+  cr_assert(h.front);
+  cr_assert(shoot(s, v3_make(0.99, -3, 0), v3_make(0, 1, 0), &h));
+  cr_assert_not(h.front);
+  cr_assert_not(shoot(s, v3_make(0.8, 3, 0.8), v3_make(0, -1, 0), &h));
+  cr_assert_not(shoot(s, v3_make(-5, 1, 0), v3_make(1, 0, 0), &h));
+  atl_render_scene_free(s);
+}
+
+Test(render_shapes, triangle) {
+  atl_render_scene_t *s = one_shape(
+      "triangle", "{\"v0\": [0, 0, 0], \"v1\": [1, 0, 0], \"v2\": [0, 1, 0]}");
+  rt_hit h;
+  /* (v1 - v0) x (v2 - v0) = +Z. */
+  cr_assert(shoot(s, v3_make(0.25, 0.25, 4), v3_make(0, 0, -1), &h));
+  cr_assert_float_eq(h.t, 4, EPS);
+  assert_v3(h.n, 0, 0, 1);
+  cr_assert(h.front);
+  cr_assert(shoot(s, v3_make(0.25, 0.25, -4), v3_make(0, 0, 1), &h));
+  cr_assert_not(h.front);
+  cr_assert_not(shoot(s, v3_make(0.51, 0.51, 4), v3_make(0, 0, -1), &h));
+  cr_assert_not(shoot(s, v3_make(-1, 0.2, 0), v3_make(1, 0, 0), &h));
+  atl_render_scene_free(s);
+}
+
+Test(render_shapes, plane) {
+  atl_render_scene_t *s =
+      one_shape("plane", "{\"point\": [0, -1, 0], \"normal\": [0, 1, 0]}");
+  rt_hit h;
+  cr_assert(shoot(s, v3_make(1e6, 2, -3e6), v3_make(0, -1, 0), &h));
+  cr_assert_float_eq(h.t, 3, EPS);
+  assert_v3(h.n, 0, 1, 0);
+  cr_assert(h.front);
+  cr_assert(shoot(s, v3_make(0, -2, 0), v3_make(0, 1, 0), &h));
+  cr_assert_not(h.front);
+  cr_assert_not(shoot(s, v3_make(0, 0, 0), v3_make(1, 0, 0), &h));
+  cr_assert_not(shoot(s, v3_make(0, 0, 0), v3_make(0, 1, 0), &h));
+  atl_render_scene_free(s);
+}
+
+Test(render_shapes, cylinder) {
+  atl_render_scene_t *s =
+      one_shape("cylinder", "{\"base_center\": [0, 0, 0], \"top_center\": "
+                            "[0, 2, 0], \"radius\": 1, \"capped\": true}");
+  rt_hit h;
+  cr_assert(shoot(s, v3_make(-5, 1, 0), v3_make(1, 0, 0), &h));
+  cr_assert_float_eq(h.t, 4, EPS);
+  assert_v3(h.n, -1, 0, 0);
+  cr_assert(h.front);
+  /* The top cap. */
+  cr_assert(shoot(s, v3_make(0.5, 5, 0), v3_make(0, -1, 0), &h));
+  cr_assert_float_eq(h.t, 3, EPS);
+  assert_v3(h.n, 0, 1, 0);
+  /* From inside, the wall's back. */
+  cr_assert(shoot(s, v3_make(0, 1, 0), v3_make(0, 0, 1), &h));
+  cr_assert_float_eq(h.t, 1, EPS);
+  cr_assert_not(h.front);
+  /* Above, and grazing the side. */
+  cr_assert_not(shoot(s, v3_make(-5, 2.001, 0), v3_make(1, 0, 0), &h));
+  cr_assert_not(shoot(s, v3_make(-5, 1, 1.000001), v3_make(1, 0, 0), &h));
+  atl_render_scene_free(s);
+  /* An open tube, slanted: no caps. */
+  s = one_shape("cylinder", "{\"base_center\": [0, 0, 0], \"top_center\": "
+                            "[2, 2, 0], \"radius\": 0.5, \"capped\": false}");
+  cr_assert_not(shoot(s, v3_make(2, 2, 0), v3_make(1, 1, 0), &h));
+  cr_assert(shoot(s, v3_make(1, 1, -5), v3_make(0, 0, 1), &h));
+  cr_assert_float_eq(h.t, 4.5, EPS);
+  assert_v3(h.n, 0, 0, -1);
+  atl_render_scene_free(s);
+}
+
+Test(render_shapes, cone) {
+  /* Base radius 2 at y = 0, tip at y = 2: the side is at 45 degrees. */
+  atl_render_scene_t *s =
+      one_shape("cone", "{\"base_center\": [0, 0, 0], \"top_center\": [0, 2, "
+                        "0], \"base_radius\": 2, \"capped\": true}");
+  rt_hit h;
+  cr_assert(shoot(s, v3_make(-5, 1, 0), v3_make(1, 0, 0), &h));
+  cr_assert_float_eq(h.t, 4, EPS);
+  assert_v3(h.n, -sqrt(0.5), sqrt(0.5), 0);
+  cr_assert(h.front);
+  cr_assert(shoot(s, v3_make(1, -3, 0), v3_make(0, 1, 0), &h));
+  cr_assert_float_eq(h.t, 3, EPS); /* the base cap */
+  assert_v3(h.n, 0, -1, 0);
+  /* Above the tip (the mirror nappe is not part of it). */
+  cr_assert_not(shoot(s, v3_make(-5, 3, 0), v3_make(1, 0, 0), &h));
+  atl_render_scene_free(s);
+  /* A frustum: top radius 1 at y = 1. */
+  s = one_shape("cone", "{\"base_center\": [0, 0, 0], \"top_center\": [0, 1, "
+                        "0], \"base_radius\": 2, \"top_radius\": 1}");
+  cr_assert(shoot(s, v3_make(0.5, 5, 0), v3_make(0, -1, 0), &h));
+  cr_assert_float_eq(h.t, 4, EPS); /* the top cap */
+  cr_assert(shoot(s, v3_make(-5, 0.5, 0), v3_make(1, 0, 0), &h));
+  cr_assert_float_eq(h.t, 3.5, EPS);
+  atl_render_scene_free(s);
+}
+
+Test(render_shapes, box_rotated) {
+  atl_render_scene_t *s =
+      one_shape("box", "{\"center\": [1, 1, 1], \"size\": [2, 2, 2]}");
+  rt_hit h;
+  cr_assert(shoot(s, v3_make(1, 1, -5), v3_make(0, 0, 1), &h));
+  cr_assert_float_eq(h.t, 5, EPS);
+  assert_v3(h.n, 0, 0, -1);
+  cr_assert(h.front);
+  cr_assert(shoot(s, v3_make(1, 1, 1), v3_make(0, 1, 0), &h));
+  cr_assert_float_eq(h.t, 1, EPS);
+  cr_assert_not(h.front);
+  atl_render_scene_free(s);
+  /* Turned 45 degrees about Y: a corner points at -Z. */
+  s = one_shape("box", "{\"center\": [0, 0, 0], \"size\": [2, 2, 2], "
+                       "\"rotation\": [0, 45, 0]}");
+  cr_assert(shoot(s, v3_make(0, 0, -5), v3_make(0, 0, 1), &h));
+  cr_assert_float_eq(h.t, 5 - sqrt(2), 1e-9);
+  cr_assert(shoot(s, v3_make(0.2, 0, -5), v3_make(0, 0, 1), &h));
+  cr_assert_float_eq(fabs(h.n.x), sqrt(0.5), 1e-9);
+  cr_assert_float_eq(h.n.z, -sqrt(0.5), 1e-9);
+  cr_assert_not(shoot(s, v3_make(1.42, 0, -5), v3_make(0, 0, 1), &h));
+  atl_render_scene_free(s);
+}
+
+Test(render_shapes, bvh_matches_brute_force) {
+  /* 300 random spheres and quads: the BVH finds the nearest hit. */
+  char *doc = malloc(200000);
+  size_t n = (size_t)sprintf(doc, "{\"shapes\": [");
+  rt_rng rng = rt_rng_make(7, 0, 0);
+  for (int i = 0; i < 300; i++) {
+    double x = rt_rand(&rng) * 20 - 10, y = rt_rand(&rng) * 20 - 10;
+    double z = rt_rand(&rng) * 20 - 10;
+    if (i % 2)
+      n += (size_t)sprintf(doc + n,
+                           "%s{\"id\": \"s%d\", \"type\": \"sphere\", "
+                           "\"properties\": {\"center\": [%g, %g, %g], "
+                           "\"radius\": %g}}",
+                           i ? "," : "", i, x, y, z, 0.1 + rt_rand(&rng));
+    else
+      n += (size_t)sprintf(doc + n,
+                           "%s{\"id\": \"q%d\", \"type\": \"quad\", "
+                           "\"properties\": {\"corner\": [%g, %g, %g], \"u\": "
+                           "[1, %g, 0], \"v\": [0, 0.5, 1.5]}}",
+                           i ? "," : "", i, x, y, z, rt_rand(&rng));
+  }
+  strcpy(doc + n, "]}");
+  atl_render_scene_t *s = load_str(doc);
+  free(doc);
+  for (int k = 0; k < 2000; k++) {
+    rt_ray r = {v3_make(rt_rand(&rng) * 30 - 15, rt_rand(&rng) * 30 - 15,
+                        rt_rand(&rng) * 30 - 15),
+                v3_norm(v3_make(rt_rand(&rng) - 0.5, rt_rand(&rng) - 0.5,
+                                rt_rand(&rng) - 0.5))};
+    rt_hit h, b;
+    int hit = atl__rt_intersect(s, &r, 0, INFINITY, &h);
+    double best = INFINITY;
+    for (int i = 0; i < s->nprims; i++)
+      if (atl__rt_prim_intersect(&s->prims[i], &r, 0, best, &b))
+        best = b.t;
+    cr_assert_eq(hit, isfinite(best));
+    if (hit)
+      cr_assert_float_eq(h.t, best, 1e-12);
+    cr_assert_eq(atl__rt_occluded(s, &r, 0, INFINITY), hit);
+  }
+  atl_render_scene_free(s);
+}
+
+Test(render_load, messages) {
+  char *e = load_error("{\"shapes\": [{\"id\": \"ball\", \"type\": "
+                       "\"sphere\", \"properties\": {\"center\": [0,0,0]}}]}");
+  cr_assert(strstr(e, "shape 'ball'") && strstr(e, "radius"), "%s", e);
+  free(e);
+  e = load_error("{\"shapes\": [{\"id\": \"q\", \"type\": \"quad\", "
+                 "\"properties\": {\"corner\": [0,0,0], \"u\": [1,0,0], "
+                 "\"v\": [2,0,0]}}]}");
+  cr_assert(strstr(e, "'q'") && strstr(e, "parallel"), "%s", e);
+  free(e);
+  e = load_error("{\"shapes\": [{\"id\": \"m\", \"type\": \"sphere\", "
+                 "\"properties\": {\"center\": [0,0,0], \"radius\": 1, "
+                 "\"material\": {\"type\": \"metal\", \"fuzz\": 2}}}]}");
+  cr_assert(strstr(e, "'m'") && strstr(e, "material") && strstr(e, "fuzz"),
+            "%s", e);
+  free(e);
+  e = load_error("{\"lights\": [{\"id\": \"sun\", \"type\": \"directional\", "
+                 "\"properties\": {\"emission\": [1,1,1]}}]}");
+  cr_assert(strstr(e, "light 'sun'") && strstr(e, "direction"), "%s", e);
+  free(e);
+  e = load_error("{\"camera\": {\"center\": [0,0,0], \"look_at\": [0,0,0]}}");
+  cr_assert(strstr(e, "camera") && strstr(e, "look_at"), "%s", e);
+  free(e);
+  e = load_error("{\"shapes\": [");
+  cr_assert(strstr(e, "JSON"), "%s", e);
+  free(e);
+  e = load_error("{\"shapes\": [{\"id\": \"t\", \"type\": \"teapot\"}]}");
+  cr_assert(strstr(e, "teapot"), "%s", e);
+  free(e);
+}
+
+Test(render_load, formats) {
+  /* The bare namespace, export_scene's answer and scene-llm's light
+   * names all load. */
+  atl_render_scene_t *s = load_str(
+      "{\"scene\": {\"format\": \"atelier-scene\", \"version\": 1, "
+      "\"render\": {\"width\": 40, \"height\": 30, \"samples\": 7}, "
+      "\"shapes\": [{\"id\": \"b\", \"type\": \"box\", \"properties\": "
+      "{\"center\": [0,0,0], \"size\": [1,1,1]}}], \"lights\": [{\"id\": "
+      "\"s\", \"type\": \"point_spot_light\", \"properties\": {\"center\": "
+      "[0,5,0], \"emission\": [1,1,1], \"cutoff_angle\": 20, "
+      "\"falloff_exponent\": 4}}, {\"id\": \"q\", \"type\": "
+      "\"area_quad_light\", \"properties\": {\"corner\": [0,3,0], \"u\": "
+      "[1,0,0], \"v\": [0,0,1], \"emission\": [2,2,2]}}]}}");
+  atl_render_scene_info_t info;
+  atl_render_scene_info(s, &info);
+  cr_assert_eq(info.shape_count, 1);
+  cr_assert_eq(info.light_count, 2);
+  cr_assert_eq(info.primitive_count, 7);
+  cr_assert_eq(info.width, 40);
+  cr_assert_eq(info.samples, 7);
+  cr_assert_eq(s->lights[0].kind, RT_L_SPOT);
+  cr_assert_float_eq(s->lights[0].cos_inner, cos(16 * RT_PI / 180), 1e-12);
+  atl_render_scene_free(s);
+  const char *files[3] = {"scenes/cornell.json", "scenes/cornell-empty.json",
+                          "scenes/snowman.json"};
+  for (int i = 0; i < 3; i++) {
+    s = load_file(files[i]);
+    atl_render_scene_info(s, &info);
+    cr_assert_gt(info.primitive_count, 5);
+    atl_render_scene_free(s);
+  }
+}
+
+/* Renders the whole frame as one tile, pass after pass. */
+static void render(const atl_render_scene_t *s, const atl_render_params_t *p,
+                   int passes, float **sum, uint32_t **count) {
+  size_t n = (size_t)p->width * (size_t)p->height;
+  *sum = calloc(n * 3, sizeof(float));
+  *count = calloc(n, sizeof(uint32_t));
+  for (int i = 0; i < passes; i++)
+    atl_render_tile(s, p, 0, 0, p->width, p->height, i, *sum, *count);
+}
+
+static void mean_rect(const float *sum, const uint32_t *count, int w, int x0,
+                      int y0, int x1, int y1, double m[3]) {
+  m[0] = m[1] = m[2] = 0;
+  for (int y = y0; y < y1; y++)
+    for (int x = x0; x < x1; x++)
+      for (int c = 0; c < 3; c++)
+        m[c] += sum[(y * w + x) * 3 + c] / count[y * w + x];
+  for (int c = 0; c < 3; c++)
+    m[c] /= (double)(x1 - x0) * (y1 - y0);
+}
+
+static void furnace(const char *material, double tol) {
+  char doc[1024];
+  snprintf(doc, sizeof(doc),
+           "{\"camera\": {\"center\": [0,0,4], \"look_at\": [0,0,0], "
+           "\"vfov\": 20}, \"environment\": {\"type\": \"uniform\", "
+           "\"emission\": [1,1,1]}, \"shapes\": [{\"id\": \"ball\", "
+           "\"type\": \"sphere\", \"properties\": {\"center\": [0,0,0], "
+           "\"radius\": 1, \"material\": %s}}]}",
+           material);
+  atl_render_scene_t *s = load_str(doc);
+  atl_render_params_t p = {.width = 16,
+                           .height = 16,
+                           .spp_per_pass = 64,
+                           .max_depth = 64,
+                           .seed = 1};
+  float *sum;
+  uint32_t *count;
+  render(s, &p, 1, &sum, &count);
+  for (int i = 0; i < 16 * 16; i++)
+    for (int c = 0; c < 3; c++) {
+      double v = sum[i * 3 + c] / count[i];
+      cr_assert(fabs(v - 1) <= tol, "%s: pixel %d = %f", material, i, v);
+    }
+  atl_render_scene_free(s);
+  free(sum);
+  free(count);
+}
+
+Test(render_light, white_furnace) {
+  furnace("{\"type\": \"lambertian\", \"albedo\": [1,1,1]}", 0.01);
+  furnace("{\"type\": \"plastic\", \"albedo\": [1,1,1], \"roughness\": 0}",
+          0.01);
+  furnace("{\"type\": \"metal\", \"albedo\": [1,1,1]}", 0.01);
+  /* Glass loses a little to paths trapped by total internal reflection
+   * beyond the depth limit; nothing is gained. */
+  furnace("{\"type\": \"dielectric\"}", 0.01);
+}
+
+Test(render_light, bsdfs_conserve_energy) {
+  rt_material m[6];
+  memset(m, 0, sizeof(m));
+  m[0] = (rt_material){.kind = RT_LAMBERTIAN, .albedo = {1, 1, 1}};
+  m[1] = (rt_material){.kind = RT_METAL, .albedo = {1, 1, 1}, .fuzz = 0.7};
+  m[2] = (rt_material){.kind = RT_DIELECTRIC, .ior = 1.5, .tint = {1, 1, 1}};
+  m[3] = (rt_material){.kind = RT_DIELECTRIC, .ior = 2.4, .tint = {1, 1, 1}};
+  m[4] = (rt_material){
+      .kind = RT_PLASTIC, .albedo = {1, 1, 1}, .fuzz = 0.5, .ior = 1.5};
+  m[5] = (rt_material){.kind = RT_LAMBERTIAN,
+                       .checker = 1,
+                       .albedo = {0.9, 0.2, 1},
+                       .albedo2 = {1, 1, 0.1},
+                       .scale = 0.3};
+  for (int k = 0; k < 6; k++) {
+    for (int a = 0; a < 8; a++) {
+      double th = a * 0.2; /* up to 80 degrees from the normal */
+      rt_hit h = {.t = 1, .p = {0.1, 0, 0.2}, .n = {0, 0, 1}, .front = a % 2};
+      v3 wo = v3_make(sin(th), 0, cos(th));
+      if (!h.front) /* inside, for the dielectrics */
+        h.n = v3_make(0, 0, -1);
+      rt_rng rng = rt_rng_make(3, (uint64_t)k, (uint64_t)a);
+      double sum = 0, sum_eval = 0;
+      int n = 20000;
+      for (int i = 0; i < n; i++) {
+        rt_bsdf_sample bs;
+        if (atl__rt_material_sample(&m[k], &h, wo, &rng, &bs))
+          sum += v3_max(bs.weight);
+        /* The eval side: f cos / pdf with uniform hemisphere samples. */
+        double u1 = rt_rand(&rng), u2 = rt_rand(&rng);
+        double r = sqrt(fmax(0, 1 - u1 * u1));
+        v3 nn = v3_dot(wo, h.n) > 0 ? h.n : v3_neg(h.n);
+        v3 wi = v3_from_local(nn, r * cos(2 * RT_PI * u2),
+                              r * sin(2 * RT_PI * u2), u1);
+        v3 f;
+        double pdf;
+        if (atl__rt_material_eval(&m[k], &h, wo, wi, &f, &pdf))
+          sum_eval += v3_max(f) * u1 * 2 * RT_PI;
+      }
+      cr_assert_leq(sum / n, 1 + 1e-9, "material %d angle %d: %f", k, a,
+                    sum / n);
+      cr_assert_leq(sum_eval / n, 1.03, "material %d angle %d: eval %f", k, a,
+                    sum_eval / n);
+    }
+  }
+}
+
+/* A floor under each kind of area light and the sun: light sampling with
+ * MIS and BSDF sampling alone must converge to the same image mean. */
+static void nee_vs_bsdf(const char *light, double tol) {
+  char doc[1536];
+  snprintf(doc, sizeof(doc),
+           "{\"camera\": {\"center\": [0,4,6], \"look_at\": [0,0,0]}, "
+           "\"environment\": {\"type\": \"none\"}, \"shapes\": [{\"id\": "
+           "\"floor\", \"type\": \"quad\", \"properties\": {\"corner\": "
+           "[-5,0,-5], \"u\": [0,0,10], \"v\": [10,0,0]}}, {\"id\": \"ball\", "
+           "\"type\": \"sphere\", \"properties\": {\"center\": [0,1,0], "
+           "\"radius\": 1, \"material\": {\"type\": \"plastic\", \"albedo\": "
+           "[0.8,0.3,0.2]}}}], \"lights\": [%s]}",
+           light);
+  atl_render_scene_t *s = load_str(doc);
+  atl_render_params_t p = {.width = 16,
+                           .height = 16,
+                           .spp_per_pass = 256,
+                           .max_depth = 3,
+                           .seed = 5};
+  float *sa, *sb;
+  uint32_t *ca, *cb;
+  render(s, &p, 1, &sa, &ca);
+  p.no_light_sampling = 1;
+  p.spp_per_pass = 2048;
+  render(s, &p, 1, &sb, &cb);
+  double ma[3], mb[3];
+  mean_rect(sa, ca, 16, 0, 0, 16, 16, ma);
+  mean_rect(sb, cb, 16, 0, 0, 16, 16, mb);
+  for (int c = 0; c < 3; c++)
+    cr_assert(fabs(ma[c] / mb[c] - 1) < tol, "%s: channel %d: %f vs %f", light,
+              c, ma[c], mb[c]);
+  atl_render_scene_free(s);
+  free(sa);
+  free(sb);
+  free(ca);
+  free(cb);
+}
+
+Test(render_light, nee_agrees_with_bsdf_sampling) {
+  nee_vs_bsdf("{\"id\": \"l\", \"type\": \"area_quad\", \"properties\": "
+              "{\"corner\": [-2,4,-2], \"u\": [4,0,0], \"v\": [0,0,4], "
+              "\"emission\": [2,2,2]}}",
+              0.02);
+  nee_vs_bsdf("{\"id\": \"l\", \"type\": \"area_disc\", \"properties\": "
+              "{\"center\": [1,4,0], \"normal\": [0,-1,0], \"radius\": 2.5, "
+              "\"emission\": [2,2,2]}}",
+              0.02);
+  nee_vs_bsdf("{\"id\": \"l\", \"type\": \"area_sphere\", \"properties\": "
+              "{\"center\": [2,4,1], \"radius\": 1.5, \"emission\": [2,2,2]}}",
+              0.02);
+  nee_vs_bsdf("{\"id\": \"l\", \"type\": \"directional\", \"properties\": "
+              "{\"direction\": [-1,-2,-1], \"angular_diameter\": 30, "
+              "\"emission\": [2,2,2]}}",
+              0.02);
+}
+
+Test(render_image, deterministic_whatever_the_split) {
+  atl_render_scene_t *s = load_file("scenes/cornell.json");
+  atl_render_params_t p = {
+      .width = 24, .height = 20, .spp_per_pass = 4, .max_depth = 5, .seed = 42};
+  float *a, *b = calloc(24 * 20 * 3, sizeof(float));
+  uint32_t *ca, *cb = calloc(24 * 20, sizeof(uint32_t));
+  render(s, &p, 2, &a, &ca);
+  /* Four uneven tiles, in reverse order, each with its two passes. */
+  int tiles[4][4] = {
+      {13, 7, 24, 20}, {0, 7, 13, 20}, {13, 0, 24, 7}, {0, 0, 13, 7}};
+  for (int t = 0; t < 4; t++)
+    for (int pass = 0; pass < 2; pass++)
+      atl_render_tile(s, &p, tiles[t][0], tiles[t][1], tiles[t][2], tiles[t][3],
+                      pass, b, cb);
+  cr_assert_eq(memcmp(a, b, 24 * 20 * 3 * sizeof(float)), 0);
+  cr_assert_eq(memcmp(ca, cb, 24 * 20 * sizeof(uint32_t)), 0);
+  /* The same 8 samples as 8 passes of 1. */
+  memset(b, 0, 24 * 20 * 3 * sizeof(float));
+  memset(cb, 0, 24 * 20 * sizeof(uint32_t));
+  p.spp_per_pass = 1;
+  for (int pass = 0; pass < 8; pass++)
+    atl_render_tile(s, &p, 0, 0, 24, 20, pass, b, cb);
+  cr_assert_eq(memcmp(a, b, 24 * 20 * 3 * sizeof(float)), 0);
+  /* Another seed gives another picture. */
+  free(b);
+  free(cb);
+  p.seed = 43;
+  p.spp_per_pass = 8;
+  render(s, &p, 1, &b, &cb);
+  cr_assert_neq(memcmp(a, b, 24 * 20 * 3 * sizeof(float)), 0);
+  atl_render_scene_free(s);
+  free(a);
+  free(b);
+  free(ca);
+  free(cb);
+}
+
+Test(render_image, cornell_red_wall_on_the_left) {
+  atl_render_scene_t *s = load_file("scenes/cornell.json");
+  atl_render_params_t p = {
+      .width = 32, .height = 32, .spp_per_pass = 8, .max_depth = 5, .seed = 1};
+  float *sum;
+  uint32_t *count;
+  render(s, &p, 1, &sum, &count);
+  double l[3], r[3];
+  mean_rect(sum, count, 32, 0, 8, 6, 24, l);
+  mean_rect(sum, count, 32, 26, 8, 32, 24, r);
+  cr_assert_gt(l[0], 2 * l[1], "left %f %f %f", l[0], l[1], l[2]);
+  cr_assert_gt(r[1], 2 * r[0], "right %f %f %f", r[0], r[1], r[2]);
+  cr_assert_gt(l[0] / l[1], r[0] / r[1]);
+  atl_render_scene_free(s);
+  free(sum);
+  free(count);
+}
+
+/* The empty Cornell box, purely diffuse, against Blender Cycles' 1024-spp
+ * reference (max_bounces 4 = our max depth 5): each channel of each of
+ * 4 x 4 regions within 2 %. */
+Test(render_image, cornell_empty_matches_cycles, .timeout = 60) {
+  char path[1024];
+  const char *src = getenv("ATL_TEST_SRCDIR");
+  snprintf(path, sizeof(path), "%s/tests/data/cycles_cornell_empty_1024.pfm",
+           src ? src : ATL_TEST_SRCDIR);
+  float *ref;
+  int rw, rh;
+  cr_assert_eq(atl_render_read_pfm(path, &ref, &rw, &rh), 0);
+  cr_assert_eq(rw, 400);
+  atl_render_scene_t *s = load_file("scenes/cornell-empty.json");
+  atl_render_params_t p = {.width = 64,
+                           .height = 64,
+                           .spp_per_pass = 384,
+                           .max_depth = 5,
+                           .seed = 9};
+  float *sum;
+  uint32_t *count;
+  render(s, &p, 1, &sum, &count);
+  for (int ry = 0; ry < 4; ry++)
+    for (int rx = 0; rx < 4; rx++) {
+      double m[3], want[3] = {0, 0, 0};
+      mean_rect(sum, count, 64, rx * 16, ry * 16, rx * 16 + 16, ry * 16 + 16,
+                m);
+      for (int y = ry * 100; y < ry * 100 + 100; y++)
+        for (int x = rx * 100; x < rx * 100 + 100; x++)
+          for (int c = 0; c < 3; c++)
+            want[c] += ref[(y * 400 + x) * 3 + c] / 10000.0;
+      for (int c = 0; c < 3; c++)
+        cr_expect(fabs(m[c] / want[c] - 1) < 0.02,
+                  "region (%d,%d) channel %d: %f, Cycles %f", rx, ry, c, m[c],
+                  want[c]);
+    }
+  atl_render_scene_free(s);
+  free(sum);
+  free(count);
+  free(ref);
+}
+
+Test(render_image, resolve_and_pfm) {
+  float sum[6] = {0, 2, 1, 4, 16, 100};
+  uint32_t count[2] = {2, 4};
+  uint8_t rgb[6];
+  atl_render_resolve(sum, count, 2, 1, 0, rgb);
+  cr_assert_eq(rgb[0], 0);
+  cr_assert_eq(rgb[1], 255);
+  cr_assert_eq(rgb[2], 188); /* 0.5 in sRGB */
+  cr_assert_eq(rgb[3], 255);
+  atl_render_resolve(sum, count, 2, 1, -1, rgb);
+  cr_assert_eq(rgb[1], 188);
+  char path[] = "/tmp/test_render_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  float s2[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  uint32_t c2[4] = {1, 1, 1, 2};
+  cr_assert_eq(atl_render_write_pfm(path, s2, c2, 2, 2), 0);
+  float *back;
+  int w, h;
+  cr_assert_eq(atl_render_read_pfm(path, &back, &w, &h), 0);
+  unlink(path);
+  cr_assert_eq(w, 2);
+  cr_assert_eq(h, 2);
+  for (int i = 0; i < 9; i++)
+    cr_assert_float_eq(back[i], s2[i], 1e-6);
+  cr_assert_float_eq(back[9], 5, 1e-6);
+  free(back);
+}
