@@ -33,6 +33,14 @@ typedef enum {
 typedef struct {
   v3 a, b, c, n, w;
   double r0, r1, h;
+  /* Derived by atl__rt_prim_prepare(), so the hot intersection tests
+   * do less work per ray:
+   *   quad:   e1 = c x w, e2 = w x b (alpha = q.e1, beta = q.e2 for the
+   *           hit point q relative to a), d = n.a
+   *   disc, plane: d = n.a
+   *   sphere, disc: r2 = r0^2 */
+  v3 e1, e2;
+  double d, r2;
   int kind;
   int material; /* index into scene->materials */
   int light;    /* index into scene->lights for an area light, else -1 */
@@ -102,12 +110,40 @@ typedef struct {
   short axis;
 } rt_node;
 
+/* Four quads or four spheres of one BVH leaf in structure-of-arrays
+ * form, tested at once without a branch per primitive (bvh.c). Unused
+ * lanes never hit: a quad with n = 0, a sphere with r2 = -1. */
+typedef struct {
+  _Alignas(32) double nx[4];
+  double ny[4], nz[4], d[4]; /* the plane n.x = d */
+  double ax[4], ay[4], az[4];
+  double e1x[4], e1y[4], e1z[4], e2x[4], e2y[4], e2z[4];
+  int prim[4];
+} rt_quad4;
+
+typedef struct {
+  _Alignas(32) double cx[4];
+  double cy[4], cz[4], r2[4];
+  int prim[4];
+} rt_sphere4;
+
+/* A leaf's primitives: packets of quads, then of spheres, then the rest
+ * one by one from prim_order[rest] on. */
+typedef struct {
+  int quad4, nquad4; /* scene->quad4[quad4 ...] */
+  int sph4, nsph4;   /* scene->sphere4[sph4 ...] */
+  int rest, nrest;
+} rt_leaf;
+
 struct atl_render_scene_s {
   rt_prim *prims;
   int nprims;
   int *prim_order; /* BVH leaf order */
   rt_node *nodes;
   int nnodes;
+  rt_leaf *leaves; /* by node; only the leaves' entries are used */
+  rt_quad4 *quad4;
+  rt_sphere4 *sphere4;
   int *planes; /* the infinite planes, outside the BVH */
   int nplanes;
   rt_material *materials;
@@ -126,6 +162,11 @@ struct atl_render_scene_s {
 /* shapes.c */
 int atl__rt_prim_intersect(const rt_prim *p, const rt_ray *r, double tmin,
                            double tmax, rt_hit *h);
+/* Fills the derived fields of a primitive (done by atl__rt_bvh_build()). */
+void atl__rt_prim_prepare(rt_prim *p);
+/* Fills *h for a hit at t found by atl__rt_prim_t() (intersect.h). */
+void atl__rt_prim_finish(const rt_prim *p, const rt_ray *r, double t,
+                         rt_hit *h);
 void atl__rt_prim_bounds(const rt_prim *p, v3 *lo, v3 *hi);
 
 /* bvh.c */
