@@ -317,6 +317,8 @@ static inline d4 d4_load(const double *p) {
   return v;
 }
 
+#define D4_INF ((d4){INFINITY, INFINITY, INFINITY, INFINITY})
+
 /* The smallest lane and its index; the lanes hold no NaN. */
 static inline int d4_argmin(d4 v, double *m) {
   double a = v[0] < v[1] ? v[0] : v[1], b = v[2] < v[3] ? v[2] : v[3];
@@ -329,12 +331,12 @@ static inline d4 d4_sel(m4 m, d4 a, d4 b) {
   return (d4)(((m4)a & m) | ((m4)b & ~m));
 }
 
-/* The nearest hit among four quads, as rt_t_quad() computes it: the lane
- * whose t is in (tmin, *tmax), with *tmax lowered to it, or -1. A lane
- * parallel to the ray, or unused (n = 0), gets t = inf or NaN and
- * fails the range test. */
-static inline int quad4_hit(const rt_quad4 *q, const rt_ray *r, double tmin,
-                            double *tmax) {
+/* The distances to four quads, as rt_t_quad() computes them, with inf
+ * for a lane that misses or whose hit is not in (tmin, tmax). A lane
+ * parallel to the ray, or unused (n = 0), gets t = inf or NaN and fails
+ * the range test. */
+static inline d4 quad4_t(const rt_quad4 *q, const rt_ray *r, double tmin,
+                         double tmax) {
   d4 nx = d4_load(q->nx), ny = d4_load(q->ny), nz = d4_load(q->nz);
   d4 den = nx * r->d.x + ny * r->d.y + nz * r->d.z;
   d4 t = (d4_load(q->d) - (nx * r->o.x + ny * r->o.y + nz * r->o.z)) / den;
@@ -344,47 +346,45 @@ static inline int quad4_hit(const rt_quad4 *q, const rt_ray *r, double tmin,
   d4 al = qx * d4_load(q->e1x) + qy * d4_load(q->e1y) + qz * d4_load(q->e1z);
   d4 be = qx * d4_load(q->e2x) + qy * d4_load(q->e2y) + qz * d4_load(q->e2z);
   m4 ok =
-      (t > tmin) & (t < *tmax) & (al >= 0) & (al <= 1) & (be >= 0) & (be <= 1);
-  d4 tm = d4_sel(ok, t, (d4){INFINITY, INFINITY, INFINITY, INFINITY});
-  double m;
-  int lane = d4_argmin(tm, &m);
-  if (!(m < *tmax))
-    return -1;
-  *tmax = m;
-  return lane;
+      (t > tmin) & (t < tmax) & (al >= 0) & (al <= 1) & (be >= 0) & (be <= 1);
+  return d4_sel(ok, t, D4_INF);
 }
 
-/* The same for four spheres, as rt_t_sphere() computes it. */
-static inline int sphere4_hit(const rt_sphere4 *s, const rt_ray *r, double tmin,
-                              double *tmax) {
+/* The same for four spheres, as rt_t_sphere() computes them. */
+static inline d4 sphere4_t(const rt_sphere4 *s, const rt_ray *r, double tmin,
+                           double tmax) {
   d4 ox = r->o.x - d4_load(s->cx), oy = r->o.y - d4_load(s->cy);
   d4 oz = r->o.z - d4_load(s->cz), r2 = d4_load(s->r2);
   double a = v3_len2(r->d);
   d4 hb = ox * r->d.x + oy * r->d.y + oz * r->d.z;
-  d4 c = ox * ox + oy * oy + oz * oz - r2;
   d4 k = -hb / a;
   d4 lx = ox + r->d.x * k, ly = oy + r->d.y * k, lz = oz + r->d.z * k;
   d4 disc = a * (r2 - (lx * lx + ly * ly + lz * lz));
   m4 ok = disc >= 0;
   /* Most rays miss every sphere: skip the square roots and divisions. */
   if (!(ok[0] | ok[1] | ok[2] | ok[3]))
-    return -1;
+    return D4_INF;
+  d4 c = ox * ox + oy * oy + oz * oz - r2;
   d4 sq;
   for (int i = 0; i < 4; i++)
     sq[i] = sqrt(disc[i] > 0 ? disc[i] : 0);
   d4 q = d4_sel(hb > 0, -hb - sq, -hb + sq);
   d4 t0 = q / a, t1 = d4_sel(q != 0, c / q, t0);
   d4 lo = d4_sel(t0 > t1, t1, t0), hi = d4_sel(t0 > t1, t0, t1);
-  m4 lo_ok = (lo > tmin) & (lo < *tmax);
-  m4 hi_ok = (hi > tmin) & (hi < *tmax);
-  d4 inf = (d4){INFINITY, INFINITY, INFINITY, INFINITY};
-  d4 tm = d4_sel(ok & lo_ok, lo, d4_sel(ok & hi_ok, hi, inf));
-  double m;
-  int lane = d4_argmin(tm, &m);
-  if (!(m < *tmax))
-    return -1;
-  *tmax = m;
-  return lane;
+  m4 lo_ok = ok & (lo > tmin) & (lo < tmax);
+  m4 hi_ok = ok & (hi > tmin) & (hi < tmax);
+  return d4_sel(lo_ok, lo, d4_sel(hi_ok, hi, D4_INF));
+}
+
+/* Folds a packet's distances into the running per-lane nearest hits:
+ * vector selects rather than a branch per packet, whose outcome is
+ * random. */
+static inline void d4_keep_nearest(d4 t, const int64_t prim[4], d4 *best_t,
+                                   m4 *best_id) {
+  m4 closer = t < *best_t, id;
+  memcpy(&id, prim, sizeof(id));
+  *best_t = d4_sel(closer, t, *best_t);
+  *best_id = (id & closer) | (*best_id & ~closer);
 }
 
 /* Finds the nearest hit in (tmin, tmax), or with `any` the first one
@@ -416,22 +416,25 @@ static int traverse(const atl_render_scene_t *s, const rt_ray *r, double tmin,
       if (node_hit(n, o, inv, neg, (float)tmin, (float)tmax)) {
         if (n->count) {
           const rt_leaf *lf = &s->leaves[ni];
-          for (int k = 0; k < lf->nquad4; k++) {
-            const rt_quad4 *q = &s->quad4[lf->quad4 + k];
-            int lane = quad4_hit(q, r, tmin, &tmax);
-            if (lane >= 0) {
-              best = q->prim[lane];
-              if (any)
-                return 1;
+          if (lf->nquad4 + lf->nsph4 > 0) {
+            d4 bt = D4_INF;
+            m4 bid = {-1, -1, -1, -1};
+            for (int k = 0; k < lf->nquad4; k++) {
+              const rt_quad4 *q = &s->quad4[lf->quad4 + k];
+              d4_keep_nearest(quad4_t(q, r, tmin, tmax), q->prim, &bt, &bid);
             }
-          }
-          for (int k = 0; k < lf->nsph4; k++) {
-            const rt_sphere4 *sph = &s->sphere4[lf->sph4 + k];
-            int lane = sphere4_hit(sph, r, tmin, &tmax);
-            if (lane >= 0) {
-              best = sph->prim[lane];
+            for (int k = 0; k < lf->nsph4; k++) {
+              const rt_sphere4 *sph = &s->sphere4[lf->sph4 + k];
+              d4_keep_nearest(sphere4_t(sph, r, tmin, tmax), sph->prim, &bt,
+                              &bid);
+            }
+            double m;
+            int lane = d4_argmin(bt, &m);
+            if (m < tmax) {
+              best = (int)bid[lane];
               if (any)
                 return 1;
+              tmax = m;
             }
           }
           const int *order = s->prim_order + lf->rest;

@@ -20,9 +20,10 @@ rt_ray atl__rt_camera_ray(const atl_render_scene_t *s, int w, int h, double px,
     /* A thin lens: a point on the lens towards the point in focus. */
     v3 focus = v3_madd(s->eye, d, s->focus);
     double rad = 0.5 * s->aperture * sqrt(rt_rand(rng));
-    double phi = 2 * RT_PI * rt_rand(rng);
-    r.o = v3_add(s->eye, v3_add(v3_scale(s->right, rad * cos(phi)),
-                                v3_scale(s->up, rad * sin(phi))));
+    double sn, cs;
+    rt_sincos_turn(rt_rand(rng), &sn, &cs);
+    r.o = v3_add(s->eye, v3_add(v3_scale(s->right, rad * cs),
+                                v3_scale(s->up, rad * sn)));
     r.d = v3_norm(v3_sub(focus, r.o));
   } else {
     r.o = s->eye;

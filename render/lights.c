@@ -6,8 +6,9 @@
 static v3 cone_dir(v3 n, double cos_max, rt_rng *rng) {
   double u1 = rt_rand(rng), u2 = rt_rand(rng);
   double c = 1 - u1 * (1 - cos_max);
-  double s = sqrt(fmax(0, 1 - c * c)), phi = 2 * RT_PI * u2;
-  return v3_from_local(n, s * cos(phi), s * sin(phi), c);
+  double s = sqrt(fmax(0, 1 - c * c)), sn, cs;
+  rt_sincos_turn(u2, &sn, &cs);
+  return v3_from_local(n, s * cs, s * sn, c);
 }
 
 static double cone_pdf(double cos_max) {
@@ -76,17 +77,19 @@ int atl__rt_light_sample_li(const rt_light *l, v3 p, rt_rng *rng,
     return area_to_solid(l, p, y, l->n, 0, out);
   }
   case RT_L_DISC: {
-    double r = l->r * sqrt(rt_rand(rng)), phi = 2 * RT_PI * rt_rand(rng);
-    v3 y = v3_add(l->p, v3_from_local(l->n, r * cos(phi), r * sin(phi), 0));
+    double r = l->r * sqrt(rt_rand(rng)), sn, cs;
+    rt_sincos_turn(rt_rand(rng), &sn, &cs);
+    v3 y = v3_add(l->p, v3_from_local(l->n, r * cs, r * sn, 0));
     return area_to_solid(l, p, y, l->n, 0, out);
   }
   case RT_L_SPHERE: {
     double cm = sphere_cos_max(l, p);
     if (cm < -1) {
       /* Inside: uniform on the whole sphere, seen from within. */
-      double z = 1 - 2 * rt_rand(rng), phi = 2 * RT_PI * rt_rand(rng);
+      double z = 1 - 2 * rt_rand(rng), sn, cs;
+      rt_sincos_turn(rt_rand(rng), &sn, &cs);
       double s = sqrt(fmax(0, 1 - z * z));
-      v3 nn = v3_make(s * cos(phi), s * sin(phi), z);
+      v3 nn = v3_make(s * cs, s * sn, z);
       v3 y = v3_madd(l->p, nn, l->r);
       return area_to_solid(l, p, y, nn, 1, out);
     }

@@ -26,8 +26,10 @@ static v3 albedo_at(const rt_material *m, v3 p) {
 
 static v3 cosine_dir(v3 n, rt_rng *rng) {
   double u1 = rt_rand(rng), u2 = rt_rand(rng);
-  double r = sqrt(u1), phi = 2 * RT_PI * u2;
-  return v3_from_local(n, r * cos(phi), r * sin(phi), sqrt(fmax(0, 1 - u1)));
+  double r = sqrt(u1), sn, cs;
+  rt_sincos_turn(u2, &sn, &cs);
+  /* u1 < 1, so 1 - u1 > 0: no clamp needed. */
+  return v3_from_local(n, r * cs, r * sn, sqrt(1 - u1));
 }
 
 static v3 reflect(v3 wo, v3 n) {
@@ -37,9 +39,10 @@ static v3 reflect(v3 wo, v3 n) {
 /* A uniform point in the unit ball, for the fuzz of metal and plastic. */
 static v3 in_ball(rt_rng *rng) {
   double u = rt_rand(rng), v = rt_rand(rng), w = rt_rand(rng);
-  double z = 1 - 2 * v, r = sqrt(fmax(0, 1 - z * z)), phi = 2 * RT_PI * w;
+  double z = 1 - 2 * v, r = sqrt(fmax(0, 1 - z * z)), sn, cs;
+  rt_sincos_turn(w, &sn, &cs);
   double rad = cbrt(u);
-  return v3_make(rad * r * cos(phi), rad * r * sin(phi), rad * z);
+  return v3_make(rad * r * cs, rad * r * sn, rad * z);
 }
 
 /* The shading normal on the viewer's side. */

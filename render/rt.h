@@ -118,13 +118,13 @@ typedef struct {
   double ny[4], nz[4], d[4]; /* the plane n.x = d */
   double ax[4], ay[4], az[4];
   double e1x[4], e1y[4], e1z[4], e2x[4], e2y[4], e2z[4];
-  int prim[4];
+  int64_t prim[4]; /* -1 for an unused lane */
 } rt_quad4;
 
 typedef struct {
   _Alignas(32) double cx[4];
   double cy[4], cz[4], r2[4];
-  int prim[4];
+  int64_t prim[4];
 } rt_sphere4;
 
 /* A leaf's primitives: packets of quads, then of spheres, then the rest
