@@ -387,15 +387,53 @@ static inline void d4_keep_nearest(d4 t, const int64_t prim[4], d4 *best_t,
   *best_id = (id & closer) | (*best_id & ~closer);
 }
 
+/* Tests the primitives of leaf ni: lowers *tmax and sets *best for each
+ * nearer hit; returns 1 on the first hit when `any`. */
+static inline int leaf_hit(const atl_render_scene_t *s, int ni, const rt_ray *r,
+                           double tmin, double *tmax, int *best, int any) {
+  const rt_leaf *lf = &s->leaves[ni];
+  if (lf->nquad4 + lf->nsph4 > 0) {
+    d4 bt = D4_INF;
+    m4 bid = {-1, -1, -1, -1};
+    for (int k = 0; k < lf->nquad4; k++) {
+      const rt_quad4 *q = &s->quad4[lf->quad4 + k];
+      d4_keep_nearest(quad4_t(q, r, tmin, *tmax), q->prim, &bt, &bid);
+    }
+    for (int k = 0; k < lf->nsph4; k++) {
+      const rt_sphere4 *sph = &s->sphere4[lf->sph4 + k];
+      d4_keep_nearest(sphere4_t(sph, r, tmin, *tmax), sph->prim, &bt, &bid);
+    }
+    double m;
+    int lane = d4_argmin(bt, &m);
+    if (m < *tmax) {
+      *best = (int)bid[lane];
+      if (any)
+        return 1;
+      *tmax = m;
+    }
+  }
+  const int *order = s->prim_order + lf->rest;
+  for (int i = 0; i < lf->nrest; i++) {
+    double t;
+    if (rt_prim_t(&s->prims[order[i]], r, tmin, *tmax, &t)) {
+      *best = order[i];
+      if (any)
+        return 1;
+      *tmax = t;
+    }
+  }
+  return 0;
+}
+
 /* Finds the nearest hit in (tmin, tmax), or with `any` the first one
  * found. Only distances are computed during the search; the hit record
  * is filled once, for the winner. */
 static int traverse(const atl_render_scene_t *s, const rt_ray *r, double tmin,
                     double tmax, rt_hit *h, int any) {
   int best = -1;
-  double t;
   for (int i = 0; i < s->nplanes; i++) {
     int pi = s->planes[i];
+    double t;
     if (rt_prim_t(&s->prims[pi], r, tmin, tmax, &t)) {
       best = pi;
       if (any)
@@ -403,7 +441,12 @@ static int traverse(const atl_render_scene_t *s, const rt_ray *r, double tmin,
       tmax = t;
     }
   }
-  if (s->nnodes > 0) {
+  if (s->nnodes == 1) {
+    /* A lone leaf (a small scene such as the Cornell box): its box would
+     * cull nothing its primitives do not, so skip the ray setup too. */
+    if (leaf_hit(s, 0, r, tmin, &tmax, &best, any))
+      return 1;
+  } else if (s->nnodes > 1) {
     /* One vector division for the three reciprocals. */
     d4 dinv = 1.0 / (d4){r->d.x, r->d.y, r->d.z, 1};
     float inv[3] = {(float)dinv[0], (float)dinv[1], (float)dinv[2]};
@@ -415,37 +458,8 @@ static int traverse(const atl_render_scene_t *s, const rt_ray *r, double tmin,
       const rt_node *n = &s->nodes[ni];
       if (node_hit(n, o, inv, neg, (float)tmin, (float)tmax)) {
         if (n->count) {
-          const rt_leaf *lf = &s->leaves[ni];
-          if (lf->nquad4 + lf->nsph4 > 0) {
-            d4 bt = D4_INF;
-            m4 bid = {-1, -1, -1, -1};
-            for (int k = 0; k < lf->nquad4; k++) {
-              const rt_quad4 *q = &s->quad4[lf->quad4 + k];
-              d4_keep_nearest(quad4_t(q, r, tmin, tmax), q->prim, &bt, &bid);
-            }
-            for (int k = 0; k < lf->nsph4; k++) {
-              const rt_sphere4 *sph = &s->sphere4[lf->sph4 + k];
-              d4_keep_nearest(sphere4_t(sph, r, tmin, tmax), sph->prim, &bt,
-                              &bid);
-            }
-            double m;
-            int lane = d4_argmin(bt, &m);
-            if (m < tmax) {
-              best = (int)bid[lane];
-              if (any)
-                return 1;
-              tmax = m;
-            }
-          }
-          const int *order = s->prim_order + lf->rest;
-          for (int i = 0; i < lf->nrest; i++) {
-            if (rt_prim_t(&s->prims[order[i]], r, tmin, tmax, &t)) {
-              best = order[i];
-              if (any)
-                return 1;
-              tmax = t;
-            }
-          }
+          if (leaf_hit(s, ni, r, tmin, &tmax, &best, any))
+            return 1;
         } else {
           /* Visit the child on the ray's near side first. */
           if (neg[n->axis]) {
@@ -465,7 +479,7 @@ static int traverse(const atl_render_scene_t *s, const rt_ray *r, double tmin,
   }
   if (best < 0)
     return 0;
-  atl__rt_prim_finish(&s->prims[best], r, tmax, h);
+  rt_prim_finish(&s->prims[best], r, tmax, h);
   h->prim = best;
   return 1;
 }

@@ -32,13 +32,26 @@ rt_ray atl__rt_camera_ray(const atl_render_scene_t *s, int w, int h, double px,
   return r;
 }
 
+/* max and |max| of the components with plain comparisons, which compile
+ * to vmaxsd, where fmax() is a libm call (it must honour NaN, which here
+ * only ever leads to a non-finite sample that atl_render_tile() drops). */
+static inline double max2(double a, double b) {
+  return a > b ? a : b;
+}
+static inline double comp_max(v3 a) {
+  return max2(a.x, max2(a.y, a.z));
+}
+static inline double comp_maxabs(v3 a) {
+  return max2(fabs(a.x), max2(fabs(a.y), fabs(a.z)));
+}
+
 static double power2(double a, double b) {
   return a * a / (a * a + b * b);
 }
 
 /* A ray origin off the surface on the side of dir. */
 static v3 offset(const rt_hit *h, v3 dir) {
-  double eps = 1e-7 * (1 + v3_maxabs(h->p));
+  double eps = 1e-7 * (1 + comp_maxabs(h->p));
   return v3_madd(h->p, h->n, v3_dot(dir, h->n) > 0 ? eps : -eps);
 }
 
@@ -131,13 +144,13 @@ v3 atl__rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
     if (!atl__rt_material_sample(m, &h, wo, rng, &bs))
       break;
     beta = v3_mul(beta, bs.weight);
-    if (v3_max(beta) <= 0)
+    double bmax = comp_max(beta);
+    if (bmax <= 0)
       break;
     /* Russian roulette only once the throughput has dropped below 1, so
      * a white furnace stays noise-free. */
-    double bmax = v3_max(beta);
     if (depth >= rr_depth && bmax < 1) {
-      double q = fmax(0.05, bmax);
+      double q = max2(0.05, bmax);
       if (rt_rand(rng) >= q)
         break;
       beta = v3_scale(beta, 1 / q);

@@ -136,4 +136,34 @@ static inline int rt_prim_t(const rt_prim *p, const rt_ray *r, double tmin,
   return 0;
 }
 
+/* Fills *h for the hit at t: the point, the outward normal and the side. */
+static inline void rt_prim_finish(const rt_prim *p, const rt_ray *r, double t,
+                                  rt_hit *h) {
+  v3 pt = v3_madd(r->o, r->d, t);
+  v3 n = p->n;
+  switch (p->kind) {
+  case RT_SPHERE:
+    n = v3_scale(v3_sub(pt, p->a), 1.0 / p->r0);
+    break;
+  case RT_CYLINDER:
+  case RT_CONE: {
+    double k = p->kind == RT_CONE ? (p->r1 - p->r0) / p->h : 0;
+    v3 oc = v3_sub(r->o, p->a);
+    double s = v3_dot(oc, p->n) + t * v3_dot(r->d, p->n);
+    v3 radial = v3_madd(v3_madd(oc, r->d, t), p->n, -s);
+    double rl = v3_len(radial);
+    /* The gradient of |radial|^2 - (r0 + k s)^2, halved. */
+    n = v3_norm(v3_madd(v3_scale(radial, 1.0 / rl), p->n, -k));
+    break;
+  }
+  default:
+    break;
+  }
+  h->t = t;
+  h->p = pt;
+  h->n = n;
+  h->front = v3_dot(r->d, n) < 0;
+  h->prim = -1; /* the caller knows the index */
+}
+
 #endif
