@@ -175,7 +175,8 @@ split_half : {
  * the quads and spheres into SIMD packets of four. */
 static int pack_leaves(atl_render_scene_t *s) {
   int nq4 = 0, ns4 = 0;
-  s->leaves = calloc((size_t)s->nnodes, sizeof(rt_leaf));
+  /* + 1: a scene of planes alone has no node, and calloc(0) may fail. */
+  s->leaves = calloc((size_t)s->nnodes + 1, sizeof(rt_leaf));
   if (!s->leaves)
     return -ENOMEM;
   for (int ni = 0; ni < s->nnodes; ni++) {
