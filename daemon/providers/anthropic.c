@@ -161,12 +161,9 @@ static int piece(json_object *m, atl_provider_piece_t *out) {
 }
 
 /* The API takes JSON Schema as it is, $ref and oneOf included. */
-static json_object *schema_as_is(json_object *schema) {
-  return schema ? json_object_get(schema) : json_object_new_object();
-}
-
 static char *tools_text(json_object *tools) {
-  return atl_provider_tools_text(tools, schema_as_is, "input_schema", NULL);
+  return atl_provider_tools_text(tools, atl_provider_schema_as_is,
+                                 "input_schema", NULL);
 }
 
 static int request(const atl_provider_cfg_t *cfg, const char *model,

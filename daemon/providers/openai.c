@@ -159,10 +159,6 @@ static json_object *tool_messages(json_object *parts) {
   return msgs;
 }
 
-static json_object *schema_as_is(json_object *schema) {
-  return schema ? json_object_get(schema) : json_object_new_object();
-}
-
 /* The user's words as one user message. */
 static json_object *user_messages(json_object *parts) {
   json_object *msgs = json_object_new_array();
@@ -195,7 +191,7 @@ static json_object *as_function(json_object *fn) {
 }
 
 static char *tools_text(json_object *tools) {
-  return atl_provider_tools_text(tools, schema_as_is, "parameters",
+  return atl_provider_tools_text(tools, atl_provider_schema_as_is, "parameters",
                                  as_function);
 }
 

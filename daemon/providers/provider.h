@@ -222,6 +222,9 @@ typedef struct {
 
 int atl_provider_piece_by_role(json_object *m, const atl_provider_roles_t *r,
                                atl_provider_piece_t *out);
+/* A tool's input schema as the API takes it, unchanged (a new reference;
+ * {} for none): for atl_provider_tools_text. */
+json_object *atl_provider_schema_as_is(json_object *schema);
 /* The tools as an array of {name, description, schema_key: one(schema)}
  * (schema_key left out when one returns NULL), each passed through wrap
  * (which takes it) unless wrap is NULL, as JSON text. */

@@ -118,6 +118,10 @@ int atl_provider_piece_by_role(json_object *m, const atl_provider_roles_t *r,
   return 0;
 }
 
+json_object *atl_provider_schema_as_is(json_object *schema) {
+  return schema ? json_object_get(schema) : json_object_new_object();
+}
+
 char *atl_provider_tools_text(json_object *tools,
                               json_object *(*one)(json_object *schema),
                               const char *schema_key,
