@@ -54,6 +54,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
+
 /* How long one events.read may wait for the next event. A run takes
  * milliseconds; this only bounds how long a stuck run goes unnoticed. */
 #define WAIT_MS 10000
@@ -73,67 +75,6 @@ typedef struct {
   unsigned polls;        /* events.read answers of the run in flight */
 } client_t;
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int dial(const char *path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-    fprintf(stderr, "agent: cannot connect to %s: %s\n", path, strerror(errno));
-    exit(2);
-  }
-  return fd;
-}
-
-static void write_all(int fd, const char *s, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, s, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0) {
-      perror("agent: write");
-      exit(2);
-    }
-    s += w;
-    n -= (size_t)w;
-  }
-}
-
-/* A blocking request/response, for set-up. The answer is in buf. */
-static void rpc(int fd, const char *req, char *buf, size_t cap) {
-  write_all(fd, req, strlen(req));
-  size_t len = 0;
-  for (;;) {
-    ssize_t r = read(fd, buf + len, cap - len - 1);
-    if (r <= 0) {
-      fprintf(stderr, "agent: connection closed\n");
-      exit(2);
-    }
-    len += (size_t)r;
-    if (buf[len - 1] == '\n')
-      break;
-  }
-  buf[len] = '\0';
-}
-
-static void new_session(int fd, char out[33]) {
-  char buf[4096];
-  rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.create\"}\n", buf,
-      sizeof(buf));
-  char *p = strstr(buf, "\"id\":\"");
-  if (p == NULL) {
-    fprintf(stderr, "agent: unexpected answer: %s", buf);
-    exit(2);
-  }
-  memcpy(out, p + 6, 32);
-  out[32] = '\0';
-}
-
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -141,8 +82,8 @@ static int cmp_u64(const void *a, const void *b) {
 
 static long daemon_pid(int fd) {
   char buf[65536];
-  rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.info\"}\n", buf,
-      sizeof(buf));
+  bench_rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.info\"}\n",
+            buf, sizeof(buf));
   char *p = strstr(buf, "\"pid\":");
   return p ? strtol(p + 6, NULL, 10) : -1;
 }
@@ -166,20 +107,6 @@ static long long cpu_ticks(const char *path) {
                           &ut, &st) != 2)
     return -1;
   return ut + st;
-}
-
-/* The daemon's resident set, in kB, or -1. */
-static long rss_kb(long pid) {
-  char path[64], line[256];
-  snprintf(path, sizeof(path), "/proc/%ld/status", pid);
-  FILE *f = fopen(path, "r");
-  long kb = -1;
-  while (f && fgets(line, sizeof(line), f))
-    if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-      break;
-  if (f)
-    fclose(f);
-  return kb;
 }
 
 /* The last occurrence of needle in the n bytes at s, or NULL. */
@@ -216,7 +143,7 @@ static void send_create(client_t *c) {
   static const char req[] =
       "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.create\"}\n";
   c->creating = 1;
-  write_all(c->fd, req, sizeof(req) - 1);
+  bench_write_all(c->fd, req, sizeof(req) - 1);
 }
 
 static void send_poll(client_t *c) {
@@ -226,7 +153,7 @@ static void send_poll(client_t *c) {
                    "\"params\":{\"session\":\"%s\",\"after_seq\":%lld,"
                    "\"wait_ms\":%d}}\n",
                    c->session, c->after, WAIT_MS);
-  write_all(c->fd, req, (size_t)n);
+  bench_write_all(c->fd, req, (size_t)n);
 }
 
 /* session.send and the first events.read go out together: responses come
@@ -244,18 +171,18 @@ static void send_run_at(client_t *c, uint64_t started_ns) {
   c->started_ns = started_ns;
   c->ack_due = 1;
   c->polls = 0;
-  write_all(c->fd, req, (size_t)n);
+  bench_write_all(c->fd, req, (size_t)n);
 }
 
 static void send_run(client_t *c) {
-  send_run_at(c, now_ns());
+  send_run_at(c, bench_now_ns());
 }
 
 /* --rate: the next run of c goes out when due (at once if it is late);
  * its time counts from when it was due. */
 static void schedule_run(client_t *c, uint64_t interval_ns) {
   c->due_ns += interval_ns;
-  if (c->due_ns > now_ns()) {
+  if (c->due_ns > bench_now_ns()) {
     c->waiting = 1;
     return;
   }
@@ -290,7 +217,7 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  int ctl = dial(sock);
+  int ctl = bench_dial(sock);
   long pid = daemon_pid(ctl);
   char proc_path[64], loop_path[96];
   snprintf(proc_path, sizeof(proc_path), "/proc/%ld/stat", pid);
@@ -300,8 +227,8 @@ int main(int argc, char **argv) {
   client_t *cl = calloc((size_t)nsessions, sizeof(*cl));
   int ep = epoll_create1(EPOLL_CLOEXEC);
   for (int i = 0; i < nsessions; i++) {
-    cl[i].fd = dial(sock);
-    new_session(cl[i].fd, cl[i].session);
+    cl[i].fd = bench_dial(sock);
+    bench_new_session(cl[i].fd, cl[i].session);
     /* session.created, seq 1, is committed before session.create answers:
      * the events of the first run come after it. */
     cl[i].after = 1;
@@ -321,7 +248,7 @@ int main(int argc, char **argv) {
    * intervals of the whole apart, the clients spread evenly over one. */
   uint64_t interval_ns =
       rate > 0 ? (uint64_t)(2e9 * (double)nsessions / rate) : 0;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = bench_now_ns();
   for (int i = 0; i < nsessions; i++) {
     if (rate > 0) {
       cl[i].due_ns = t0 + interval_ns * (uint64_t)i / (uint64_t)nsessions;
@@ -330,23 +257,23 @@ int main(int argc, char **argv) {
       send_run(&cl[i]);
     }
   }
-  uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9);
+  uint64_t start = bench_now_ns(), end = start + (uint64_t)(seconds * 1e9);
   int active = nsessions;
   struct epoll_event evs[256];
   while (active > 0) {
     /* Sleep until the next due run at the latest (to the nanosecond:
      * waking late would be charged to the daemon). */
-    uint64_t wake = now_ns() + 1000000000u;
+    uint64_t wake = bench_now_ns() + 1000000000u;
     for (int i = 0; rate > 0 && i < nsessions; i++)
       if (cl[i].waiting && cl[i].due_ns < wake)
         wake = cl[i].due_ns;
-    uint64_t now = now_ns(), left = wake > now ? wake - now : 0;
+    uint64_t now = bench_now_ns(), left = wake > now ? wake - now : 0;
     struct timespec ts = {.tv_sec = (time_t)(left / 1000000000u),
                           .tv_nsec = (long)(left % 1000000000u)};
     int k = epoll_pwait2(ep, evs, 256, &ts, NULL);
     if (k < 0 && errno == EINTR)
       continue;
-    now = now_ns();
+    now = bench_now_ns();
     for (int i = 0; rate > 0 && i < nsessions; i++)
       if (cl[i].waiting && cl[i].due_ns <= now) {
         cl[i].waiting = 0;
@@ -404,7 +331,7 @@ int main(int argc, char **argv) {
           send_poll(c);
           continue;
         }
-        uint64_t t = now_ns();
+        uint64_t t = bench_now_ns();
         /* run.error, run.limit_reached and run.cancelled are errors. */
         if (ll - (size_t)(done - cur) < 22 ||
             memcmp(done + 12, "completed\"", 10) != 0)
@@ -434,12 +361,12 @@ int main(int argc, char **argv) {
       c->len -= (size_t)(line - c->buf);
       memmove(c->buf, line, c->len);
     }
-    if (k == 0 && now_ns() > end + (uint64_t)WAIT_MS * 2000000u) {
+    if (k == 0 && bench_now_ns() > end + (uint64_t)WAIT_MS * 2000000u) {
       fprintf(stderr, "agent: %d runs did not finish\n", active);
       return 2;
     }
   }
-  double elapsed = (double)(now_ns() - start) / 1e9;
+  double elapsed = (double)(bench_now_ns() - start) / 1e9;
   long long cpu1 = cpu_ticks(proc_path), loop1 = cpu_ticks(loop_path);
   double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK);
   double per_turn = turns ? tick_ms / (double)turns : 0;
@@ -461,7 +388,8 @@ int main(int argc, char **argv) {
          PCT(0.50), PCT(0.90), PCT(0.99), PCT(0.999),
          n ? lat[n - 1] / 1e6 : 0.0, n ? (double)polls / (double)n : 0.0,
          history, (double)(cpu1 - cpu0) * per_turn,
-         (double)(loop1 - loop0) * per_turn, (double)rss_kb(pid) / 1024.0);
+         (double)(loop1 - loop0) * per_turn,
+         (double)bench_rss_kb(pid) / 1024.0);
   for (int i = 0; i < nsessions; i++) {
     close(cl[i].fd);
     free(cl[i].buf);

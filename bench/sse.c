@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
+
 typedef struct {
   int fd;
   int session;
@@ -85,38 +87,6 @@ static double parse_ts(const char *s) {
   return (double)timegm(&tm) * 1e3 + ms;
 }
 
-static int api_connect(const char *path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-  if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-    perror("sse: api.sock");
-    exit(2);
-  }
-  return fd;
-}
-
-/* One blocking JSON-RPC exchange on fd; the answer line into out. */
-static void api_call(int fd, const char *req, char *out, size_t cap) {
-  size_t n = strlen(req);
-  if (write(fd, req, n) != (ssize_t)n) {
-    perror("sse: write");
-    exit(2);
-  }
-  size_t got = 0;
-  while (got < cap - 1) {
-    ssize_t r = read(fd, out + got, cap - 1 - got);
-    if (r <= 0) {
-      perror("sse: read");
-      exit(2);
-    }
-    got += (size_t)r;
-    out[got] = '\0';
-    if (memchr(out, '\n', got))
-      return;
-  }
-}
-
 static int tcp_connect(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -127,19 +97,6 @@ static int tcp_connect(int port) {
   }
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   return fd;
-}
-
-static long rss_kb(long pid) {
-  char path[64], line[256];
-  snprintf(path, sizeof(path), "/proc/%ld/status", pid);
-  FILE *f = fopen(path, "r");
-  long kb = -1;
-  while (f && fgets(line, sizeof(line), f))
-    if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-      break;
-  if (f)
-    fclose(f);
-  return kb;
 }
 
 static double *lat;
@@ -239,13 +196,13 @@ int main(int argc, char **argv) {
   setrlimit(RLIMIT_NOFILE, &rl);
 
   /* The sessions. */
-  int api = api_connect(sock);
+  int api = bench_dial(sock);
   session_t *ss = calloc((size_t)nsessions, sizeof(*ss));
   char line[4096];
   for (int i = 0; i < nsessions; i++) {
-    api_call(api,
-             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.create\"}\n",
-             line, sizeof(line));
+    bench_rpc(api,
+              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.create\"}\n",
+              line, sizeof(line));
     const char *id = strstr(line, "\"id\":\"");
     if (id == NULL) {
       fprintf(stderr, "sse: session.create: %s\n", line);
@@ -416,7 +373,7 @@ int main(int argc, char **argv) {
          nstreams, held, nsessions, seconds, answered, failed, deliveries,
          PCT(0.5), PCT(0.9), PCT(0.99), PCT(0.999), nlat ? lat[nlat - 1] : 0.0,
          PCTA(0.5), PCTA(0.99), lost, doubled,
-         pid_daemon ? rss_kb(pid_daemon) / 1024.0 : 0.0,
-         pid_bridge ? rss_kb(pid_bridge) / 1024.0 : 0.0);
+         pid_daemon ? bench_rss_kb(pid_daemon) / 1024.0 : 0.0,
+         pid_bridge ? bench_rss_kb(pid_bridge) / 1024.0 : 0.0);
   return lost || doubled || held < nstreams ? 1 : 0;
 }

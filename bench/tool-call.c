@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
+
 typedef struct {
   int fd;
   char session[33];
@@ -34,63 +36,11 @@ typedef struct {
   uint64_t sent_ns;
 } client_t;
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int dial(const char *path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-    fprintf(stderr, "tool-call: cannot connect to %s: %s\n", path,
-            strerror(errno));
-    exit(2);
-  }
-  return fd;
-}
-
-/* A blocking request/response, for set-up. The answer is in buf. */
-static void rpc(int fd, const char *req, char *buf, size_t cap) {
-  size_t n = strlen(req);
-  if (write(fd, req, n) != (ssize_t)n) {
-    perror("write");
-    exit(2);
-  }
-  size_t len = 0;
-  for (;;) {
-    ssize_t r = read(fd, buf + len, cap - len - 1);
-    if (r <= 0) {
-      fprintf(stderr, "tool-call: connection closed\n");
-      exit(2);
-    }
-    len += (size_t)r;
-    if (buf[len - 1] == '\n')
-      break;
-  }
-  buf[len] = '\0';
-}
-
-static void new_session(int fd, char out[33]) {
-  char buf[4096];
-  rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.create\"}\n", buf,
-      sizeof(buf));
-  char *p = strstr(buf, "\"id\":\"");
-  if (p == NULL) {
-    fprintf(stderr, "tool-call: unexpected answer: %s", buf);
-    exit(2);
-  }
-  memcpy(out, p + 6, 32);
-  out[32] = '\0';
-}
-
 static long count_sessions(int fd) {
   size_t cap = 64u << 20;
   char *buf = malloc(cap);
-  rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.list\"}\n", buf,
-      cap);
+  bench_rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.list\"}\n",
+            buf, cap);
   long n = 0;
   for (char *p = buf; (p = strstr(p, "\"last_seq\"")) != NULL; p++)
     n++;
@@ -100,8 +50,8 @@ static long count_sessions(int fd) {
 
 static long daemon_rss_kb(int fd) {
   char buf[65536];
-  rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.info\"}\n", buf,
-      sizeof(buf));
+  bench_rpc(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.info\"}\n",
+            buf, sizeof(buf));
   char *p = strstr(buf, "\"pid\":");
   if (p == NULL)
     return -1;
@@ -124,7 +74,7 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 static void send_req(client_t *c) {
-  c->sent_ns = now_ns();
+  c->sent_ns = bench_now_ns();
   if (write(c->fd, c->req, c->req_len) != (ssize_t)c->req_len) {
     perror("write");
     exit(2);
@@ -156,20 +106,20 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  int ctl = dial(sock);
+  int ctl = bench_dial(sock);
   if (want_sessions > 0) {
     long have = count_sessions(ctl);
     char id[33];
     for (long i = have; i < want_sessions; i++)
-      new_session(ctl, id);
+      bench_new_session(ctl, id);
     printf("sessions in store: %ld\n", count_sessions(ctl));
   }
 
   client_t *cl = calloc((size_t)nclients, sizeof(*cl));
   int ep = epoll_create1(EPOLL_CLOEXEC);
   for (int i = 0; i < nclients; i++) {
-    cl[i].fd = dial(sock);
-    new_session(cl[i].fd, cl[i].session);
+    cl[i].fd = bench_dial(sock);
+    bench_new_session(cl[i].fd, cl[i].session);
     if (asprintf(&cl[i].req,
                  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tool.call\","
                  "\"params\":{\"session\":\"%s\",\"name\":\"echo\","
@@ -189,12 +139,12 @@ int main(int argc, char **argv) {
   long errors = 0;
   for (int i = 0; i < nclients; i++)
     send_req(&cl[i]);
-  uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9);
+  uint64_t start = bench_now_ns(), end = start + (uint64_t)(seconds * 1e9);
   int active = nclients;
   struct epoll_event evs[256];
   while (active > 0) {
     int k = epoll_wait(ep, evs, 256, 1000);
-    uint64_t t = now_ns();
+    uint64_t t = bench_now_ns();
     for (int e = 0; e < k; e++) {
       client_t *c = evs[e].data.ptr;
       ssize_t r = read(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
@@ -220,7 +170,7 @@ int main(int argc, char **argv) {
         active--;
     }
   }
-  double elapsed = (double)(now_ns() - start) / 1e9;
+  double elapsed = (double)(bench_now_ns() - start) / 1e9;
   qsort(lat, n, sizeof(*lat), cmp_u64);
 #define PCT(q) (n ? lat[(size_t)((double)n * (q))] / 1e6 : 0.0)
   printf("clients=%d calls=%zu errors=%ld seconds=%.2f calls_per_s=%.0f "
