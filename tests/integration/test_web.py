@@ -157,23 +157,29 @@ class SSE:
         self.comments = []
         self.raw = []
 
+    def _line(self):
+        """The next line of the stream; comment lines are also kept."""
+        line = self.r.readline()
+        if not line:
+            raise EOFError("the stream ended")
+        line = line.decode()
+        self.raw.append(line)
+        if line.startswith(":"):
+            self.comments.append(line.strip())
+        return line
+
     def next(self, timeout=20):
         """The next event as a dict {id, event, data}; comments are kept."""
         self.c.sock.settimeout(timeout)
         ev = {}
         while True:
-            line = self.r.readline()
-            if not line:
-                raise EOFError("the stream ended")
-            line = line.decode()
-            self.raw.append(line)
+            line = self._line()
             if line == "\n":
                 if "data" in ev:
                     return ev
                 ev = {}
                 continue
             if line.startswith(":"):
-                self.comments.append(line.strip())
                 continue
             name, _, value = line.rstrip("\n").partition(": ")
             if name == "data":
@@ -185,13 +191,8 @@ class SSE:
         """Reads until a comment line comes; returns it."""
         self.c.sock.settimeout(timeout)
         while True:
-            line = self.r.readline()
-            if not line:
-                raise EOFError("the stream ended")
-            line = line.decode()
-            self.raw.append(line)
+            line = self._line()
             if line.startswith(":"):
-                self.comments.append(line.strip())
                 return line.strip()
 
     def until(self, types, timeout=20):
