@@ -164,9 +164,10 @@ v3 atl__rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
   return L;
 }
 
-void atl_render_tile(const atl_render_scene_t *s, const atl_render_params_t *p,
-                     int x0, int y0, int x1, int y1, int pass, float *rgb_sum,
-                     uint32_t *count) {
+void atl_render_tile_samples(const atl_render_scene_t *s,
+                             const atl_render_params_t *p, int x0, int y0,
+                             int x1, int y1, uint64_t first, int n,
+                             float *rgb_sum, uint32_t *count) {
   int w = p->width, hgt = p->height;
   x0 = x0 < 0 ? 0 : x0;
   y0 = y0 < 0 ? 0 : y0;
@@ -176,9 +177,8 @@ void atl_render_tile(const atl_render_scene_t *s, const atl_render_params_t *p,
     for (int x = x0; x < x1; x++) {
       size_t pix = (size_t)y * (size_t)w + (size_t)x;
       float *sum = rgb_sum + pix * 3;
-      for (int i = 0; i < p->spp_per_pass; i++) {
-        uint64_t n = (uint64_t)pass * (uint64_t)p->spp_per_pass + (uint64_t)i;
-        rt_rng rng = rt_rng_make(p->seed, pix, n);
+      for (int i = 0; i < n; i++) {
+        rt_rng rng = rt_rng_make(p->seed, pix, first + (uint64_t)i);
         double jx = rt_rand(&rng), jy = rt_rand(&rng);
         rt_ray ray = atl__rt_camera_ray(s, w, hgt, x + jx, y + jy, &rng);
         v3 c = atl__rt_trace(s, p, ray, &rng);
@@ -189,7 +189,15 @@ void atl_render_tile(const atl_render_scene_t *s, const atl_render_params_t *p,
         sum[1] += (float)c.y;
         sum[2] += (float)c.z;
       }
-      count[pix] += (uint32_t)p->spp_per_pass;
+      count[pix] += (uint32_t)n;
     }
   }
+}
+
+void atl_render_tile(const atl_render_scene_t *s, const atl_render_params_t *p,
+                     int x0, int y0, int x1, int y1, int pass, float *rgb_sum,
+                     uint32_t *count) {
+  atl_render_tile_samples(s, p, x0, y0, x1, y1,
+                          (uint64_t)pass * (uint64_t)p->spp_per_pass,
+                          p->spp_per_pass, rgb_sum, count);
 }

@@ -63,6 +63,17 @@ void atl_render_tile(const atl_render_scene_t *s, const atl_render_params_t *p,
                      int x0, int y0, int x1, int y1, int pass, float *rgb_sum,
                      uint32_t *count);
 
+/* The same for the samples [first, first + n) of every pixel of the tile:
+ * atl_render_tile() is this with first = pass * spp_per_pass and n =
+ * spp_per_pass (p->spp_per_pass is not read). The farm uses it to grow
+ * its passes (1, 1, 2, 4, 8, ... samples) while the image stays the same
+ * function of the seed as long as each pixel's ranges are added in
+ * order. */
+void atl_render_tile_samples(const atl_render_scene_t *s,
+                             const atl_render_params_t *p, int x0, int y0,
+                             int x1, int y1, uint64_t first, int n,
+                             float *rgb_sum, uint32_t *count);
+
 /* Averages the sums, multiplies by 2^exposure (stops), and encodes as
  * 8-bit sRGB into rgb8 (w * h * 3 bytes, the caller's). A pixel with no
  * sample is black. */

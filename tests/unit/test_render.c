@@ -541,6 +541,16 @@ Test(render_image, deterministic_whatever_the_split) {
   for (int pass = 0; pass < 8; pass++)
     atl_render_tile(s, &p, 0, 0, 24, 20, pass, b, cb);
   cr_assert_eq(memcmp(a, b, 24 * 20 * 3 * sizeof(float)), 0);
+  /* The same 8 samples in growing ranges (1, 1, 2, 4), as the farm runs
+   * its passes. */
+  memset(b, 0, 24 * 20 * 3 * sizeof(float));
+  memset(cb, 0, 24 * 20 * sizeof(uint32_t));
+  static const int range[4][2] = {{0, 1}, {1, 1}, {2, 2}, {4, 4}};
+  for (int r = 0; r < 4; r++)
+    atl_render_tile_samples(s, &p, 0, 0, 24, 20, (uint64_t)range[r][0],
+                            range[r][1], b, cb);
+  cr_assert_eq(memcmp(a, b, 24 * 20 * 3 * sizeof(float)), 0);
+  cr_assert_eq(memcmp(ca, cb, 24 * 20 * sizeof(uint32_t)), 0);
   /* Another seed gives another picture. */
   free(b);
   free(cb);
