@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 #include <ini.h>
@@ -82,11 +83,13 @@ static const key_def_t keys[] = {
     {"agent", "queue_max", T_U32, OFF(queue_max), 0, 64, "messages"},
     {"agent", "system_prompt_file", T_OPTPATH, OFF(system_prompt_file), 0, 0,
      NULL},
+    {"render", "workers", T_U32, OFF(render_workers), 0, 256, "processes"},
+    {"render", "worker", T_OPTPATH, OFF(render_worker), 0, 0, NULL},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
-static const char *const sections[] = {"daemon", "log",   "api",  "plugins",
-                                       "tools",  "store", "agent"};
+static const char *const sections[] = {"daemon", "log",   "api",   "plugins",
+                                       "tools",  "store", "agent", "render"};
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 const char *const atl_config_keys[] = {
@@ -114,6 +117,8 @@ const char *const atl_config_keys[] = {
     "agent.max_turns",
     "agent.queue_max",
     "agent.system_prompt_file",
+    "render.workers",
+    "render.worker",
     NULL,
 };
 
@@ -150,6 +155,10 @@ void atl_config_defaults(atl_config_t *cfg) {
   cfg->tool_timeout_ms = 30000;
   cfg->tool_long_timeout_ms = 600000;
   cfg->tool_threads = 4;
+  /* One worker process per core: the path tracer is single-threaded per
+   * process and scales with processes. */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  cfg->render_workers = cores < 1 ? 1 : cores > 256 ? 256 : (uint32_t)cores;
   cfg->check_results = 0;
   cfg->inline_fast = 1;
   cfg->store_synchronous = 2;

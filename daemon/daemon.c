@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "render_host.h"
 #include "agent/agent.h"
 #include "log.h"
 
@@ -200,6 +201,9 @@ void atl_daemon_shutdown(atl_daemon_t *d) {
   if (d->api)
     atl_server_stop_accepting(d->api);
   atl_sessions_wake_all(d);
+  /* Renders would hold the shutdown up for seconds: end them now (their
+   * calls fail with "the daemon is shutting down"). */
+  atl_render_host_stop(d);
   d->shutdown_deadline_ns =
       atl_mono_ns() + (uint64_t)d->cfg->shutdown_timeout_ms * 1000000u;
   /* Poll rather than count down: in-flight work finishes through several
@@ -276,6 +280,8 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
     return rc;
 
   atl_host_table_init(d, &d->host_template);
+  /* Before the plugins, whose host tables are copies of the template. */
+  atl_render_host_start(d);
   atl_load_options_t lo = {.min_minor = 0,
                            .timeout_ms = cfg->tool_timeout_ms,
                            .long_timeout_ms = cfg->tool_long_timeout_ms,

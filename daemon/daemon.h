@@ -232,6 +232,7 @@ struct atl_daemon_s {
   atl_config_t *cfg;
   atl_store_t *store;
   atl_http_t *http;
+  struct atl_farm_s *farm; /* the render farm; NULL when off or stopped */
   atl_registry_t registry;
   atl_host_t host_template;
   atl_server_t *api;

@@ -1,30 +1,54 @@
 /* From the accumulated sums to pictures: 8-bit sRGB and float PFM. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "render.h"
 
-static uint8_t srgb8(double v) {
+/* The 8-bit sRGB code of a linear value is the number of code boundaries
+ * at or below it: boundary k (1..255) is the linear value whose encoding
+ * is (k - 0.5) / 255. A binary search over those 255 thresholds gives the
+ * same codes as rounding the encoded value, without a pow() per channel,
+ * which is what makes resolving a preview on the farm's loop cheap. */
+static float srgb_threshold[256];
+static pthread_once_t srgb_once = PTHREAD_ONCE_INIT;
+
+static void srgb_init(void) {
+  for (int k = 1; k < 256; k++) {
+    double e = (k - 0.5) / 255.0;
+    srgb_threshold[k] =
+        (float)(e <= 0.04045 ? e / 12.92 : pow((e + 0.055) / 1.055, 2.4));
+  }
+}
+
+static uint8_t srgb8(float v) {
   if (!(v > 0))
-    return 0;
-  if (v >= 1)
-    return 255;
-  double e = v <= 0.0031308 ? 12.92 * v : 1.055 * pow(v, 1 / 2.4) - 0.055;
-  return (uint8_t)(e * 255 + 0.5);
+    return 0; /* also NaN */
+  int lo = 0;
+  for (int step = 128; step > 0; step >>= 1)
+    if (lo + step < 256 && srgb_threshold[lo + step] <= v)
+      lo += step;
+  return (uint8_t)lo;
+}
+
+void atl_render_resolve_span(const float *rgb_sum, const uint32_t *count,
+                             size_t n, float exposure, uint8_t *rgb8) {
+  pthread_once(&srgb_once, srgb_init);
+  float gain = exp2f(exposure);
+  for (size_t i = 0; i < n; i++) {
+    float k = count[i] ? gain / (float)count[i] : 0;
+    for (int c = 0; c < 3; c++)
+      rgb8[i * 3 + c] = srgb8(rgb_sum[i * 3 + c] * k);
+  }
 }
 
 void atl_render_resolve(const float *rgb_sum, const uint32_t *count, int w,
                         int h, float exposure, uint8_t *rgb8) {
-  double gain = exp2(exposure);
-  size_t n = (size_t)w * (size_t)h;
-  for (size_t i = 0; i < n; i++) {
-    double k = count[i] ? gain / count[i] : 0;
-    for (int c = 0; c < 3; c++)
-      rgb8[i * 3 + c] = srgb8(rgb_sum[i * 3 + c] * k);
-  }
+  atl_render_resolve_span(rgb_sum, count, (size_t)w * (size_t)h, exposure,
+                          rgb8);
 }
 
 int atl_render_write_pfm(const char *path, const float *rgb_sum,

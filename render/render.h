@@ -80,6 +80,11 @@ void atl_render_tile_samples(const atl_render_scene_t *s,
 void atl_render_resolve(const float *rgb_sum, const uint32_t *count, int w,
                         int h, float exposure, uint8_t *rgb8);
 
+/* The same for n consecutive pixels (rgb_sum: n * 3, count: n, rgb8:
+ * n * 3): the farm resolves a frame tile row by tile row. */
+void atl_render_resolve_span(const float *rgb_sum, const uint32_t *count,
+                             size_t n, float exposure, uint8_t *rgb8);
+
 /* Writes the averaged linear radiance as a little-endian colour PFM
  * (bottom row first, like the Cycles reference). Returns 0 or a negative
  * errno. */

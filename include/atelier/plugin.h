@@ -95,6 +95,8 @@ typedef struct atl_http_request_s atl_http_request_t;
 typedef struct atl_http_response_s atl_http_response_t;
 /* A compiled JSON Schema (ABI 1.1); opaque. */
 typedef struct atl_schema_s atl_schema_t;
+/* The render farm's table (include/atelier/render.h). */
+typedef struct atl_render_api_s atl_render_api_t;
 
 /* One tool call, as the handler sees it. The host allocates and owns the
  * struct and everything it points to; all of it is valid until the handler
@@ -275,8 +277,10 @@ struct atl_host_s {
    * tool.progress event. */
   int (*call_progress)(atl_call_t *call, double fraction, const char *message);
 
-  /* The render farm's API; NULL until the render farm exists. */
-  const void *render;
+  /* The render farm (include/atelier/render.h); the host owns it. NULL
+   * when the daemon runs without a farm (its worker program could not be
+   * started, or render.workers = 0). */
+  const atl_render_api_t *render;
 
   /* ---- ABI 1.1: check h->struct_size before using these. ---- */
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <png.h>
+#include "png_encode.h"
 
 #include <atelier/plugin.h>
 
@@ -35,75 +35,33 @@ static int echo_echo(atl_call_t *call) {
   return call->host->call_result(call, r);
 }
 
-typedef struct {
-  unsigned char *data;
-  size_t len, cap;
-} membuf_t;
-
-static void png_write_mem(png_structp png, png_bytep data, png_size_t len) {
-  membuf_t *m = png_get_io_ptr(png);
-  if (m->len + len > m->cap) {
-    size_t cap = m->cap ? m->cap * 2 : 4096;
-    while (cap < m->len + len)
-      cap *= 2;
-    unsigned char *nd = realloc(m->data, cap);
-    if (nd == NULL)
-      png_error(png, "out of memory");
-    m->data = nd;
-    m->cap = cap;
-  }
-  memcpy(m->data + m->len, data, len);
-  m->len += len;
-}
-
-static void png_flush_mem(png_structp png) {
-  (void)png;
-}
-
 /* A gradient, so that two sizes give two different images. */
-static int make_png(int w, int h, membuf_t *out) {
-  png_structp png =
-      png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-  png_infop info = png ? png_create_info_struct(png) : NULL;
-  unsigned char *row = malloc((size_t)w * 3);
-  if (png == NULL || info == NULL || row == NULL) {
-    png_destroy_write_struct(&png, &info);
-    free(row);
+static int make_png(int w, int h, void **png, size_t *len) {
+  uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
+  if (rgb == NULL)
     return ATL_ENOMEM;
-  }
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    free(row);
-    return ATL_ENOMEM;
-  }
-  png_set_write_fn(png, out, png_write_mem, png_flush_mem);
-  png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
-               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-               PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (int y = 0; y < h; y++) {
+  for (int y = 0; y < h; y++)
     for (int x = 0; x < w; x++) {
-      row[3 * x] = (unsigned char)(255 * x / (w > 1 ? w - 1 : 1));
-      row[3 * x + 1] = (unsigned char)(255 * y / (h > 1 ? h - 1 : 1));
-      row[3 * x + 2] = 128;
+      uint8_t *px = rgb + ((size_t)y * (size_t)w + (size_t)x) * 3;
+      px[0] = (uint8_t)(255 * x / (w > 1 ? w - 1 : 1));
+      px[1] = (uint8_t)(255 * y / (h > 1 ? h - 1 : 1));
+      px[2] = 128;
     }
-    png_write_row(png, row);
-  }
-  png_write_end(png, NULL);
-  png_destroy_write_struct(&png, &info);
-  free(row);
-  return 0;
+  int rc = atl_png_encode(rgb, w, h, -1, png, len);
+  free(rgb);
+  return rc == 0 ? 0 : ATL_ENOMEM;
 }
 
 static int echo_image(atl_call_t *call) {
   int w = json_object_get_int(json_object_object_get(call->args, "width"));
   int h = json_object_get_int(json_object_object_get(call->args, "height"));
-  membuf_t m = {0};
-  int rc = make_png(w, h, &m);
+  void *png = NULL;
+  size_t len = 0;
+  int rc = make_png(w, h, &png, &len);
   if (rc != 0)
     return rc;
-  rc = call->host->call_image(call, "image/png", m.data, m.len, "echo.png");
-  free(m.data);
+  rc = call->host->call_image(call, "image/png", png, len, "echo.png");
+  free(png);
   if (rc != 0)
     return rc;
   json_object *r = json_object_new_object();

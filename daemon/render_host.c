@@ -1,0 +1,389 @@
+/* The render farm inside the daemon, and the host table's render API
+ * (include/atelier/render.h) that lets plugins use it.
+ *
+ * The farm lives on the loop. A plugin's handler thread that calls
+ * render() posts its job to the loop and then sleeps on a condition
+ * variable, waking every few milliseconds to see whether its call was
+ * cancelled, and whenever the loop leaves it a preview or the result. So
+ * the loop never waits for a render, and the handler never touches the
+ * farm: the only shared state is the little struct below, under its
+ * mutex.
+ */
+#include "atl-build.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <atelier/render.h>
+
+#include "../render/farm.h"
+#include "../render/render.h"
+#include "daemon.h"
+#include "log.h"
+#include "render_host.h"
+#include "toolcall.h"
+
+/* How often a waiting handler looks at its call's cancel flag; with the
+ * workers' own check after each row, a cancel stops them well within the
+ * 100 ms the farm promises. */
+#define CANCEL_POLL_MS 10
+
+typedef struct {
+  atl_daemon_t *d;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int refs; /* the handler's and the loop's */
+
+  /* Set by the handler before posting; read-only after. */
+  atl_farm_job_params_t params;
+  char *scene; /* params.scene_json, owned */
+  float exposure;
+  uint32_t preview_ms;
+  int preview_max_dim;
+
+  /* Loop only. */
+  atl_farm_job_t *job;
+  uv_timer_t timer;
+  int timer_open;
+  double last_fraction;
+
+  /* Under mu. */
+  int done;
+  int status;
+  char *message;
+  uint64_t t_submit_ns, t_done_ns;
+  uint8_t *preview;        /* the newest preview the handler has not taken */
+  atl_render_preview_t pv; /* its description (pv.rgb unused) */
+} render_wait_t;
+
+static atl_render_api_t api;
+
+static void farm_log(void *user, int level, const char *msg) {
+  (void)user;
+  atl_log_kv((atl_log_level_t)level, msg, "module", "render", NULL);
+}
+
+static void rw_unref(render_wait_t *rw) {
+  pthread_mutex_lock(&rw->mu);
+  int left = --rw->refs;
+  pthread_mutex_unlock(&rw->mu);
+  if (left > 0)
+    return;
+  pthread_mutex_destroy(&rw->mu);
+  pthread_cond_destroy(&rw->cv);
+  free(rw->scene);
+  free(rw->message);
+  free(rw->preview);
+  free(rw);
+}
+
+static void rw_finish(render_wait_t *rw, int status, const char *message) {
+  pthread_mutex_lock(&rw->mu);
+  rw->done = 1;
+  rw->status = status;
+  rw->t_done_ns = atl_mono_ns();
+  if (message != NULL)
+    rw->message = strdup(message);
+  pthread_cond_signal(&rw->cv);
+  pthread_mutex_unlock(&rw->mu);
+}
+
+/* ---- loop side ---- */
+
+static void timer_closed(uv_handle_t *h) {
+  rw_unref(h->data);
+}
+
+/* Drops the loop's hold on rw: its timer, and the job once the handler
+ * has read the picture (rw_release_loop runs after that). */
+static void rw_release_loop(void *arg) {
+  render_wait_t *rw = arg;
+  if (rw->job != NULL) {
+    atl_farm_job_free(rw->job);
+    rw->job = NULL;
+  }
+  if (rw->timer_open) {
+    rw->timer_open = 0;
+    uv_close((uv_handle_t *)&rw->timer, timer_closed);
+    return;
+  }
+  rw_unref(rw);
+}
+
+static void preview_tick(uv_timer_t *t) {
+  render_wait_t *rw = t->data;
+  if (rw->job == NULL)
+    return;
+  double fraction = atl_farm_job_fraction(rw->job);
+  if (fraction <= rw->last_fraction)
+    return; /* nothing new to show */
+  rw->last_fraction = fraction;
+  int w, h;
+  atl_farm_job_preview(rw->job, rw->exposure, rw->preview_max_dim, NULL, &w,
+                       &h);
+  uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
+  if (rgb == NULL)
+    return;
+  atl_farm_job_preview(rw->job, rw->exposure, rw->preview_max_dim, rgb, &w, &h);
+  pthread_mutex_lock(&rw->mu);
+  free(rw->preview); /* the handler did not take the last one: skip it */
+  rw->preview = rgb;
+  rw->pv =
+      (atl_render_preview_t){.width = w,
+                             .height = h,
+                             .samples_done = atl_farm_job_samples_done(rw->job),
+                             .pass = atl_farm_job_pass(rw->job),
+                             .passes = atl_farm_job_passes(rw->job),
+                             .fraction = fraction};
+  pthread_cond_signal(&rw->cv);
+  pthread_mutex_unlock(&rw->mu);
+}
+
+static void job_done(atl_farm_job_t *job, int status, const char *message,
+                     void *user) {
+  render_wait_t *rw = user;
+  (void)job;
+  if (rw->timer_open)
+    uv_timer_stop(&rw->timer);
+  rw_finish(rw, status, message);
+}
+
+static void rw_submit(void *arg) {
+  render_wait_t *rw = arg;
+  atl_daemon_t *d = rw->d;
+  if (d->farm == NULL) {
+    rw_finish(rw, -ESHUTDOWN, NULL);
+    return;
+  }
+  rw->t_submit_ns = atl_mono_ns();
+  int rc = atl_farm_submit(d->farm, &rw->params, NULL, job_done, rw, &rw->job);
+  if (rc != 0) {
+    rw->job = NULL;
+    rw_finish(rw, rc, NULL);
+    return;
+  }
+  if (rw->preview_ms > 0 && uv_timer_init(d->loop, &rw->timer) == 0) {
+    rw->timer_open = 1;
+    rw->timer.data = rw;
+    uv_timer_start(&rw->timer, preview_tick, rw->preview_ms, rw->preview_ms);
+  }
+}
+
+static void rw_cancel(void *arg) {
+  render_wait_t *rw = arg;
+  if (rw->job != NULL)
+    atl_farm_cancel(rw->job);
+  rw_unref(rw);
+}
+
+/* ---- handler side ---- */
+
+static int map_status(int status) {
+  switch (status) {
+  case 0:
+    return 0;
+  case -ECANCELED:
+    return ATL_ECANCELED;
+  case -ESHUTDOWN:
+    return ATL_ESHUTDOWN;
+  case -ENOMEM:
+    return ATL_ENOMEM;
+  case -EIO:
+    return ATL_EIO;
+  default:
+    return ATL_EINVAL;
+  }
+}
+
+static int check_request(const atl_render_request_t *req) {
+  if (req == NULL ||
+      req->struct_size < offsetof(atl_render_request_t, preview_max_dim) ||
+      req->scene_json == NULL || req->scene_len == 0 || req->width < 1 ||
+      req->width > 8192 || req->height < 1 || req->height > 8192 ||
+      req->samples < 1 || req->samples > (1 << 20) || req->max_depth < 1 ||
+      !(req->exposure > -64 && req->exposure < 64))
+    return ATL_EINVAL;
+  return 0;
+}
+
+static int api_render(atl_call_t *call, const atl_render_request_t *req,
+                      atl_render_preview_fn preview, void *user,
+                      atl_render_result_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (call == NULL || check_request(req) != 0) {
+    out->error = strdup("the render request is out of range");
+    return ATL_EINVAL;
+  }
+  atl_call_job_t *cj = atl__job_of(call);
+  atl_daemon_t *d = cj != NULL ? cj->d : NULL;
+  render_wait_t *rw = calloc(1, sizeof(*rw));
+  char *scene = malloc(req->scene_len);
+  if (rw == NULL || scene == NULL || d == NULL) {
+    free(rw);
+    free(scene);
+    return ATL_ENOMEM;
+  }
+  memcpy(scene, req->scene_json, req->scene_len);
+  rw->d = d;
+  pthread_mutex_init(&rw->mu, NULL);
+  /* A monotonic clock for the timed waits: a wall-clock jump must not
+   * make a handler sleep through a cancel. */
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&rw->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  rw->refs = 2;
+  rw->scene = scene;
+  rw->params = (atl_farm_job_params_t){.scene_json = scene,
+                                       .scene_len = req->scene_len,
+                                       .width = req->width,
+                                       .height = req->height,
+                                       .samples = req->samples,
+                                       .max_depth = req->max_depth,
+                                       .seed = req->seed};
+  rw->exposure = req->exposure;
+  rw->preview_ms = preview != NULL ? req->preview_ms : 0;
+  rw->preview_max_dim = req->preview_max_dim;
+  if (atl_daemon_post(d, rw_submit, rw) != 0) {
+    rw->refs = 1;
+    rw_unref(rw);
+    return ATL_ENOMEM;
+  }
+
+  int cancel_sent = 0;
+  pthread_mutex_lock(&rw->mu);
+  while (!rw->done) {
+    if (rw->preview != NULL) {
+      uint8_t *rgb = rw->preview;
+      atl_render_preview_t pv = rw->pv;
+      pv.rgb = rgb;
+      rw->preview = NULL;
+      pthread_mutex_unlock(&rw->mu);
+      preview(user, &pv);
+      free(rgb);
+      pthread_mutex_lock(&rw->mu);
+      continue;
+    }
+    if (!cancel_sent && call->host->call_cancelled(call)) {
+      cancel_sent = 1;
+      rw->refs++;
+      pthread_mutex_unlock(&rw->mu);
+      if (atl_daemon_post(d, rw_cancel, rw) != 0)
+        rw_unref(rw);
+      pthread_mutex_lock(&rw->mu);
+      continue;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += CANCEL_POLL_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&rw->cv, &rw->mu, &until);
+  }
+  int status = rw->status;
+  pthread_mutex_unlock(&rw->mu);
+
+  int rc = map_status(status);
+  if (rc == 0) {
+    size_t npix = (size_t)req->width * (size_t)req->height;
+    float *sum = malloc(npix * 3 * sizeof(float));
+    uint32_t *count = malloc(npix * sizeof(uint32_t));
+    out->rgb = malloc(npix * 3);
+    if (sum == NULL || count == NULL || out->rgb == NULL) {
+      free(out->rgb);
+      out->rgb = NULL;
+      rc = ATL_ENOMEM;
+    } else {
+      /* The job is done, so nothing writes its planes any more: this
+       * thread may read them (farm.h). */
+      atl_farm_job_sums(rw->job, sum, count);
+      atl_render_resolve(sum, count, req->width, req->height, req->exposure,
+                         out->rgb);
+      out->width = req->width;
+      out->height = req->height;
+      out->samples = req->samples;
+      out->render_ms = (double)(rw->t_done_ns - rw->t_submit_ns) / 1e6;
+      out->paths_per_s = out->render_ms > 0 ? (double)npix * req->samples /
+                                                  (out->render_ms / 1000)
+                                            : 0;
+      out->worker_restarts = atl_farm_job_worker_deaths(rw->job);
+    }
+    free(sum);
+    free(count);
+  } else if (rw->message != NULL) {
+    out->error = strdup(rw->message);
+  } else if (rc == ATL_ESHUTDOWN) {
+    out->error = strdup("the daemon is shutting down");
+  } else if (rc == ATL_ECANCELED) {
+    out->error = strdup("the render was cancelled");
+  }
+  if (atl_daemon_post(d, rw_release_loop, rw) != 0)
+    atl_log_kv(ATL_LOG_ERROR, "render job leaked: the loop is gone", NULL);
+  rw_unref(rw);
+  return rc;
+}
+
+/* ---- the daemon's farm ---- */
+
+int atl_render_host_start(atl_daemon_t *d) {
+  if (d->cfg->render_workers == 0) {
+    atl_log_kv(ATL_LOG_INFO, "render farm off (render.workers = 0)", NULL);
+    return 0;
+  }
+  atl_farm_options_t fo = {.workers = (int)d->cfg->render_workers,
+                           .worker_path = d->cfg->render_worker,
+                           .log = farm_log};
+  char *err = NULL;
+  int rc = atl_farm_new(d->loop, &fo, &d->farm, &err);
+  if (rc != 0) {
+    /* Rendering is one tool among many: without it the daemon still
+     * serves everything else, and render_scene says why it cannot. */
+    atl_log_kv(ATL_LOG_ERROR, "render farm not started", "error",
+               err ? err : strerror(-rc), NULL);
+    free(err);
+    d->farm = NULL;
+    return 0;
+  }
+  memset(&api, 0, sizeof(api));
+  api.struct_size = sizeof(api);
+  api.workers = atl_farm_workers(d->farm);
+  api.render = api_render;
+  d->host_template.render = &api;
+  char n[16];
+  snprintf(n, sizeof(n), "%d", api.workers);
+  atl_log_kv(ATL_LOG_INFO, "render farm started", "workers", n, NULL);
+  return 0;
+}
+
+void atl_render_host_stop(atl_daemon_t *d) {
+  if (d->farm == NULL)
+    return;
+  atl_farm_t *f = d->farm;
+  d->farm = NULL;
+  atl_farm_close(f, NULL, NULL);
+}
+
+json_object *atl_render_host_status(atl_daemon_t *d) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "running",
+                         json_object_new_boolean(d->farm != NULL));
+  if (d->farm == NULL)
+    return o;
+  int pids[256];
+  int n = atl_farm_worker_pids(d->farm, pids, 256);
+  json_object *a = json_object_new_array();
+  for (int i = 0; i < n; i++)
+    json_object_array_add(a, json_object_new_int(pids[i]));
+  json_object_object_add(o, "workers", a);
+  json_object_object_add(
+      o, "restarts",
+      json_object_new_int64((int64_t)atl_farm_restarts(d->farm)));
+  json_object_object_add(o, "active_jobs",
+                         json_object_new_int(atl_farm_active_jobs(d->farm)));
+  return o;
+}

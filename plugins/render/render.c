@@ -1,0 +1,325 @@
+/* The render plugin: render_scene, the model's eyes on the 3D scene.
+ *
+ * It reads the scene plugin's namespace of the session document, checks
+ * it, and hands it to the daemon's render farm (include/atelier/render.h);
+ * while the farm works it turns the farm's previews into render.progress
+ * events with a PNG, and at the end it returns the picture as the call's
+ * image, which every provider passes to the model. The product document
+ * is seed 000: no required arguments, 400x300 at 500 samples per pixel,
+ * and its three error messages word for word. The seed's "future
+ * enhancements" (quality, size, a camera override) are here too.
+ */
+#include "atl-build.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <atelier/plugin.h>
+#include <atelier/render.h>
+
+#include "png_encode.h"
+#include "render.h"
+
+#define DEFAULT_WIDTH 400
+#define DEFAULT_HEIGHT 300
+#define HIGH_SPP 500
+#define DRAFT_SPP 16
+/* go-progressive-raytracer's render_scene traced 8 vertices deep. */
+#define DEFAULT_MAX_DEPTH 8
+/* Previews: at most every PREVIEW_MS, and further apart as a render goes
+ * on (a quarter of the time so far), so that a long render stores a
+ * dozen or so previews rather than hundreds; and at most PREVIEW_DIM
+ * pixels on a side. They are encoded with zlib level 1: several times
+ * faster than the default, for a file a little larger. */
+#define PREVIEW_MS 250
+#define PREVIEW_DIM 400
+#define PREVIEW_PNG_LEVEL 1
+
+static const atl_host_t *host;
+
+#define XYZ                                                                    \
+  "{\"type\": \"array\", \"minItems\": 3, \"maxItems\": 3, \"items\": "        \
+  "{\"type\": \"number\", \"minimum\": -1000000, \"maximum\": 1000000}"
+
+static const char render_schema[] =
+    "{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
+    "\"quality\": {\"type\": \"string\", \"enum\": [\"draft\", \"high\"], "
+    "\"description\": \"draft: 16 samples per pixel, about 30 times faster "
+    "and noisy, enough to check framing and colours; high: 500, for "
+    "materials and lighting. Default: high.\"},"
+    "\"width\": {\"type\": \"integer\", \"minimum\": 16, \"maximum\": 1920, "
+    "\"description\": \"Image width in pixels. Default: 400.\"},"
+    "\"height\": {\"type\": \"integer\", \"minimum\": 16, \"maximum\": 1920, "
+    "\"description\": \"Image height in pixels. Default: 300.\"},"
+    "\"samples\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 4096, "
+    "\"description\": \"Samples per pixel; overrides quality. More is "
+    "smoother and slower, in proportion.\"},"
+    "\"max_depth\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 64, "
+    "\"description\": \"Bounces a light path may take, counting the first "
+    "hit. Default: 8.\"},"
+    "\"camera\": {\"type\": \"object\", \"additionalProperties\": false, "
+    "\"description\": \"Look from another viewpoint for this render only; "
+    "the scene's camera is not changed. Fields not given are the scene "
+    "camera's.\", \"properties\": {"
+    "\"center\": " XYZ ", \"description\": \"Eye position [x, y, z].\"},"
+    "\"look_at\": " XYZ ", \"description\": \"Point looked at [x, y, z].\"},"
+    "\"up\": " XYZ ", \"description\": \"Up direction [x, y, z].\"},"
+    "\"vfov\": {\"type\": \"number\", \"exclusiveMinimum\": 0, "
+    "\"exclusiveMaximum\": 180, \"description\": \"Vertical field of view, "
+    "degrees.\"},"
+    "\"aperture\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 100, "
+    "\"description\": \"Lens diameter; 0 keeps everything sharp.\"},"
+    "\"focus_distance\": {\"type\": \"number\", \"exclusiveMinimum\": 0, "
+    "\"maximum\": 1000000, \"description\": \"Distance in focus.\"}}}}}";
+
+static const char render_result_schema[] =
+    "{\"type\": \"object\", \"required\": [\"shape_count\", \"light_count\", "
+    "\"width\", \"height\", \"samples_per_pixel\", \"render_time_ms\", "
+    "\"paths_per_second\"], \"properties\": {"
+    "\"shape_count\": {\"type\": \"integer\", \"minimum\": 1},"
+    "\"light_count\": {\"type\": \"integer\", \"minimum\": 0},"
+    "\"width\": {\"type\": \"integer\", \"minimum\": 16},"
+    "\"height\": {\"type\": \"integer\", \"minimum\": 16},"
+    "\"samples_per_pixel\": {\"type\": \"integer\", \"minimum\": 1},"
+    "\"max_depth\": {\"type\": \"integer\", \"minimum\": 1},"
+    "\"render_time_ms\": {\"type\": \"integer\", \"minimum\": 0},"
+    "\"paths_per_second\": {\"type\": \"number\", \"minimum\": 0},"
+    "\"warnings\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}}}";
+
+static int get_int(json_object *args, const char *key, int dflt) {
+  json_object *v;
+  return json_object_object_get_ex(args, key, &v) ? json_object_get_int(v)
+                                                  : dflt;
+}
+
+/* The scene to render: a copy of the scene namespace with the camera
+ * override merged in. A new center or look_at without a focus_distance
+ * drops the scene's focus distance, which belonged to the old view. */
+static json_object *scene_for_render(json_object *document,
+                                     json_object *override) {
+  json_object *ns = NULL, *copy = NULL;
+  if (!json_object_object_get_ex(document, "scene", &ns) ||
+      !json_object_is_type(ns, json_type_object))
+    return json_object_new_object();
+  if (json_object_deep_copy(ns, &copy, NULL) != 0)
+    return NULL;
+  if (override == NULL)
+    return copy;
+  json_object *cam = NULL;
+  if (!json_object_object_get_ex(copy, "camera", &cam) ||
+      !json_object_is_type(cam, json_type_object)) {
+    cam = json_object_new_object();
+    json_object_object_add(copy, "camera", cam);
+  }
+  int moved = json_object_object_get_ex(override, "center", NULL) ||
+              json_object_object_get_ex(override, "look_at", NULL);
+  if (moved && !json_object_object_get_ex(override, "focus_distance", NULL))
+    json_object_object_del(cam, "focus_distance");
+  json_object_object_foreach(override, k, v)
+      json_object_object_add(cam, k, json_object_get(v));
+  return copy;
+}
+
+static int count_of(json_object *scene, const char *key) {
+  json_object *a;
+  return json_object_object_get_ex(scene, key, &a) &&
+                 json_object_is_type(a, json_type_array)
+             ? (int)json_object_array_length(a)
+             : 0;
+}
+
+static int environment_is_black(json_object *scene) {
+  json_object *env, *type;
+  if (!json_object_object_get_ex(scene, "environment", &env) ||
+      !json_object_object_get_ex(env, "type", &type))
+    return 0; /* absent: the default gradient sky */
+  return strcmp(json_object_get_string(type), "none") == 0;
+}
+
+typedef struct {
+  atl_call_t *call;
+  struct timespec start, last;
+  int emitted;
+} preview_ctx_t;
+
+static double seconds_between(const struct timespec *a,
+                              const struct timespec *b) {
+  return (double)(b->tv_sec - a->tv_sec) +
+         (double)(b->tv_nsec - a->tv_nsec) * 1e-9;
+}
+
+static void on_preview(void *user, const atl_render_preview_t *p) {
+  preview_ctx_t *c = user;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  double since_last = seconds_between(&c->last, &now);
+  double elapsed = seconds_between(&c->start, &now);
+  if (c->emitted > 0 && since_last < elapsed / 4)
+    return;
+  void *png = NULL;
+  size_t len = 0;
+  char id[ATL_IMAGE_ID_LEN + 1];
+  if (atl_png_encode(p->rgb, p->width, p->height, PREVIEW_PNG_LEVEL, &png,
+                     &len) != 0)
+    return;
+  int rc = host->image_put(host, png, len, "image/png", id);
+  free(png);
+  if (rc != 0)
+    return;
+  c->last = now;
+  c->emitted++;
+  json_object *d = json_object_new_object();
+  json_object_object_add(d, "tool", json_object_new_string("render_scene"));
+  json_object_object_add(d, "fraction", json_object_new_double(p->fraction));
+  json_object_object_add(d, "percent",
+                         json_object_new_int((int)floor(p->fraction * 100)));
+  json_object_object_add(d, "pass", json_object_new_int(p->pass));
+  json_object_object_add(d, "passes", json_object_new_int(p->passes));
+  json_object_object_add(d, "samples_done",
+                         json_object_new_int(p->samples_done));
+  json_object_object_add(d, "image", json_object_new_string(id));
+  json_object_object_add(d, "width", json_object_new_int(p->width));
+  json_object_object_add(d, "height", json_object_new_int(p->height));
+  host->emit(host, c->call->session_id, "render.progress", d);
+}
+
+static int render_failed(atl_call_t *call, int rc, const char *why) {
+  if (rc == ATL_ECANCELED)
+    return call->host->call_error(call, "The render was cancelled before it "
+                                        "finished.");
+  if (rc == ATL_ESHUTDOWN)
+    return call->host->call_error(call, "The render was stopped: the daemon "
+                                        "is shutting down.");
+  return call->host->call_error(call, "%s", why ? why : host->strerror(rc));
+}
+
+static int render_scene(atl_call_t *call) {
+  const atl_host_t *h = call->host;
+  json_object *args = call->args;
+  json_object *override = NULL;
+  json_object_object_get_ex(args, "camera", &override);
+  json_object *scene = scene_for_render(call->document, override);
+  if (scene == NULL)
+    return ATL_ENOMEM;
+  /* The seed's message, word for word; lights alone are nothing to see. */
+  if (count_of(scene, "shapes") == 0) {
+    json_object_put(scene);
+    return h->call_error(call, "Cannot render empty scene - add shapes first");
+  }
+  const char *text =
+      json_object_to_json_string_ext(scene, JSON_C_TO_STRING_PLAIN);
+  size_t text_len = strlen(text);
+  /* Loaded once here to catch a scene the tracer cannot take before any
+   * worker is bothered, with a message that names the object and field. */
+  atl_render_scene_t *loaded = NULL;
+  char *err = NULL;
+  if (atl_render_scene_load(text, text_len, &loaded, &err) != 0) {
+    int rc = h->call_error(call, "Render failed: %s",
+                           err ? err : "the scene cannot be loaded");
+    free(err);
+    json_object_put(scene);
+    return rc;
+  }
+  atl_render_scene_info_t info;
+  atl_render_scene_info(loaded, &info);
+  atl_render_scene_free(loaded);
+  if (h->render == NULL) {
+    json_object_put(scene);
+    return h->call_error(call, "Render failed: rendering is not available in "
+                               "this daemon (its render farm is not running; "
+                               "see the daemon's log)");
+  }
+
+  const char *quality = NULL;
+  json_object *q;
+  if (json_object_object_get_ex(args, "quality", &q))
+    quality = json_object_get_string(q);
+  int spp = quality && strcmp(quality, "draft") == 0 ? DRAFT_SPP : HIGH_SPP;
+  atl_render_request_t req = {.struct_size = sizeof(req),
+                              .scene_json = text,
+                              .scene_len = text_len,
+                              .width = get_int(args, "width", DEFAULT_WIDTH),
+                              .height = get_int(args, "height", DEFAULT_HEIGHT),
+                              .samples = get_int(args, "samples", spp),
+                              .max_depth =
+                                  get_int(args, "max_depth", DEFAULT_MAX_DEPTH),
+                              .seed = 0,
+                              .preview_ms = PREVIEW_MS,
+                              .preview_max_dim = PREVIEW_DIM};
+  preview_ctx_t pc = {.call = call};
+  clock_gettime(CLOCK_MONOTONIC, &pc.start);
+  pc.last = pc.start;
+  atl_render_result_t res;
+  int rc = h->render->render(call, &req, on_preview, &pc, &res);
+  int black = info.light_count == 0 && environment_is_black(scene);
+  json_object_put(scene);
+  if (rc != 0) {
+    rc = render_failed(call, rc, res.error);
+    free(res.error);
+    return rc;
+  }
+  void *png = NULL;
+  size_t len = 0;
+  int enc = atl_png_encode(res.rgb, res.width, res.height, -1, &png, &len);
+  free(res.rgb);
+  if (enc != 0 ||
+      h->call_image(call, "image/png", png, len, "rendered_scene.png") != 0) {
+    free(png);
+    return h->call_error(call, "Failed to encode rendered image");
+  }
+  free(png);
+  json_object *r = json_object_new_object();
+  json_object_object_add(r, "shape_count",
+                         json_object_new_int(info.shape_count));
+  json_object_object_add(r, "light_count",
+                         json_object_new_int(info.light_count));
+  json_object_object_add(r, "width", json_object_new_int(res.width));
+  json_object_object_add(r, "height", json_object_new_int(res.height));
+  json_object_object_add(r, "samples_per_pixel",
+                         json_object_new_int(res.samples));
+  json_object_object_add(r, "max_depth", json_object_new_int(req.max_depth));
+  json_object_object_add(r, "render_time_ms",
+                         json_object_new_int64((int64_t)(res.render_ms + 0.5)));
+  json_object_object_add(r, "paths_per_second",
+                         json_object_new_double(floor(res.paths_per_s)));
+  if (black) {
+    json_object *w = json_object_new_array();
+    json_object_array_add(
+        w, json_object_new_string(
+               "The scene has no lights and a black environment (type "
+               "none), so the picture is black: add a light or set an "
+               "environment."));
+    json_object_object_add(r, "warnings", w);
+  }
+  return h->call_result(call, r);
+}
+
+static const atl_tool_t tools[] = {
+    {.name = "render_scene",
+     .description =
+         "Render the current scene at high quality and return the image for "
+         "visual inspection. **WARNING: This is computationally expensive "
+         "(500 samples/pixel, takes several seconds). Use sparingly - only "
+         "when you need to verify visual appearance, check "
+         "lighting/materials, or debug rendering issues.** Optional: "
+         "quality \"draft\" (16 samples per pixel, fast and noisy), "
+         "width/height (default 400x300), samples, max_depth, and a camera "
+         "for this render only.",
+     .input_schema = render_schema,
+     .result_schema = render_result_schema,
+     .flags = ATL_TOOL_LONG_RUNNING | ATL_TOOL_READ_ONLY,
+     .handler = render_scene},
+};
+
+static int render_init(const atl_host_t *h, void **state) {
+  host = h;
+  *state = NULL;
+  return 0;
+}
+
+ATL_PLUGIN_DEFINE(.name = "render", .version = "1.0.0",
+                  .description = "render_scene: path-traced pictures of the "
+                                 "3D scene, made by the daemon's render farm",
+                  .tools = tools, .n_tools = 1, .init = render_init);

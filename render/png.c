@@ -1,0 +1,78 @@
+/* 8-bit RGB to PNG in memory, with libpng: what the render plugin, the
+ * CLI and the echo plugin send or write. */
+#include "atl-build.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <png.h>
+
+#include "png_encode.h"
+
+typedef struct {
+  unsigned char *data;
+  size_t len, cap;
+} membuf_t;
+
+static void write_mem(png_structp png, png_bytep data, png_size_t len) {
+  membuf_t *m = png_get_io_ptr(png);
+  if (m->len + len > m->cap) {
+    size_t cap = m->cap ? m->cap * 2 : 16384;
+    while (cap < m->len + len)
+      cap *= 2;
+    unsigned char *nd = realloc(m->data, cap);
+    if (nd == NULL)
+      png_error(png, "out of memory");
+    m->data = nd;
+    m->cap = cap;
+  }
+  memcpy(m->data + m->len, data, len);
+  m->len += len;
+}
+
+static void flush_mem(png_structp png) {
+  (void)png;
+}
+
+int atl_png_encode(const uint8_t *rgb, int w, int h, int level, void **out,
+                   size_t *out_len) {
+  *out = NULL;
+  *out_len = 0;
+  if (rgb == NULL || w < 1 || h < 1)
+    return -EINVAL;
+  png_structp png =
+      png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+  png_infop info = png ? png_create_info_struct(png) : NULL;
+  /* volatile: it is read after longjmp() back into this frame. */
+  membuf_t *volatile m = calloc(1, sizeof(membuf_t));
+  if (png == NULL || info == NULL || m == NULL) {
+    png_destroy_write_struct(&png, &info);
+    free(m);
+    return -ENOMEM;
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    free(m->data);
+    free(m);
+    return -ENOMEM;
+  }
+  png_set_write_fn(png, m, write_mem, flush_mem);
+  if (level >= 0 && level <= 9)
+    png_set_compression_level(png, level);
+  png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
+  /* The pixels are sRGB-encoded (atl_render_resolve): say so. */
+  png_set_sRGB_gAMA_and_cHRM(png, info, PNG_sRGB_INTENT_PERCEPTUAL);
+  png_write_info(png, info);
+  for (int y = 0; y < h; y++)
+    png_write_row(png, (png_const_bytep)(rgb + (size_t)y * (size_t)w * 3));
+  png_write_end(png, NULL);
+  png_destroy_write_struct(&png, &info);
+  *out = m->data;
+  *out_len = m->len;
+  free(m);
+  return 0;
+}
