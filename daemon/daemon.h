@@ -121,6 +121,7 @@ struct atl_session_s {
   int deleted;
   int stale; /* a commit failed: reload before next use */
   atl_call_job_t *queue_head, *queue_tail; /* calls waiting for busy */
+  atl_call_job_t *running; /* the call that made it busy, or NULL */
   unsigned queued;
   atl_waiter_t *waiters; /* events.read long polls */
   atl_session_t *hnext;  /* hash chain */
@@ -189,6 +190,10 @@ void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
                         atl_call_done_cb done, void *user);
 /* Starts the next queued call of s, if any (after the previous one). */
 void atl_toolcall_next(atl_daemon_t *d, atl_session_t *s);
+/* Asks the call running on s, if it is flagged ATL_TOOL_LONG_RUNNING (a
+ * render), to stop: its call_cancelled() turns 1. Shorter calls are left
+ * to finish. Returns 1 if a call was asked. */
+int atl_toolcall_cancel_long(atl_session_t *s);
 /* Fails every queued call of s (session deleted or shutting down). */
 void atl_toolcall_drain(atl_daemon_t *d, atl_session_t *s, int rpc_status);
 

@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "daemon.h"
+#include "render_host.h"
 #include "log.h"
 
 typedef void (*method_fn)(atl_daemon_t *d, atl_rpc_call_t *c,
@@ -155,6 +156,7 @@ static void m_daemon_info(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
     json_object_array_add(plugins, o);
   }
   json_object_object_add(r, "plugins", plugins);
+  json_object_object_add(r, "render", atl_render_host_status(d));
   json_object_object_add(
       r, "sessions_loaded",
       json_object_new_int64((int64_t)atl_sessions_loaded(d)));

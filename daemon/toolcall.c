@@ -335,6 +335,7 @@ static void commit_loop(void *arg) {
     j->new_doc = NULL;
   }
   s->busy = 0;
+  s->running = NULL;
   atl_toolcall_next(d, s);
   atl_session_unref(d, s);
   uv_close((uv_handle_t *)&j->timer, timer_closed);
@@ -440,6 +441,7 @@ static void warn_if_slow(const atl_call_job_t *j, uint64_t ns) {
 static void start(atl_daemon_t *d, atl_call_job_t *j) {
   atl_session_t *s = j->s;
   s->busy = 1;
+  s->running = j;
   j->started_ms = atl_now_ms();
   /* Reading the session's document from the pool thread is safe: nothing
    * changes it while the session is busy, and deep copying only reads. */
@@ -608,6 +610,15 @@ int atl__call_operation(atl_call_t *call, const char *target,
   j->before = before;
   j->after = after;
   return 0;
+}
+
+int atl_toolcall_cancel_long(atl_session_t *s) {
+  atl_call_job_t *j = s->running;
+  if (j == NULL || j->tool == NULL ||
+      !(j->tool->tool.flags & ATL_TOOL_LONG_RUNNING))
+    return 0;
+  atomic_store(&j->cancelled, 1);
+  return 1;
 }
 
 int atl__call_cancelled(const atl_call_t *call) {

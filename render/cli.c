@@ -35,7 +35,7 @@ typedef struct {
   uv_timer_t cancel_timer;
   int status;
   char *message;
-  double t_submit, t_done;
+  double t_submit, t_done, t_cancel;
   int tty;
 } cli_t;
 
@@ -276,12 +276,15 @@ static void on_done(atl_farm_job_t *job, int status, const char *msg,
 static void on_signal(uv_signal_t *s, int signum) {
   cli_t *c = s->data;
   (void)signum;
-  if (c->job != NULL)
+  if (c->job != NULL && c->t_cancel == 0) {
+    c->t_cancel = now_s();
     atl_farm_cancel(c->job);
+  }
 }
 
 static void on_cancel_timer(uv_timer_t *t) {
   cli_t *c = t->data;
+  c->t_cancel = now_s();
   atl_farm_cancel(c->job);
 }
 
@@ -416,7 +419,8 @@ int main(int argc, char **argv) {
             : c.message            ? c.message
                                    : strerror(-c.status));
     if (c.status == -ECANCELED)
-      printf("cancelled_ms=%.1f\n", (c.t_done - c.t_submit) * 1000);
+      printf("cancelled: the workers stopped %.1f ms after the cancel\n",
+             (c.t_done - c.t_cancel) * 1000);
     atl_farm_job_free(c.job);
     free(c.message);
     return c.status == -ECANCELED ? 130 : 1;

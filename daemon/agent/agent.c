@@ -833,6 +833,9 @@ int atl_agent_cancel(atl_daemon_t *d, atl_session_t *s) {
   if (a == NULL || !a->active)
     return 0;
   a->cancel = 1;
+  /* A render in flight would hold the cancel up for seconds: it is asked
+   * to stop (its workers stop within 100 ms). Other calls finish. */
+  atl_toolcall_cancel_long(s);
   return 1;
 }
 

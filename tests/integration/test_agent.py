@@ -12,163 +12,19 @@ or "not ok N -" lines, "#" diagnostics, a final "P passed, F failed".
 Standard library only.
 """
 
-import atexit
 import json
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
-import urllib.request
 
-SRCDIR = os.environ.get(
-    "ATL_TEST_SRCDIR",
-    os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
-BUILDDIR = os.environ.get("ATL_TEST_BUILDDIR", os.path.join(SRCDIR, "build"))
-DAEMON = os.path.join(BUILDDIR, "atelierd")
-PLUGIN_DIR = os.path.join(BUILDDIR, "plugins", ".libs")
-FAKE = os.environ.get("FAKE_LLM",
-                      os.path.join(SRCDIR, "tests", "fake-llm", "fake_llm.py"))
-KEY = "sk-agent-test-SECRET"
+from atltest import BUILDDIR, END, KEY, SRCDIR, TMP, Daemon, Fake
 
-TMP = tempfile.mkdtemp(prefix="atl-agent.", dir=os.environ.get("TMPDIR", "/tmp"))
-PROCS = []
-
-
-def cleanup():
-    for p in PROCS:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    shutil.rmtree(TMP, ignore_errors=True)
-
-
-atexit.register(cleanup)
-signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
 
 
 # ---------------------------------------------------------------- helpers
-
-class Fake:
-    def __init__(self):
-        self.proc = subprocess.Popen(
-            [sys.executable, FAKE, "--port", "0"], stdout=subprocess.PIPE,
-            stderr=open(os.path.join(TMP, "fake.log"), "w"), text=True)
-        PROCS.append(self.proc)
-        line = self.proc.stdout.readline()
-        if "listening on" not in line:
-            raise RuntimeError("fake-llm did not start: %r" % line)
-        self.url = line.strip().split()[-1]
-
-    def _post(self, path, obj):
-        req = urllib.request.Request(self.url + path, json.dumps(obj).encode(),
-                                     {"Content-Type": "application/json"})
-        return json.load(urllib.request.urlopen(req, timeout=10))
-
-    def script(self, turns):
-        self._post("/_fake/reset", {})
-        self._post("/_fake/script", {"turns": turns})
-
-    def requests(self):
-        with urllib.request.urlopen(self.url + "/_fake/requests", timeout=10) as r:
-            return [q for q in json.load(r)["requests"]
-                    if q["path"].startswith("/v1")]
-
-
-class Daemon:
-    def __init__(self, name, conf, data_dir=None, env=None):
-        self.dir = os.path.join(TMP, name)
-        os.makedirs(self.dir, exist_ok=True)
-        self.sock = os.path.join(self.dir, "run", "api.sock")
-        self.data = data_dir or os.path.join(self.dir, "data")
-        path = os.path.join(self.dir, "atelierd.conf")
-        with open(path, "w") as f:
-            f.write(conf)
-        e = {k: v for k, v in os.environ.items()
-             if k not in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY",
-                          "OPENAI_API_KEY")}
-        e.update(env or {})
-        self.log = os.path.join(self.dir, "daemon.log")
-        self.proc = subprocess.Popen(
-            [DAEMON, "--foreground", "--config", path, "--socket-dir",
-             os.path.dirname(self.sock), "--data-dir", self.data,
-             "--plugin-dir", PLUGIN_DIR, "--log-level", "debug"],
-            stderr=open(self.log, "a"), env=e)
-        PROCS.append(self.proc)
-        for _ in range(200):
-            if os.path.exists(self.sock):
-                try:
-                    self.rpc("daemon.info", {})
-                    return
-                except OSError:
-                    pass
-            time.sleep(0.05)
-        raise RuntimeError("atelierd did not start")
-
-    def rpc(self, method, params):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(20)
-        s.connect(self.sock)
-        s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
-                              "params": params}).encode() + b"\n")
-        buf = b""
-        while b"\n" not in buf:
-            chunk = s.recv(1 << 20)
-            if not chunk:
-                break
-            buf += chunk
-        s.close()
-        resp = json.loads(buf.split(b"\n", 1)[0])
-        if "error" in resp:
-            raise RuntimeError("%s: %s" % (method, resp["error"]))
-        return resp["result"]
-
-    def session(self):
-        return self.rpc("session.create", {})["id"]
-
-    def events(self, sid, after=0):
-        return self.rpc("events.read", {"session": sid, "after_seq": after,
-                                        "limit": 10000})["events"]
-
-    def run(self, sid, text, ends=1, timeout=30):
-        """Sends text and returns the events up to the end of `ends` runs."""
-        start = self.events(sid)
-        after = start[-1]["seq"] if start else 0
-        self.rpc("session.send", {"session": sid, "text": text})
-        return self.follow(sid, after, ends, timeout)
-
-    def follow(self, sid, after, ends=1, timeout=30):
-        out = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            r = self.rpc("events.read", {"session": sid, "after_seq": after,
-                                         "limit": 10000, "wait_ms": 1000})
-            for e in r["events"]:
-                out.append(e)
-                after = e["seq"]
-            if sum(1 for e in out if e["type"] in END) >= ends:
-                return out
-        raise AssertionError("the run did not end; events: %s" %
-                             [e["type"] for e in out])
-
-    def history(self, sid):
-        return self.rpc("session.get", {"session": sid})["history"]
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait()
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=15)
-
-
-END = ("run.completed", "run.error", "run.cancelled", "run.limit_reached")
-
 
 def types(events):
     return [e["type"] for e in events if e["type"] != "text.delta"]

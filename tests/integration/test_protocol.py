@@ -29,12 +29,8 @@ import threading
 import time
 import traceback
 
-SRCDIR = os.environ.get(
-    "ATL_TEST_SRCDIR",
-    os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
-BUILDDIR = os.environ.get("ATL_TEST_BUILDDIR", os.path.join(SRCDIR, "build"))
-DAEMON = os.path.join(BUILDDIR, "atelierd")
-PLUGIN_DIR = os.path.join(BUILDDIR, "plugins", ".libs")
+from atltest import BUILDDIR, DAEMON, PLUGIN_DIR
+
 LT_PLUGIN_DIR = os.path.join(BUILDDIR, "tests", "unit", "plugins", ".libs")
 
 MAX_FRAME = 8388608

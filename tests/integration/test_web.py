@@ -8,49 +8,23 @@ and the bridge's streams surviving a daemon killed and restarted.
 
 Python 3 standard library only; TAP-like output, exit status 1 on failure.
 """
-import atexit
 import gzip
 import http.client
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
-import urllib.request
 
-SRCDIR = os.environ.get(
-    "ATL_TEST_SRCDIR",
-    os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
-BUILDDIR = os.environ.get("ATL_TEST_BUILDDIR", os.path.join(SRCDIR, "build"))
+from atltest import BUILDDIR, PROCS, SRCDIR, TMP, Fake
+
 STACK = os.path.join(SRCDIR, "scripts", "atelier-stack")
-FAKE = os.path.join(SRCDIR, "tests", "fake-llm", "fake_llm.py")
 KEY = "sk-web-test-SECRET"
-
-TMP = tempfile.mkdtemp(prefix="atl-web.", dir=os.environ.get("TMPDIR", "/tmp"))
-PROCS = []
-
-
-def cleanup():
-    for p in PROCS:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-    shutil.rmtree(TMP, ignore_errors=True)
-
-
-atexit.register(cleanup)
-signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
 
 
 def free_port():
@@ -59,23 +33,6 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
-
-
-class Fake:
-    def __init__(self):
-        self.proc = subprocess.Popen(
-            [sys.executable, FAKE, "--port", "0"], stdout=subprocess.PIPE,
-            stderr=open(os.path.join(TMP, "fake.log"), "w"), text=True)
-        PROCS.append(self.proc)
-        line = self.proc.stdout.readline()
-        assert "listening on" in line, line
-        self.url = line.strip().split()[-1]
-
-    def script(self, turns):
-        for path, body in (("/_fake/reset", {}), ("/_fake/script", {"turns": turns})):
-            req = urllib.request.Request(self.url + path, json.dumps(body).encode(),
-                                         {"Content-Type": "application/json"})
-            urllib.request.urlopen(req, timeout=10).read()
 
 
 class Stack:

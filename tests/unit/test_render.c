@@ -9,24 +9,7 @@
 #include <unistd.h>
 
 #include "rt.h"
-
-static char *slurp(const char *name, size_t *len) {
-  char path[1024];
-  const char *src = getenv("ATL_TEST_SRCDIR");
-  snprintf(path, sizeof(path), "%s/tests/data/%s", src ? src : ATL_TEST_SRCDIR,
-           name);
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  rewind(f);
-  char *buf = malloc((size_t)n + 1);
-  cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-  buf[n] = 0;
-  fclose(f);
-  *len = (size_t)n;
-  return buf;
-}
+#include "test_data.h"
 
 static atl_render_scene_t *load_str(const char *json) {
   atl_render_scene_t *s = NULL;
@@ -38,7 +21,7 @@ static atl_render_scene_t *load_str(const char *json) {
 
 static atl_render_scene_t *load_file(const char *name) {
   size_t n;
-  char *json = slurp(name, &n);
+  char *json = atl_test_slurp(name, &n);
   atl_render_scene_t *s = NULL;
   char *err = NULL;
   int rc = atl_render_scene_load(json, n, &s, &err);

@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""render_scene end to end: the real atelierd with its render farm (real
+worker processes, POSIX shared memory), the scene and render plugins, over
+raw JSON-RPC; and the agent path with the fake provider.
+
+Checks the seed's defaults and error messages, the arguments, progress
+events with previews, determinism (the same call gives the same image, to
+the byte), a worker SIGKILLed mid-render, a cancelled run and a timed-out
+call stopping the workers, the daemon killed mid-render (workers go with
+it, nothing is left in /dev/shm), and the image reaching the model.
+
+Run by `make check` (ATL_TEST_BUILDDIR, ATL_TEST_SRCDIR). Output: "ok N -"
+or "not ok N -" lines, "#" diagnostics, a final "P passed, F failed".
+Standard library only.
+"""
+
+import base64
+import json
+import os
+import signal
+import struct
+import sys
+import time
+
+from atltest import KEY, TMP, Daemon, Fake, run_checks
+
+SCENE = {
+    "camera": {"center": [0, 1.5, 6], "look_at": [0, 0.8, 0], "vfov": 40},
+    "shapes": [
+        {"id": "ball", "type": "sphere",
+         "properties": {"center": [0, 1, 0], "radius": 1,
+                        "material": {"type": "lambertian",
+                                     "albedo": [0.8, 0.3, 0.2]}}},
+        {"id": "floor", "type": "quad",
+         "properties": {"corner": [-5, 0, -5], "u": [0, 0, 10],
+                        "v": [10, 0, 0]}},
+    ],
+    "lights": [
+        {"id": "lamp", "type": "area_quad_light",
+         "properties": {"corner": [-1, 4, -1], "u": [2, 0, 0],
+                        "v": [0, 0, 2], "emission": [6, 6, 6]}},
+    ],
+}
+
+
+def png_size(data):
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG: %r" % data[:8]
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def image(d, image_id):
+    r = d.rpc("image.get", {"id": image_id})
+    return base64.b64decode(r["data"])
+
+
+def call(d, sid, tool, args=None):
+    return d.rpc("tool.call", {"session": sid, "name": tool,
+                               "arguments": args or {}})
+
+
+def scene_session(d):
+    sid = d.session()
+    r = call(d, sid, "import_scene", {"scene": SCENE})
+    assert r["success"], r
+    return sid
+
+
+def render_info(d):
+    return d.rpc("daemon.info", {})["render"]
+
+
+def wait_for(pred, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.01)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def shm_segments():
+    return sorted(n for n in os.listdir("/dev/shm")
+                  if n.startswith("atelier-render-"))
+
+
+def rendering_daemon(name):
+    """A daemon of its own, busy with a long render started by a run;
+    returns it, the session and the workers' pids."""
+    d = Daemon(name, "[render]\nworkers = 2\n")
+    sid = scene_session(d)
+    pids = render_info(d)["workers"]
+    after = d.events(sid)[-1]["seq"]
+    d.rpc("session.send", {"session": sid,
+                           "text": '/render_scene {"samples": 4096}'})
+    wait_for(lambda: any(e["type"] == "render.progress"
+                         for e in d.events(sid, after)), 20, "a preview")
+    return d, sid, pids
+
+
+# ---------------------------------------------------------------- checks
+
+CHECKS = []
+
+
+def check(name):
+    def wrap(fn):
+        CHECKS.append((name, fn))
+        return fn
+    return wrap
+
+
+@check("the farm runs render.workers worker processes, children of atelierd")
+def _(ctx):
+    info = render_info(ctx["d"])
+    assert info["running"] is True, info
+    assert len(info["workers"]) == 2, info
+    for pid in info["workers"]:
+        with open("/proc/%d/stat" % pid) as f:
+            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        assert ppid == ctx["d"].proc.pid, (pid, ppid)
+
+
+@check("an empty scene: the seed's error, word for word")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    r = call(d, sid, "render_scene")
+    assert r == {"success": False,
+                 "error": "Cannot render empty scene - add shapes first"}, r
+    # Lights alone are still nothing to see.
+    call(d, sid, "create_light", {"id": "l", "type": "point",
+                                  "properties": {"center": [0, 3, 0],
+                                                 "emission": [5, 5, 5]}})
+    r = call(d, sid, "render_scene")
+    assert r["error"] == "Cannot render empty scene - add shapes first", r
+
+
+@check("bad arguments are refused with what was wrong and what is right")
+def _(ctx):
+    d = ctx["d"]
+    sid = scene_session(d)
+    for args, words in [({"width": 8}, ["/width", "16"]),
+                        ({"height": 5000}, ["/height", "1920"]),
+                        ({"samples": 0}, ["/samples", "1"]),
+                        ({"quality": "ultra"}, ["/quality", "draft", "high"]),
+                        ({"camera": {"vfov": 200}}, ["/camera/vfov", "180"]),
+                        ({"colour": 1}, ["colour"])]:
+        r = call(d, sid, "render_scene", args)
+        assert r["success"] is False, (args, r)
+        for w in words:
+            assert w in r["error"], (args, w, r["error"])
+    # A camera the tracer cannot use: the message names the field.
+    r = call(d, sid, "render_scene",
+             {"camera": {"center": [0, 0.8, 0], "look_at": [0, 0.8, 0]}})
+    assert r["success"] is False and "look_at" in r["error"], r
+
+
+@check("the defaults: 400x300 at 500 samples, a PNG, previews on the way")
+def _(ctx):
+    d = ctx["d"]
+    sid = scene_session(d)
+    after = d.events(sid)[-1]["seq"]
+    r = call(d, sid, "render_scene")
+    assert r["success"] is True, r
+    res = r["result"]
+    assert (res["width"], res["height"], res["samples_per_pixel"]) == \
+        (400, 300, 500), res
+    assert res["shape_count"] == 2 and res["light_count"] == 1, res
+    assert res["render_time_ms"] > 0 and res["paths_per_second"] > 0, res
+    assert len(r["images"]) == 1 and r["images"][0]["mime"] == "image/png"
+    png = image(d, r["images"][0]["id"])
+    assert png_size(png) == (400, 300)
+    ev = d.events(sid, after)
+    prog = [e["data"] for e in ev if e["type"] == "render.progress"]
+    assert prog, [e["type"] for e in ev]
+    fr = [p["fraction"] for p in prog]
+    assert fr == sorted(fr) and 0 < fr[0] and fr[-1] < 1, fr
+    assert all(p["tool"] == "render_scene" and p["passes"] > 1 for p in prog)
+    assert png_size(image(d, prog[-1]["image"])) == \
+        (prog[-1]["width"], prog[-1]["height"])
+    fin = [e["data"] for e in ev if e["type"] == "tool.finished"][-1]
+    assert fin["images"] == [r["images"][0]["id"]], fin
+    ctx["default_ms"] = res["render_time_ms"]
+
+
+@check("the same call gives the same image, byte for byte; draft differs")
+def _(ctx):
+    d = ctx["d"]
+    sid = scene_session(d)
+    a = call(d, sid, "render_scene", {"width": 120, "height": 90,
+                                      "samples": 12})
+    b = call(d, sid, "render_scene", {"width": 120, "height": 90,
+                                      "samples": 12})
+    assert a["images"][0]["id"] == b["images"][0]["id"], (a, b)
+    c = call(d, sid, "render_scene", {"quality": "draft", "width": 120,
+                                      "height": 90})
+    assert c["result"]["samples_per_pixel"] == 16, c
+    assert c["images"][0]["id"] != a["images"][0]["id"]
+    ctx["small"] = a["images"][0]["id"]
+
+
+@check("a camera override changes the picture, not the scene's camera")
+def _(ctx):
+    d = ctx["d"]
+    sid = scene_session(d)
+    before = d.rpc("session.get", {"session": sid})["document"]["scene"]
+    r = call(d, sid, "render_scene", {"width": 120, "height": 90,
+                                      "samples": 12,
+                                      "camera": {"center": [4, 3, 4]}})
+    assert r["success"], r
+    assert r["images"][0]["id"] != ctx["small"]
+    after = d.rpc("session.get", {"session": sid})["document"]["scene"]
+    assert after["camera"] == before["camera"]
+
+
+@check("a worker SIGKILLed mid-render: replaced, and the image is unchanged")
+def _(ctx):
+    d = ctx["d"]
+    sid = scene_session(d)
+    args = {"width": 320, "height": 240, "samples": 64}
+    ref = call(d, sid, "render_scene", args)["images"][0]["id"]
+    old = render_info(d)
+    after = d.events(sid)[-1]["seq"]
+    import threading
+    out = {}
+    t = threading.Thread(target=lambda: out.update(
+        r=call(d, sid, "render_scene", args)))
+    t.start()
+    wait_for(lambda: any(e["type"] == "render.progress"
+                         for e in d.events(sid, after)), 20, "a preview")
+    victim = old["workers"][0]
+    os.kill(victim, signal.SIGKILL)
+    t.join(60)
+    r = out["r"]
+    assert r["success"], r
+    assert r["images"][0]["id"] == ref, "the picture changed"
+    new = render_info(d)
+    assert new["restarts"] >= old["restarts"] + 1, (old, new)
+    assert victim not in new["workers"], new
+    wait_for(lambda: all(p > 0 and alive(p) for p in
+                         render_info(d)["workers"]), 5, "the new worker")
+
+
+@check("cancelling the run stops a render within a second; the farm is idle")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    fake.script([{"tool_calls": [{"name": "render_scene",
+                                  "arguments": {"width": 800, "height": 600,
+                                                "samples": 4096}}]},
+                 {"text": "never asked"}])
+    sid = scene_session(d)
+    after = d.events(sid)[-1]["seq"]
+    d.rpc("session.send", {"session": sid, "text": "render it"})
+    wait_for(lambda: any(e["type"] == "render.progress"
+                         for e in d.events(sid, after)), 20, "a preview")
+    t0 = time.monotonic()
+    assert d.rpc("session.cancel", {"session": sid}) == {"cancelled": True}
+    ev = d.follow(sid, after, timeout=10)
+    took = time.monotonic() - t0
+    assert ev[-1]["type"] == "run.cancelled", [e["type"] for e in ev]
+    assert took < 1.0, "the run ended %.2f s after the cancel" % took
+    fin = [e["data"] for e in ev if e["type"] == "tool.finished"]
+    assert fin and fin[0]["success"] is False, fin
+    assert "cancelled" in fin[0]["error"], fin
+    assert render_info(d)["active_jobs"] == 0
+
+
+@check("the image goes to the model as an image part")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    fake.script([{"tool_calls": [{"name": "render_scene",
+                                  "arguments": {"quality": "draft",
+                                                "width": 64, "height": 48}}]},
+                 {"text": "I see a red ball."}])
+    sid = scene_session(d)
+    ev = d.run(sid, "look", timeout=60)
+    assert ev[-1]["type"] == "run.completed", [e["type"] for e in ev]
+    reqs = fake.requests()
+    second = json.dumps(reqs[-1]["body"])
+    assert "image_url" in second and "data:image/png;base64," in second
+
+
+@check("a timed-out render stops its workers within 200 ms")
+def _(ctx):
+    d = ctx["short"]
+    sid = scene_session(d)
+    t0 = time.monotonic()
+    r = call(d, sid, "render_scene", {"width": 800, "height": 600,
+                                      "samples": 4096})
+    assert r["success"] is False and "timed out" in r["error"], r
+    assert time.monotonic() - t0 < 5
+    wait_for(lambda: render_info(d)["active_jobs"] == 0, 0.2,
+             "the job to leave the farm")
+
+
+@check("render.workers = 0: render_scene says rendering is unavailable")
+def _(ctx):
+    d = Daemon("render-off", "[render]\nworkers = 0\n")
+    try:
+        assert render_info(d) == {"running": False}
+        sid = scene_session(d)
+        r = call(d, sid, "render_scene", {"quality": "draft"})
+        assert r["success"] is False and "not available" in r["error"], r
+    finally:
+        d.stop()
+
+
+@check("atelierd SIGKILLed mid-render: its workers go too, /dev/shm is clean")
+def _(ctx):
+    before = shm_segments()
+    d, sid, pids = rendering_daemon("render-kill")
+    d.kill()
+    wait_for(lambda: not any(alive(p) for p in pids), 2,
+             "the workers to exit")
+    assert shm_segments() == before, shm_segments()
+    # The restarted daemon renders, and says the last run was interrupted.
+    d2 = Daemon("render-kill", "[render]\nworkers = 2\n", data_dir=d.data)
+    try:
+        r = call(d2, sid, "render_scene", {"quality": "draft", "width": 64,
+                                           "height": 48})
+        assert r["success"], r
+        types = [e["type"] for e in d2.events(sid)]
+        assert "run.interrupted" in types, types
+    finally:
+        d2.stop()
+
+
+@check("SIGTERM during a render: atelierd and its workers exit promptly")
+def _(ctx):
+    d, _, pids = rendering_daemon("render-term")
+    t0 = time.monotonic()
+    d.proc.terminate()
+    assert d.proc.wait(timeout=10) == 0
+    assert time.monotonic() - t0 < 3, "took %.1f s" % (time.monotonic() - t0)
+    assert not any(alive(p) for p in pids)
+
+
+def main():
+    fake = Fake()
+    conf = ("[render]\nworkers = 2\n"
+            "[agent]\nprovider = fake\n"
+            "[provider.fake]\ntype = openai\nbase_url = %s\n"
+            "api_key_env = FAKE_LLM_KEY\nmodels = fake-model\n" % fake.url)
+    ctx = {"fake": fake,
+           "d": Daemon("render", conf, env={"FAKE_LLM_KEY": KEY}),
+           "short": Daemon("render-short",
+                           "[render]\nworkers = 2\n"
+                           "[tools]\nlong_timeout_ms = 500\n")}
+    passed, failed = run_checks(CHECKS, ctx)
+    for d in (ctx["d"], ctx["short"]):
+        d.stop()
+    print("# render_scene defaults (400x300, 500 spp) took %s ms"
+          % ctx.get("default_ms", "?"))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

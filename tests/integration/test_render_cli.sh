@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# atelier-render, the farm's command line: the same picture whatever the
+# number of workers, clear errors for bad input, and a cancel (SIGINT)
+# that stops the workers and leaves nothing in /dev/shm.
+#
+# Run by `make check` (ATL_TEST_BUILDDIR, ATL_TEST_SRCDIR). Output: one
+# "ok N - ..." or "not ok N - ..." line per check, "#" diagnostics, and a
+# final "P passed, F failed".
+set -uo pipefail
+
+builddir=${ATL_TEST_BUILDDIR:?ATL_TEST_BUILDDIR must name the build directory}
+srcdir=${ATL_TEST_SRCDIR:?ATL_TEST_SRCDIR must name the source directory}
+cli=$builddir/atelier-render
+scenes=$srcdir/tests/data/scenes
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/atelier-cli.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+passed=0
+failed=0
+n=0
+result() { # result STATUS DESC
+  n=$((n + 1))
+  if [ "$1" -eq 0 ]; then
+    passed=$((passed + 1))
+    echo "ok $n - $2"
+  else
+    failed=$((failed + 1))
+    echo "not ok $n - $2"
+    sed 's/^/#   /' "$tmp/err" 2>/dev/null | tail -10
+  fi
+}
+shm() { ls /dev/shm | grep -c '^atelier-render-' || true; }
+
+run() { "$cli" "$@" >"$tmp/out" 2>"$tmp/err"; }
+
+# --- the same picture with 1 and 3 workers -----------------------------
+st=0
+run "$scenes/snowman.json" -W 96 -H 72 -s 10 -j 1 -q -o "$tmp/a.png" \
+  --pfm "$tmp/a.pfm" || st=1
+run "$scenes/snowman.json" -W 96 -H 72 -s 10 -j 3 -q -o "$tmp/b.png" \
+  --pfm "$tmp/b.pfm" || st=1
+cmp -s "$tmp/a.png" "$tmp/b.png" && cmp -s "$tmp/a.pfm" "$tmp/b.pfm" || st=1
+[ "$(head -c 8 "$tmp/a.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] || st=1
+result $st "1 and 3 workers write byte-identical PNG and PFM files"
+
+st=0
+grep -q '96x72, 10 spp, max depth 8, 3 workers: 69120 paths' "$tmp/out" || st=1
+grep -q 'M paths/s' "$tmp/out" || st=1
+result $st "it reports the paths traced and the paths per second"
+
+st=0
+run "$scenes/snowman.json" -W 96 -H 72 -s 10 -j 2 -q --seed 5 -o "$tmp/c.png" || st=1
+cmp -s "$tmp/a.png" "$tmp/c.png" && st=1
+result $st "another seed gives another picture"
+
+# --- bad input ---------------------------------------------------------
+st=0
+run "$scenes/snowman.json" -W 0 -o "$tmp/x.png"
+rc=$?
+[ $rc -eq 2 ] && grep -q -- "--width: expected an integer from 1 to 8192, got '0'" "$tmp/err" || st=1
+result $st "a bad --width is a usage error that says the range"
+
+st=0
+run "$scenes/snowman.json"
+rc=$?
+[ $rc -eq 2 ] && grep -q 'say where the image goes' "$tmp/err" || st=1
+result $st "no output file: a usage error"
+
+st=0
+printf '{"shapes": [{"id": "s", "type": "sphere", "properties": {"center": [0, 0, 0], "radius": -1}}]}' >"$tmp/bad.json"
+run "$tmp/bad.json" -o "$tmp/x.png"
+rc=$?
+[ $rc -eq 1 ] && grep -q 'radius' "$tmp/err" && [ ! -e "$tmp/x.png" ] || st=1
+result $st "a bad scene names the field and writes nothing"
+
+st=0
+run "$tmp/missing.json" -o "$tmp/x.png"
+[ $? -eq 1 ] && grep -q 'No such file' "$tmp/err" || st=1
+result $st "a missing scene file is reported"
+
+# --- cancel --------------------------------------------------------------
+st=0
+before=$(shm)
+"$cli" "$scenes/snowman.json" -s 100000 -j 2 -q -o "$tmp/never.png" \
+  >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+sleep 1
+workers=$(pgrep -P "$pid" | tr '\n' ' ')
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+[ $rc -eq 130 ] || st=1
+[ ! -e "$tmp/never.png" ] || st=1
+for w in $workers; do kill -0 "$w" 2>/dev/null && st=1; done
+[ -n "$workers" ] || st=1
+[ "$(shm)" = "$before" ] || st=1
+ms=$(sed -n 's/^cancelled: the workers stopped \([0-9.]*\) ms after the cancel$/\1/p' "$tmp/out")
+[ -n "$ms" ] && awk -v ms="$ms" 'BEGIN { exit !(ms < 100) }' || st=1
+echo "# the workers stopped ${ms:-?} ms after the cancel"
+result $st "SIGINT cancels within 100 ms: status 130, workers gone, /dev/shm clean"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
