@@ -71,6 +71,7 @@ export class ChatView {
     this.run = null; // the open run's state, or null
     this.lastRun = null; // its container, kept for a late run.interrupted
     this.active = false;
+    this.rendering = false; // a render.progress came, and not its end
     this.hooks.onChange(true);
   }
 
@@ -106,7 +107,10 @@ export class ChatView {
       case 'tool.results': this.unfinished('No result: the call did not run.'); break;
       case 'render.progress':
         if (typeof d.image === 'string' && d.image !== '') this.hooks.onImage(d.image);
-        if (Number.isFinite(d.fraction)) this.hooks.onRenderProgress(d.fraction);
+        if (Number.isFinite(d.fraction)) {
+          this.rendering = d.fraction < 1;
+          this.hooks.onRenderProgress(d.fraction);
+        }
         break;
       default:
         if (RUN_END.has(ev.type)) this.runEnded(ev, d);
@@ -249,6 +253,15 @@ export class ChatView {
       images,
     });
     if (images.length > 0) this.hooks.onImage(images[images.length - 1]);
+    if (tool === 'render_scene') this.renderEnded();
+  }
+
+  // The progress bar of a render goes when its call ends, or its run: the
+  // last render.progress comes before the last samples, never at 1.
+  renderEnded() {
+    if (!this.rendering) return;
+    this.rendering = false;
+    this.hooks.onRenderProgress(1);
   }
 
   // Calls that started but will get no tool.finished: cancelled, broken
@@ -269,6 +282,7 @@ export class ChatView {
   }
 
   runEnded(ev, d) {
+    this.renderEnded();
     const run = this.current(ev.seq);
     const message = typeof d.message === 'string' ? d.message : '';
     let notice = null;

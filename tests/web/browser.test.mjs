@@ -382,6 +382,43 @@ check('an image: the tool details and the preview show the loaded PNG', async ({
   await page.context().close();
 });
 
+check('render_scene: the preview sharpens while it runs, then shows the final picture', async ({ browser, stack, fake }) => {
+  await fake.script([
+    { tool_calls: [{ name: 'create_shape', arguments: {
+      id: 'ball', type: 'sphere', properties: { center: [0, 0, 0], radius: 1 } } }] },
+    { tool_calls: [{ name: 'render_scene', arguments: { width: 200, height: 150, samples: 200 } }] },
+    { text: 'A sphere under the sky.' },
+  ]);
+  const page = await open(browser, stack);
+  // Record every picture the preview pane shows, and whether its progress
+  // bar was ever visible.
+  await page.evaluate(() => {
+    window.seenPreviews = [];
+    window.sawProgress = false;
+    new MutationObserver(() => {
+      const b = document.querySelector('#preview-open');
+      const id = b && b.dataset.imageId;
+      if (id && window.seenPreviews[window.seenPreviews.length - 1] !== id) window.seenPreviews.push(id);
+      if (!document.getElementById('preview-progress').hidden) window.sawProgress = true;
+    }).observe(document.getElementById('preview'), { subtree: true, childList: true, attributes: true });
+  });
+  await send(page, 'Render a ball');
+  await runEnds(page);
+  const call = page.locator('#messages .tool-call[data-tool="render_scene"]');
+  eq(await call.getAttribute('data-state'), 'ok', 'render_scene state');
+  const final = await call.evaluate((e) => e.querySelector('.tool-images .image-button').dataset.imageId);
+  const seen = await page.evaluate(() => window.seenPreviews);
+  assert(seen.length >= 2, 'previews shown: ' + JSON.stringify(seen));
+  eq(seen[seen.length - 1], final, 'the preview ends on the final picture');
+  assert(await page.evaluate(() => window.sawProgress), 'the progress bar was never shown');
+  eq(await page.locator('#preview-progress').isHidden(), true, 'the progress bar is hidden after the render');
+  const prev = page.locator('#preview #preview-open img');
+  await page.waitForFunction((e) => e.complete && e.naturalWidth === 200, await prev.elementHandle());
+  await shot(page, 'render.png');
+  noErrors(page);
+  await page.context().close();
+});
+
 // No model call may follow a stop. An absence is only proved by a timed
 // window: until well past when the next call would have come, the fake has
 // been asked once and still holds the turn that would answer it.

@@ -227,6 +227,23 @@ describe('ChatView: runs in progress', () => {
     assert.equal(root.querySelectorAll('.notice').length, 2);
   });
 
+  test("a render's progress ends with its call, or with its run", () => {
+    const { view, log } = makeView();
+    view.apply({ seq: 1, type: 'run.started', data: { text: 'x' } });
+    view.apply({ seq: 2, type: 'tool.started', data: { tool: 'render_scene', id: 'r', arguments: {} } });
+    view.apply({ seq: 3, type: 'render.progress', data: { image: 'p1', fraction: 0.3 } });
+    view.apply({ seq: 4, type: 'tool.finished', data: { operation: { tool: 'render_scene' }, success: true, images: ['final'] } });
+    assert.deepEqual(log.progress, [0.3, 1]);
+    assert.deepEqual(log.images, ['p1', 'final']);
+    view.apply({ seq: 5, type: 'tool.started', data: { tool: 'render_scene', id: 's', arguments: {} } });
+    view.apply({ seq: 6, type: 'render.progress', data: { image: 'p2', fraction: 0.6 } });
+    view.apply({ seq: 7, type: 'run.cancelled', data: {} });
+    assert.deepEqual(log.progress, [0.3, 1, 0.6, 1]);
+    view.apply({ seq: 8, type: 'run.started', data: { text: 'y' } });
+    view.apply({ seq: 9, type: 'run.completed', data: {} });
+    assert.deepEqual(log.progress, [0.3, 1, 0.6, 1], 'no render, no progress');
+  });
+
   test('reset empties the view', () => {
     const { view, root, log } = makeView();
     view.apply({ seq: 1, type: 'run.started', data: { text: 'x' } });
