@@ -90,6 +90,9 @@ static void assert_defaults(const atl_config_t *cfg) {
   cr_assert_eq(cfg->store_synchronous, 2);
   cr_assert_eq(cfg->session_cache, 1024);
   cr_assert_eq(cfg->max_batch, 1024);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  cr_assert_eq(cfg->render_workers, (uint32_t)(cores > 256 ? 256 : cores));
+  cr_assert_null(cfg->render_worker);
 }
 
 Test(config, defaults) {
@@ -130,7 +133,10 @@ Test(config, file_sets_every_key) {
                 "[store]\n"
                 "synchronous = normal\n"
                 "session_cache = 1\n"
-                "max_batch = 65536\n");
+                "max_batch = 65536\n"
+                "[render]\n"
+                "workers = 0\n"
+                "worker = /opt/w\n");
   cr_assert_str_eq(cfg.socket_dir, "/tmp/s");
   cr_assert_str_eq(cfg.data_dir, "/tmp/d");
   cr_assert_str_eq(cfg.plugin_dir, "/tmp/p");
@@ -151,6 +157,8 @@ Test(config, file_sets_every_key) {
   cr_assert_eq(cfg.store_synchronous, 1);
   cr_assert_eq(cfg.session_cache, 1);
   cr_assert_eq(cfg.max_batch, 65536);
+  cr_assert_eq(cfg.render_workers, 0);
+  cr_assert_str_eq(cfg.render_worker, "/opt/w");
   atl_config_free(&cfg);
 }
 
@@ -246,6 +254,12 @@ Test(config, threads_range) {
                "between 1 and 64, got '65'");
 }
 
+Test(config, render_workers_range) {
+  expect_error("[render]\nworkers = 257\n", ATL_ECONFIG,
+               "%s:2: [render] workers: expected a whole number of processes "
+               "between 0 and 256, got '257'");
+}
+
 Test(config, empty_number) {
   expect_error("[store]\nmax_batch =\n", ATL_ECONFIG,
                "%s:2: [store] max_batch: expected a whole number of "
@@ -275,13 +289,13 @@ Test(config, unknown_key) {
 Test(config, unknown_section) {
   expect_error("[daemon]\nforeground = no\n[toolz]\n", ATL_ECONFIG,
                "%s:3: unknown section [toolz] (known: daemon, log, api, "
-               "plugins, tools, store, agent, provider.NAME)");
+               "plugins, tools, store, agent, render, provider.NAME)");
 }
 
 Test(config, key_outside_section) {
   expect_error("foreground = yes\n", ATL_ECONFIG,
                "%s:1: key 'foreground' is outside any section (sections: "
-               "daemon, log, api, plugins, tools, store, agent)");
+               "daemon, log, api, plugins, tools, store, agent, render)");
 }
 
 Test(config, syntax_error_reported_before_later_errors) {
@@ -370,7 +384,7 @@ Test(config, sample_loads_and_mentions_every_key) {
     cr_assert(at != NULL && (next == NULL || at < next),
               "%s is not in the sample's [%s]", *k, section);
   }
-  cr_assert_eq(count, 24);
+  cr_assert_eq(count, 26);
 }
 
 /* Runs atl_config_from_args on a NULL-terminated list of arguments. */
