@@ -74,6 +74,7 @@ struct atl_farm_job_s {
   uint32_t id;
   atl_farm_job_t *next, *prev;         /* the farm's active list */
   atl_farm_job_t *all_next, *all_prev; /* every job not yet freed */
+  int in_all;                          /* linked into the farm's all-list */
   int width, height, samples;
   int ntx, nty, ntiles;
   int npasses;
@@ -282,7 +283,7 @@ static void job_unlink_active(atl_farm_job_t *j) {
 
 static void job_release(atl_farm_job_t *j) {
   atl_farm_t *f = j->farm;
-  if (f != NULL) {
+  if (f != NULL && j->in_all) {
     if (j->all_prev != NULL)
       j->all_prev->all_next = j->all_next;
     else
@@ -382,15 +383,13 @@ static int job_layout(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
   j->pass_first = calloc((size_t)n, sizeof(int));
   j->pass_n = calloc((size_t)n, sizeof(int));
   j->plane = calloc((size_t)j->ntiles, 1);
-  j->done = calloc((size_t)j->ntiles, sizeof(uint16_t));
+  j->done = calloc((size_t)j->ntiles, sizeof(uint32_t));
   j->busy = calloc((size_t)j->ntiles, 1);
   j->deaths = calloc((size_t)j->ntiles, 1);
   j->sent = calloc(MAX_WORKERS, sizeof(uint64_t));
   if (!j->pass_first || !j->pass_n || !j->plane || !j->done || !j->busy ||
       !j->deaths || !j->sent)
     return -ENOMEM;
-  if (n > UINT16_MAX)
-    return -EINVAL;
   size = 1;
   for (int k = 0, s = p->samples; k < n; k++) {
     int take = size < s ? size : s;
@@ -421,8 +420,11 @@ static int job_segment(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
   if (j->fd < 0)
     return -errno;
   shm_unlink(name);
-  if (ftruncate(j->fd, (off_t)total) != 0)
-    return -errno;
+  /* Reserved now rather than on first touch: a full /dev/shm is then an
+   * error here (ENOSPC) instead of a SIGBUS in whoever writes first. */
+  int e = posix_fallocate(j->fd, 0, (off_t)total);
+  if (e != 0)
+    return -e;
   void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, j->fd, 0);
   if (map == MAP_FAILED)
     return -errno;
@@ -443,7 +445,7 @@ static int job_segment(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
   h->plane_off[1] = plane1;
   h->total_size = total;
   memcpy((char *)map + scene_off, p->scene_json, p->scene_len);
-  /* ftruncate() gave zeroed pages: both planes start with no samples. */
+  /* The reserved pages are zeroed: both planes start with no samples. */
   return 0;
 }
 
@@ -491,6 +493,7 @@ int atl_farm_submit(atl_farm_t *f, const atl_farm_job_params_t *p,
   if (f->all != NULL)
     f->all->all_prev = j;
   f->all = j;
+  j->in_all = 1;
   *out = j;
   schedule(f);
   return 0;
@@ -705,6 +708,8 @@ static void on_reply(farm_worker_t *w, const atl_farm_reply_t *r) {
     return; /* the job was freed meanwhile */
   j->busy[u.tile] = 0;
   j->in_flight--;
+  if (j->finished)
+    return; /* failed meanwhile; its caller has what it needs */
   switch (r->type) {
   case ATL_FARM_MSG_DONE:
     /* The worker's stores to its plane happened before its message; this
