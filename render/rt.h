@@ -18,6 +18,7 @@ typedef enum {
   RT_TRIANGLE,
   RT_CYLINDER, /* the open tube; caps are discs */
   RT_CONE,     /* the open side of a cone or frustum; caps are discs */
+  RT_TORUS,    /* a ring or an arc of one; an arc's ends are discs */
   RT_PLANE     /* infinite: kept out of the BVH */
 } rt_prim_kind;
 
@@ -29,7 +30,12 @@ typedef enum {
  *   cylinder: a = base centre, n = unit axis, h = height, r0 = radius
  *   cone:     a = base centre, n = unit axis, h = height, r0 = base
  *             radius, r1 = top radius
- *   plane:    a = point, n = unit normal */
+ *   plane:    a = point, n = unit normal
+ *   torus:    a = centre, n = unit axis, b = unit reference direction
+ *             (angle 0 of an arc), c = n x b (angle 90 degrees),
+ *             r0 = major radius, r1 = minor (tube) radius, h = the
+ *             arc's sweep in radians (2 pi: a whole ring), w.x = the
+ *             arc's start in radians, in [0, 2 pi) */
 typedef struct {
   v3 a, b, c, n, w;
   double r0, r1, h;
@@ -168,6 +174,18 @@ void atl__rt_prim_prepare(rt_prim *p);
 void atl__rt_prim_finish(const rt_prim *p, const rt_ray *r, double t,
                          rt_hit *h);
 void atl__rt_prim_bounds(const rt_prim *p, v3 *lo, v3 *hi);
+/* Sets a torus's axis (unit), frame and arc. The reference direction
+ * (angle 0 of an arc) is +X made perpendicular to the axis, or +Z when
+ * the axis is along X, and angles grow counter-clockwise seen from the
+ * tip of the axis, as the scene plugin's schema has it; so c = n x b.
+ * "Along X" is within a millionth of a radian: there the rest of +X is
+ * too short to give a direction the user could have meant. */
+void atl__rt_torus_frame(rt_prim *p, v3 axis, double sweep_deg,
+                         double start_deg);
+/* The centre of the start (end = 0) or the end (1) of a torus arc, and
+ * the unit normal of the disc that closes it, facing away from the
+ * arc. */
+void atl__rt_torus_end(const rt_prim *p, int end, v3 *centre, v3 *normal);
 
 /* bvh.c */
 int atl__rt_bvh_build(atl_render_scene_t *s);
