@@ -116,29 +116,10 @@ typedef struct {
   short axis;
 } rt_node;
 
-/* Four quads or four spheres of one BVH leaf in structure-of-arrays
- * form, tested at once without a branch per primitive (bvh.c). Unused
- * lanes never hit: a quad with n = 0, a sphere with r2 = -1. */
+/* A leaf's primitives (scene->prim_order[index .. index + count) of its
+ * node) run as nquad quads, then nsphere spheres, then the rest. */
 typedef struct {
-  _Alignas(32) double nx[4];
-  double ny[4], nz[4], d[4]; /* the plane n.x = d */
-  double ax[4], ay[4], az[4];
-  double e1x[4], e1y[4], e1z[4], e2x[4], e2y[4], e2z[4];
-  int64_t prim[4]; /* -1 for an unused lane */
-} rt_quad4;
-
-typedef struct {
-  _Alignas(32) double cx[4];
-  double cy[4], cz[4], r2[4];
-  int64_t prim[4];
-} rt_sphere4;
-
-/* A leaf's primitives: packets of quads, then of spheres, then the rest
- * one by one from prim_order[rest] on. */
-typedef struct {
-  int quad4, nquad4; /* scene->quad4[quad4 ...] */
-  int sph4, nsph4;   /* scene->sphere4[sph4 ...] */
-  int rest, nrest;
+  int nquad, nsphere;
 } rt_leaf;
 
 struct atl_render_scene_s {
@@ -148,9 +129,7 @@ struct atl_render_scene_s {
   rt_node *nodes;
   int nnodes;
   rt_leaf *leaves; /* by node; only the leaves' entries are used */
-  rt_quad4 *quad4;
-  rt_sphere4 *sphere4;
-  int *planes; /* the infinite planes, outside the BVH */
+  int *planes;     /* the infinite planes, outside the BVH */
   int nplanes;
   rt_material *materials;
   int nmaterials;
@@ -189,6 +168,8 @@ void atl__rt_torus_end(const rt_prim *p, int end, v3 *centre, v3 *normal);
 
 /* bvh.c */
 int atl__rt_bvh_build(atl_render_scene_t *s);
+/* packet.c: one ray's nearest hit in (tmin, tmax), and whether it has
+ * any; the renderer itself traces packets of four (packet.h). */
 int atl__rt_intersect(const atl_render_scene_t *s, const rt_ray *r, double tmin,
                       double tmax, rt_hit *h);
 int atl__rt_occluded(const atl_render_scene_t *s, const rt_ray *r, double tmin,
@@ -228,11 +209,5 @@ int atl__rt_light_sample_li(const rt_light *l, v3 p, rt_rng *rng,
  * light at distance dist with the unit light normal ln. */
 double atl__rt_light_pdf(const rt_light *l, v3 p, v3 wi, double dist, v3 ln);
 v3 atl__rt_env_radiance(const atl_render_scene_t *s, v3 d);
-
-/* integrator.c */
-v3 atl__rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
-                 rt_ray ray, rt_rng *rng);
-rt_ray atl__rt_camera_ray(const atl_render_scene_t *s, int w, int h, double px,
-                          double py, rt_rng *rng);
 
 #endif

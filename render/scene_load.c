@@ -770,8 +770,6 @@ void atl_render_scene_free(atl_render_scene_t *s) {
   free(s->prim_order);
   free(s->nodes);
   free(s->leaves);
-  free(s->quad4);
-  free(s->sphere4);
   free(s->planes);
   free(s->materials);
   free(s->lights);

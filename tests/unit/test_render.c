@@ -676,6 +676,13 @@ Test(render_light, nee_agrees_with_bsdf_sampling) {
   nee_vs_bsdf("{\"id\": \"l\", \"type\": \"area_sphere\", \"properties\": "
               "{\"center\": [2,4,1], \"radius\": 1.5, \"emission\": [2,2,2]}}",
               0.02);
+  /* Two panels: each lane of a packet picks its own. */
+  nee_vs_bsdf("{\"id\": \"l\", \"type\": \"area_quad\", \"properties\": "
+              "{\"corner\": [-2,4,-2], \"u\": [2,0,0], \"v\": [0,0,4], "
+              "\"emission\": [3,1,1]}}, {\"id\": \"m\", \"type\": "
+              "\"area_quad\", \"properties\": {\"corner\": [1,3,-1], \"u\": "
+              "[0,0,2], \"v\": [2,0,0], \"emission\": [1,1,4]}}",
+              0.02);
   nee_vs_bsdf("{\"id\": \"l\", \"type\": \"directional\", \"properties\": "
               "{\"direction\": [-1,-2,-1], \"angular_diameter\": 30, "
               "\"emission\": [2,2,2]}}",

@@ -1,0 +1,84 @@
+/* Four paths in flight, in structure-of-arrays form, and the vertex that
+ * the common case (a diffuse surface lit by panel lights) runs for all
+ * of them at once (shade4.c). The general case runs lane by lane in
+ * integrator.c on the same state. */
+#ifndef ATL_RENDER_PATH4_H
+#define ATL_RENDER_PATH4_H
+
+#include "packet.h"
+
+typedef struct {
+  d4 Lx, Ly, Lz;    /* radiance gathered so far */
+  d4 bx, by, bz;    /* throughput */
+  d4 ppx, ppy, ppz; /* the previous vertex, for the light's pdf in MIS */
+  d4 prev_pdf;      /* the BSDF pdf that chose the current ray */
+  m4 prev_delta;    /* that choice was a delta lobe (or the camera) */
+  m4 depth;         /* of the vertex the current ray will find */
+  u4 ctr;           /* each lane's random numbers (rng.h) */
+  d4 scx, scy, scz; /* a light sample waiting for its shadow ray */
+  m4 item;          /* the sample's slot in the block */
+} rt_paths4;
+
+/* Where the lanes' rays hit a diffuse surface: the point, the outward
+ * unit normal and the albedo there. */
+typedef struct {
+  d4 px, py, pz, nx, ny, nz;
+  d4 ar, ag, ab;
+} rt_hits4;
+
+/* rt_mix64() for four lanes. */
+static inline u4 mix4(u4 z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* rt_rand() for the lanes in mask: each draws the next number of its
+ * own sequence; the others keep their place. */
+static inline d4 rand4(rt_paths4 *pa, m4 mask) {
+  pa->ctr += (u4)mask & RT_RNG_STEP;
+  u4 one = (mix4(pa->ctr) >> 12) | 0x3ff0000000000000ULL;
+  return (d4)one - 1.0;
+}
+
+/* rt_sincos_turn() for four lanes. The nearest quarter turn comes from
+ * adding 2^52, where a double has no fraction bits left, so that the
+ * rounding of the sum rounds u * 4 and its low mantissa bits are the
+ * quarter turn's number. */
+static inline void sincos4(d4 u, d4 *s, d4 *c) {
+  d4 big = u * 4 + 0x1p52;
+  d4 x = (u * 4 - (big - 0x1p52)) * (RT_PI / 2), x2 = x * x;
+  d4 sn = RT_SIN_SERIES(x, x2), cs = RT_COS_SERIES(x2);
+  m4 k = (m4)big & 3;
+  m4 odd = (k & 1) != 0, half = (k & 2) != 0;
+  d4 a = d4_sel(odd, cs, sn), b = d4_sel(odd, sn, cs);
+  *s = d4_sel(half, -a, a);
+  *c = d4_sel((k == 1) | (k == 2), -b, b);
+}
+
+/* What a vertex asks of the loop: its shadow ray (sr, stmax) for the
+ * lanes in *shadow, whose contribution waits in sc; the next ray
+ * (written into the packet) for the lanes in *goes_on. */
+typedef struct {
+  rt_ray4 *sr;
+  d4 *stmax;
+  m4 shadow, goes_on;
+  /* A scene's only light, in every lane (atl__rt_quad_lanes()); NULL
+   * when there are several. */
+  const double (*one_light)[4];
+} rt_next4;
+
+/* Lane l of the 16 rows that atl__rt_lambert4() reads a quad light
+ * from: corner (x, y, z), u, v, normal, area, emission (r, g, b). */
+void atl__rt_quad_lanes(const rt_light *L, int l, double f[16][4]);
+
+/* The vertex of the lanes in `mask`, which hit a lambertian surface
+ * (h): with `nee`, next-event estimation (the scene's lights must then
+ * all be quads), then cosine-weighted sampling of the next ray and
+ * Russian roulette, as vertex_scatter() in integrator.c does lane by
+ * lane. */
+void atl__rt_lambert4(const atl_render_scene_t *s, const atl_render_params_t *p,
+                      rt_paths4 *pa, rt_ray4 *r, const rt_hits4 *h, m4 mask,
+                      int nee, rt_next4 *out);
+
+#endif
