@@ -224,6 +224,7 @@ typedef struct {
   uint64_t first;
   int nee;                 /* lights are sampled */
   int quads_only;          /* and they are all quads: the common case */
+  int sun_disc;            /* a sun whose disc BSDF sampling can find */
   double one_light[16][4]; /* the only light in every lane, if one */
   int x, y, i;             /* the next sample to hand out: pixel and index */
   long item, end;          /* its number in the tile, and the block's end */
@@ -307,13 +308,24 @@ static m4 start4(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 free) {
   return lanes;
 }
 
-/* Whether the lane's vertex can run in atl__rt_lambert4(). */
-static int lambert4_fits(const block_t *b, const rt_material *m) {
-  return m->kind == RT_LAMBERTIAN && !m->checker && (b->quads_only || !b->nee);
+/* Which of atl__rt_scatter4()'s kinds the material is, 0 for none. */
+enum { FIT_NONE, FIT_DIFFUSE, FIT_MIRROR, FIT_GLASS };
+
+static int scatter4_fits(const block_t *b, const rt_material *m) {
+  switch (m->kind) {
+  case RT_LAMBERTIAN:
+    return !m->checker && (b->quads_only || !b->nee) ? FIT_DIFFUSE : FIT_NONE;
+  case RT_METAL:
+    return m->fuzz == 0 ? FIT_MIRROR : FIT_NONE;
+  case RT_DIELECTRIC:
+    return FIT_GLASS;
+  default:
+    return FIT_NONE;
+  }
 }
 
-/* The vertex of lane l, lane by lane: a miss, an emitter, or a material
- * atl__rt_lambert4() does not cover. */
+/* The vertex of lane l, lane by lane: a miss under a sun, an emitter, or
+ * a material atl__rt_scatter4() does not cover. */
 static void lane_vertex(block_t *b, rt_paths4 *a, rt_ray4 *r, int l, double t,
                         int prim, rt_next4 *next) {
   path_t pa;
@@ -336,53 +348,85 @@ static void lane_vertex(block_t *b, rt_paths4 *a, rt_ray4 *r, int l, double t,
   path_put(a, l, &pa);
 }
 
+/* The outward normal at a hit point p of a primitive, as
+ * rt_prim_finish() has it. */
+static v3 normal_at(const rt_prim *pr, const rt_ray4 *r, int l, double t,
+                    v3 p) {
+  switch (pr->kind) {
+  case RT_SPHERE:
+    return v3_scale(v3_sub(p, pr->a), 1.0 / pr->r0);
+  case RT_QUAD:
+  case RT_DISC:
+  case RT_PLANE:
+  case RT_TRIANGLE:
+    return pr->n;
+  default: {
+    rt_hit h;
+    rt_ray ray = atl__rt_ray4_lane(r, l);
+    rt_prim_finish(pr, &ray, t, &h);
+    return h.n;
+  }
+  }
+}
+
 /* One bounce of the lanes in `active`: their hits, emission, light
  * samples and next rays. Returns the lanes whose paths go on. */
 static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
   const atl_render_scene_t *s = b->s;
   d4 t, stmax = D4_ZERO;
-  m4 prim, diffuse = M4_NONE;
-  rt_ray4 sr;
+  m4 prim, escaped = M4_NONE;
+  rt_ray4 sr = *r; /* lanes without a shadow ray keep harmless values */
   rt_hits4 h;
   rt_next4 next = {&sr, &stmax, M4_NONE, M4_NONE,
                    s->nlights == 1 ? (const double(*)[4])b->one_light : NULL};
-  /* The lanes without a shadow ray or a diffuse hit keep harmless
-   * values, not stale ones that could be denormal or NaN. */
-  sr = *r;
-  memset(&h, 0, sizeof(h));
   atl__rt_ray4_prepare(r);
   atl__rt_intersect4(s, r, active, D4_ZERO, D4_INF, &t, &prim);
-  /* The hit points as rt_prim_finish() computes them; the normals and
-   * albedos are gathered lane by lane. */
+  /* The hit points as rt_prim_finish() computes them. The normals and
+   * colours are gathered lane by lane into scalars and then put into
+   * vectors: filling a vector's lanes in memory and loading it whole
+   * would stall on store forwarding. */
   h.px = r->ox + r->dx * t, h.py = r->oy + r->dy * t;
   h.pz = r->oz + r->dz * t;
+  v3 n[4], c[4];
+  double ior[4];
+  int fit[4];
   for (int l = 0; l < 4; l++) {
+    n[l] = c[l] = v3_make(0, 0, 0), ior[l] = 1, fit[l] = FIT_NONE;
     if (!active[l])
       continue;
+    if (prim[l] < 0 && !b->sun_disc) {
+      escaped[l] = -1;
+      continue;
+    }
     const rt_prim *pr = prim[l] >= 0 ? &s->prims[prim[l]] : NULL;
     const rt_material *m = pr ? &s->materials[pr->material] : NULL;
-    if (!m || !lambert4_fits(b, m) || a->depth[l] > b->p->max_depth) {
+    fit[l] = m ? scatter4_fits(b, m) : FIT_NONE;
+    if (fit[l] == FIT_NONE) {
       lane_vertex(b, a, r, l, t[l], (int)prim[l], &next);
       continue;
     }
-    v3 n = pr->n;
-    if (pr->kind == RT_SPHERE) {
-      double k = 1.0 / pr->r0;
-      n = v3_make((h.px[l] - pr->a.x) * k, (h.py[l] - pr->a.y) * k,
-                  (h.pz[l] - pr->a.z) * k);
-    } else if (pr->kind != RT_QUAD && pr->kind != RT_DISC &&
-               pr->kind != RT_PLANE && pr->kind != RT_TRIANGLE) {
-      rt_hit hh;
-      rt_ray ray = atl__rt_ray4_lane(r, l);
-      rt_prim_finish(pr, &ray, t[l], &hh);
-      n = hh.n;
+    if (a->depth[l] > b->p->max_depth) {
+      fit[l] = FIT_NONE; /* the path ends there */
+      continue;
     }
-    h.nx[l] = n.x, h.ny[l] = n.y, h.nz[l] = n.z;
-    h.ar[l] = m->albedo.x, h.ag[l] = m->albedo.y, h.ab[l] = m->albedo.z;
-    diffuse[l] = -1;
+    n[l] = normal_at(pr, r, l, t[l], v3_make(h.px[l], h.py[l], h.pz[l]));
+    c[l] = m->kind == RT_DIELECTRIC ? m->tint : m->albedo;
+    ior[l] = m->ior;
   }
-  if (m4_bits(diffuse))
-    atl__rt_lambert4(s, b->p, a, r, &h, diffuse, b->nee, &next);
+  h.nx = (d4){n[0].x, n[1].x, n[2].x, n[3].x};
+  h.ny = (d4){n[0].y, n[1].y, n[2].y, n[3].y};
+  h.nz = (d4){n[0].z, n[1].z, n[2].z, n[3].z};
+  h.ar = (d4){c[0].x, c[1].x, c[2].x, c[3].x};
+  h.ag = (d4){c[0].y, c[1].y, c[2].y, c[3].y};
+  h.ab = (d4){c[0].z, c[1].z, c[2].z, c[3].z};
+  h.ior = (d4){ior[0], ior[1], ior[2], ior[3]};
+  m4 f = {fit[0], fit[1], fit[2], fit[3]};
+  h.diffuse = f == FIT_DIFFUSE, h.mirror = f == FIT_MIRROR;
+  h.glass = f == FIT_GLASS;
+  if (m4_bits(escaped))
+    atl__rt_escape4(s, a, r, escaped);
+  if (m4_bits(h.diffuse | h.mirror | h.glass))
+    atl__rt_scatter4(s, b->p, a, r, &h, b->nee, &next);
   if (m4_bits(next.shadow)) {
     atl__rt_ray4_prepare(&sr);
     m4 lit =
@@ -430,8 +474,11 @@ void atl_render_tile_samples(const atl_render_scene_t *s,
   b->x0 = b->x = x0, b->x1 = x1, b->y0 = b->y = y0;
   b->nee = s->nlights > 0 && !p->no_light_sampling;
   b->quads_only = 1;
-  for (int i = 0; i < s->nlights; i++)
-    b->quads_only &= s->lights[i].kind == RT_L_QUAD;
+  for (int i = 0; i < s->nlights; i++) {
+    const rt_light *l = &s->lights[i];
+    b->quads_only &= l->kind == RT_L_QUAD;
+    b->sun_disc |= l->kind == RT_L_SUN && l->cos_outer < 1;
+  }
   for (int l = 0; s->nlights == 1 && b->quads_only && l < 4; l++)
     atl__rt_quad_lanes(&s->lights[0], l, b->one_light);
   long total = (long)(x1 - x0) * (y1 - y0) * n;

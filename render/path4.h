@@ -19,11 +19,14 @@ typedef struct {
   m4 item;          /* the sample's slot in the block */
 } rt_paths4;
 
-/* Where the lanes' rays hit a diffuse surface: the point, the outward
- * unit normal and the albedo there. */
+/* Where the lanes' rays hit a surface that atl__rt_scatter4() shades:
+ * the point, the outward unit normal, the colour (a lambertian or
+ * metal's albedo, a dielectric's tint), the dielectric's index, and
+ * which lanes hit which of the three kinds. */
 typedef struct {
   d4 px, py, pz, nx, ny, nz;
-  d4 ar, ag, ab;
+  d4 ar, ag, ab, ior;
+  m4 diffuse, mirror, glass;
 } rt_hits4;
 
 /* rt_mix64() for four lanes. */
@@ -72,13 +75,20 @@ typedef struct {
  * from: corner (x, y, z), u, v, normal, area, emission (r, g, b). */
 void atl__rt_quad_lanes(const rt_light *L, int l, double f[16][4]);
 
-/* The vertex of the lanes in `mask`, which hit a lambertian surface
- * (h): with `nee`, next-event estimation (the scene's lights must then
- * all be quads), then cosine-weighted sampling of the next ray and
+/* The vertex of the lanes that hit a lambertian surface, a mirror (metal
+ * without fuzz) or a dielectric (h): for the lambertian lanes with
+ * `nee`, next-event estimation (the scene's lights must then all be
+ * quads); then each lane's BSDF sample (cosine-weighted, the mirror
+ * direction, Fresnel's choice between reflection and refraction) and
  * Russian roulette, as vertex_scatter() in integrator.c does lane by
- * lane. */
-void atl__rt_lambert4(const atl_render_scene_t *s, const atl_render_params_t *p,
-                      rt_paths4 *pa, rt_ray4 *r, const rt_hits4 *h, m4 mask,
-                      int nee, rt_next4 *out);
+ * lane with materials.c. */
+void atl__rt_scatter4(const atl_render_scene_t *s, const atl_render_params_t *p,
+                      rt_paths4 *pa, rt_ray4 *r, const rt_hits4 *h, int nee,
+                      rt_next4 *out);
+
+/* Adds what the lanes' rays find when they escape: the environment (not
+ * a sun's disc, which integrator.c handles lane by lane). */
+void atl__rt_escape4(const atl_render_scene_t *s, rt_paths4 *pa,
+                     const rt_ray4 *r, m4 lanes);
 
 #endif
