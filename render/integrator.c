@@ -222,13 +222,13 @@ typedef struct {
   const atl_render_params_t *p;
   int x0, x1, y0, n; /* the tile's left and right, first row, samples */
   uint64_t first;
-  int nee;                 /* lights are sampled */
-  int quads_only;          /* and they are all quads: the common case */
-  int sun_disc;            /* a sun whose disc BSDF sampling can find */
-  double one_light[16][4]; /* the only light in every lane, if one */
-  int x, y, i;             /* the next sample to hand out: pixel and index */
-  long item, end;          /* its number in the tile, and the block's end */
-  long base;               /* the block's first sample */
+  int nee;                        /* lights are sampled */
+  int quads_only;                 /* and they are all quads: the common case */
+  int sun_disc;                   /* a sun whose disc BSDF sampling can find */
+  double one_light[16][RT_LANES]; /* the only light in every lane, if one */
+  int x, y, i;    /* the next sample to hand out: pixel and index */
+  long item, end; /* its number in the tile, and the block's end */
+  long base;      /* the block's first sample */
   v3 out[BLOCK];
 } block_t;
 
@@ -240,8 +240,8 @@ typedef struct {
 static void camera4(const atl_render_scene_t *s, const atl_render_params_t *p,
                     rt_paths4 *a, m4 lanes, d4 px, d4 py, rt_ray4 *r) {
   double w = p->width, h = p->height;
-  d4 sx = (2 * px / w - 1) * (s->tan_half * (w / h));
-  d4 sy = (1 - 2 * py / h) * s->tan_half;
+  d4 sx = (px * (2 / w) - 1) * (s->tan_half * (w / h));
+  d4 sy = (1 - py * (2 / h)) * s->tan_half;
   d4 dx = s->fwd.x + s->right.x * sx + s->up.x * sy;
   d4 dy = s->fwd.y + s->right.y * sx + s->up.y * sy;
   d4 dz = s->fwd.z + s->right.z * sx + s->up.z * sy;
@@ -257,7 +257,9 @@ static void camera4(const atl_render_scene_t *s, const atl_render_params_t *p,
     oz += s->right.z * (rad * cs) + s->up.z * (rad * sn);
     dx = fx - ox, dy = fy - oy, dz = fz - oz;
   }
-  d4 inv = 1 / d4_sqrt(dx * dx + dy * dy + dz * dz);
+  /* 1 / |d| as |d| / |d|^2: the square root and the division run side
+   * by side instead of one after the other. */
+  d4 l2 = dx * dx + dy * dy + dz * dz, inv = d4_sqrt(l2) * (1 / l2);
   r->ox = d4_sel(lanes, ox, r->ox), r->oy = d4_sel(lanes, oy, r->oy);
   r->oz = d4_sel(lanes, oz, r->oz);
   r->dx = d4_sel(lanes, dx * inv, r->dx);
@@ -270,9 +272,9 @@ static void camera4(const atl_render_scene_t *s, const atl_render_params_t *p,
  * the seed, its pixel and its sample's index (rt_rng_make()). */
 static m4 start4(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 free) {
   m4 lanes = M4_NONE;
-  u4 pix = {0, 0, 0, 0}, smp = {0, 0, 0, 0};
+  u4 pix = (u4)M4_NONE, smp = (u4)M4_NONE;
   d4 x = D4_ZERO, y = D4_ZERO;
-  for (int l = 0; l < 4; l++) {
+  for (int l = 0; l < RT_LANES; l++) {
     if (!free[l] || b->item >= b->end)
       continue;
     lanes[l] = -1;
@@ -289,7 +291,7 @@ static m4 start4(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 free) {
   if (!m4_bits(lanes))
     return lanes;
   uint64_t k0 = rt_mix64(b->p->seed + RT_RNG_STEP);
-  u4 k = mix4((u4){k0, k0, k0, k0} ^ (pix * 0xd1b54a32d192ed03ULL));
+  u4 k = mix4(((u4)M4_NONE + k0) ^ (pix * 0xd1b54a32d192ed03ULL));
   k = mix4(k ^ (smp * 0x8cb92ba72f3d8dd7ULL)); /* rt_rng_key() */
   a->ctr = (u4)m4_sel(lanes, (m4)k, (m4)a->ctr);
   d4 jx = rand4(a, lanes), jy = rand4(a, lanes);
@@ -304,7 +306,7 @@ static m4 start4(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 free) {
   a->prev_pdf = d4_sel(lanes, D4_ZERO, a->prev_pdf);
   /* The camera counts as specular: no MIS at the first hit. */
   a->prev_delta |= lanes;
-  a->depth = m4_sel(lanes, (m4){1, 1, 1, 1}, a->depth);
+  a->depth = m4_sel(lanes, m4_set1(1), a->depth);
   return lanes;
 }
 
@@ -375,10 +377,15 @@ static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
   const atl_render_scene_t *s = b->s;
   d4 t, stmax = D4_ZERO;
   m4 prim, escaped = M4_NONE;
-  rt_ray4 sr = *r; /* lanes without a shadow ray keep harmless values */
+  /* Lanes without a shadow ray keep harmless values; field by field, as
+   * a struct copy becomes a slow rep movsq. */
+  rt_ray4 sr;
+  sr.ox = r->ox, sr.oy = r->oy, sr.oz = r->oz;
+  sr.dx = r->dx, sr.dy = r->dy, sr.dz = r->dz;
   rt_hits4 h;
   rt_next4 next = {&sr, &stmax, M4_NONE, M4_NONE,
-                   s->nlights == 1 ? (const double(*)[4])b->one_light : NULL};
+                   s->nlights == 1 ? (const double(*)[RT_LANES])b->one_light
+                                   : NULL};
   atl__rt_ray4_prepare(r);
   atl__rt_intersect4(s, r, active, D4_ZERO, D4_INF, &t, &prim);
   /* The hit points as rt_prim_finish() computes them. The normals and
@@ -387,10 +394,10 @@ static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
    * would stall on store forwarding. */
   h.px = r->ox + r->dx * t, h.py = r->oy + r->dy * t;
   h.pz = r->oz + r->dz * t;
-  v3 n[4], c[4];
-  double ior[4];
-  int fit[4];
-  for (int l = 0; l < 4; l++) {
+  v3 n[RT_LANES], c[RT_LANES];
+  double ior[RT_LANES];
+  int fit[RT_LANES];
+  for (int l = 0; l < RT_LANES; l++) {
     n[l] = c[l] = v3_make(0, 0, 0), ior[l] = 1, fit[l] = FIT_NONE;
     if (!active[l])
       continue;
@@ -413,14 +420,19 @@ static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
     c[l] = m->kind == RT_DIELECTRIC ? m->tint : m->albedo;
     ior[l] = m->ior;
   }
-  h.nx = (d4){n[0].x, n[1].x, n[2].x, n[3].x};
-  h.ny = (d4){n[0].y, n[1].y, n[2].y, n[3].y};
-  h.nz = (d4){n[0].z, n[1].z, n[2].z, n[3].z};
-  h.ar = (d4){c[0].x, c[1].x, c[2].x, c[3].x};
-  h.ag = (d4){c[0].y, c[1].y, c[2].y, c[3].y};
-  h.ab = (d4){c[0].z, c[1].z, c[2].z, c[3].z};
-  h.ior = (d4){ior[0], ior[1], ior[2], ior[3]};
-  m4 f = {fit[0], fit[1], fit[2], fit[3]};
+#define RT_NX(l) n[l].x
+#define RT_NY(l) n[l].y
+#define RT_NZ(l) n[l].z
+#define RT_CR(l) c[l].x
+#define RT_CG(l) c[l].y
+#define RT_CB(l) c[l].z
+#define RT_IOR(l) ior[l]
+#define RT_FIT(l) fit[l]
+  h.nx = (d4){RT_EACH_LANE(RT_NX)}, h.ny = (d4){RT_EACH_LANE(RT_NY)};
+  h.nz = (d4){RT_EACH_LANE(RT_NZ)};
+  h.ar = (d4){RT_EACH_LANE(RT_CR)}, h.ag = (d4){RT_EACH_LANE(RT_CG)};
+  h.ab = (d4){RT_EACH_LANE(RT_CB)}, h.ior = (d4){RT_EACH_LANE(RT_IOR)};
+  m4 f = {RT_EACH_LANE(RT_FIT)};
   h.diffuse = f == FIT_DIFFUSE, h.mirror = f == FIT_MIRROR;
   h.glass = f == FIT_GLASS;
   if (m4_bits(escaped))
@@ -444,12 +456,12 @@ static void run_block(block_t *b) {
   rt_ray4 r;
   memset(&a, 0, sizeof(a));
   memset(&r, 0, sizeof(r));
-  m4 active = start4(b, &a, &r, (m4){-1, -1, -1, -1});
+  m4 active = start4(b, &a, &r, M4_ALL);
   while (m4_bits(active)) {
     m4 ends = active & ~bounce(b, &a, &r, active);
     if (!m4_bits(ends))
       continue;
-    for (int l = 0; l < 4; l++)
+    for (int l = 0; l < RT_LANES; l++)
       if (ends[l])
         b->out[a.item[l]] = v3_make(a.Lx[l], a.Ly[l], a.Lz[l]);
     active = (active & ~ends) | start4(b, &a, &r, ends);
@@ -479,7 +491,7 @@ void atl_render_tile_samples(const atl_render_scene_t *s,
     b->quads_only &= l->kind == RT_L_QUAD;
     b->sun_disc |= l->kind == RT_L_SUN && l->cos_outer < 1;
   }
-  for (int l = 0; s->nlights == 1 && b->quads_only && l < 4; l++)
+  for (int l = 0; s->nlights == 1 && b->quads_only && l < RT_LANES; l++)
     atl__rt_quad_lanes(&s->lights[0], l, b->one_light);
   long total = (long)(x1 - x0) * (y1 - y0) * n;
   int x = x0, y = y0, i = 0; /* the next sample to add */

@@ -36,14 +36,17 @@ static inline d4 plane4_t(const rt_prim *p, const rt_ray4 *r) {
  * intersect.h compute it, so the two agree to rounding. 0 <= alpha <= 1
  * is tested as alpha - alpha^2 >= 0: one fused multiply-add and one
  * comparison instead of two comparisons and an and. */
-static inline d4 quad4_t(const rt_prim *p, const rt_ray4 *r) {
-  d4 t = plane4_t(p, r);
+static inline d4 quad_in(const rt_prim *p, const rt_ray4 *r, d4 t) {
   d4 qx = r->ox + r->dx * t - d4_set1(p->a.x);
   d4 qy = r->oy + r->dy * t - d4_set1(p->a.y);
   d4 qz = r->oz + r->dz * t - d4_set1(p->a.z);
   d4 al = qx * p->e1.x + qy * p->e1.y + qz * p->e1.z;
   d4 be = qx * p->e2.x + qy * p->e2.y + qz * p->e2.z;
   return d4_sel((al - al * al >= 0) & (be - be * be >= 0), t, D4_INF);
+}
+
+static inline d4 quad4_t(const rt_prim *p, const rt_ray4 *r) {
+  return quad_in(p, r, plane4_t(p, r));
 }
 
 static inline d4 disc4_t(const rt_prim *p, const rt_ray4 *r) {
@@ -75,7 +78,7 @@ static inline d4 triangle4_t(const rt_prim *p, const rt_ray4 *r) {
 /* Folds the distances t of primitive `id` into the search: a lane takes
  * it when it is in (tmin, t) or ties with a higher index. */
 static inline void keep(search4 *s, d4 t, int id) {
-  m4 idv = {id, id, id, id};
+  m4 idv = m4_set1(id);
   m4 take = (t > s->tmin) & ((t < s->t) | ((t == s->t) & (s->prim > idv)));
   s->t = d4_sel(take, t, s->t);
   s->prim = m4_sel(take, idv, s->prim);
@@ -109,7 +112,7 @@ static inline void sphere(search4 *s, const rt_prim *p, int id,
 /* A primitive without a lane-parallel test, lane by lane. */
 static void lanes_scalar(search4 *s, const rt_prim *p, int id,
                          const rt_ray4 *r) {
-  for (int l = 0; l < 4; l++) {
+  for (int l = 0; l < RT_LANES; l++) {
     double t;
     if (!(s->t[l] > s->tmin[l]))
       continue; /* idle */
@@ -161,7 +164,13 @@ static inline int leaf(search4 *io, const atl_render_scene_t *sc,
   search4 s = *io;
   int i = 0, ret = 1;
   for (; i < nq; i++) {
-    keep(&s, quad4_t(&sc->prims[idx[i]], r), idx[i]);
+    const rt_prim *p = &sc->prims[idx[i]];
+    /* Most quads' planes are behind the rays or beyond their nearest
+     * hit so far: then the rest of the test is skipped. */
+    d4 t = plane4_t(p, r);
+    if (!m4_bits((t > s.tmin) & (t <= s.t)))
+      continue;
+    keep(&s, quad_in(p, r, t), idx[i]);
     if (done(&s, active, any))
       goto out;
   }
@@ -219,7 +228,8 @@ static int search(search4 *s, const atl_render_scene_t *sc, const rt_ray4 *r,
   int stack[STACK_MAX], sp = 0, ni = 0;
   /* The first active lane's direction orders the children: the order
    * changes the work, never the answer. */
-  int lane = __builtin_ctz((unsigned)m4_bits(active) | 16u) & 3;
+  int lane =
+      __builtin_ctz((unsigned)m4_bits(active) | 1u << RT_LANES) % RT_LANES;
   int neg[3] = {r->dx[lane] < 0, r->dy[lane] < 0, r->dz[lane] < 0};
   for (;;) {
     const rt_node *n = &sc->nodes[ni];
@@ -250,7 +260,7 @@ static int search(search4 *s, const atl_render_scene_t *sc, const rt_ray4 *r,
 
 void atl__rt_intersect4(const atl_render_scene_t *sc, const rt_ray4 *r,
                         m4 active, d4 tmin, d4 tmax, d4 *t, m4 *prim) {
-  search4 s = {tmin, d4_sel(active, tmax, -D4_INF), {-1, -1, -1, -1}};
+  search4 s = {tmin, d4_sel(active, tmax, -D4_INF), M4_ALL};
   search(&s, sc, r, active, 0);
   *t = s.t;
   *prim = s.prim;
@@ -258,10 +268,16 @@ void atl__rt_intersect4(const atl_render_scene_t *sc, const rt_ray4 *r,
 
 m4 atl__rt_occluded4(const atl_render_scene_t *sc, const rt_ray4 *r, m4 active,
                      d4 tmin, d4 tmax) {
-  search4 s = {tmin, d4_sel(active, tmax, -D4_INF), {-1, -1, -1, -1}};
+  search4 s = {tmin, d4_sel(active, tmax, -D4_INF), M4_ALL};
   if (search(&s, sc, r, active, 1))
     return active;
   return active & (s.prim >= 0);
+}
+
+static m4 lane0(void) {
+  m4 m = M4_NONE;
+  m[0] = -1;
+  return m;
 }
 
 /* One ray, as the first lane of a packet. The renderer traces packets
@@ -280,8 +296,7 @@ int atl__rt_intersect(const atl_render_scene_t *s, const rt_ray *r, double tmin,
   d4 t;
   m4 prim;
   one_lane(&r4, r);
-  atl__rt_intersect4(s, &r4, (m4){-1, 0, 0, 0}, d4_set1(tmin), d4_set1(tmax),
-                     &t, &prim);
+  atl__rt_intersect4(s, &r4, lane0(), d4_set1(tmin), d4_set1(tmax), &t, &prim);
   if (prim[0] < 0)
     return 0;
   rt_prim_finish(&s->prims[prim[0]], r, t[0], h);
@@ -293,6 +308,6 @@ int atl__rt_occluded(const atl_render_scene_t *s, const rt_ray *r, double tmin,
                      double tmax) {
   rt_ray4 r4;
   one_lane(&r4, r);
-  return atl__rt_occluded4(s, &r4, (m4){-1, 0, 0, 0}, d4_set1(tmin),
-                           d4_set1(tmax))[0] != 0;
+  return atl__rt_occluded4(s, &r4, lane0(), d4_set1(tmin), d4_set1(tmax))[0] !=
+         0;
 }

@@ -68,12 +68,12 @@ typedef struct {
   m4 shadow, goes_on;
   /* A scene's only light, in every lane (atl__rt_quad_lanes()); NULL
    * when there are several. */
-  const double (*one_light)[4];
+  const double (*one_light)[RT_LANES];
 } rt_next4;
 
 /* Lane l of the 16 rows that atl__rt_lambert4() reads a quad light
  * from: corner (x, y, z), u, v, normal, area, emission (r, g, b). */
-void atl__rt_quad_lanes(const rt_light *L, int l, double f[16][4]);
+void atl__rt_quad_lanes(const rt_light *L, int l, double f[16][RT_LANES]);
 
 /* The vertex of the lanes that hit a lambertian surface, a mirror (metal
  * without fuzz) or a dielectric (h): for the lambertian lanes with

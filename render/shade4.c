@@ -30,7 +30,7 @@ static inline void offset4(const rt_hits4 *h, d4 eps, d4 wx, d4 wy, d4 wz,
   *oz = h->pz + h->nz * e;
 }
 
-void atl__rt_quad_lanes(const rt_light *L, int l, double f[16][4]) {
+void atl__rt_quad_lanes(const rt_light *L, int l, double f[16][RT_LANES]) {
   const double v[16] = {L->p.x,  L->p.y,        L->p.z,        L->u.x,
                         L->u.y,  L->u.z,        L->v.x,        L->v.y,
                         L->v.z,  L->n.x,        L->n.y,        L->n.z,
@@ -43,15 +43,15 @@ void atl__rt_quad_lanes(const rt_light *L, int l, double f[16][4]) {
  * them: the block's broadcast light when there is a single one, else
  * gathered into f. */
 static inline const double (*pick_quads(const atl_render_scene_t *s,
-                                        const double (*one)[4], d4 u,
-                                        double f[16][4]))[4] {
+                                        const double (*one)[RT_LANES], d4 u,
+                                        double f[16][RT_LANES]))[RT_LANES] {
   if (one)
     return one;
-  for (int l = 0; l < 4; l++) {
+  for (int l = 0; l < RT_LANES; l++) {
     int li = (int)(u[l] * s->nlights);
     atl__rt_quad_lanes(&s->lights[li < s->nlights ? li : s->nlights - 1], l, f);
   }
-  return (const double(*)[4])f;
+  return (const double(*)[RT_LANES])f;
 }
 
 /* Next-event estimation: sample_one_light(), atl__rt_light_sample_li()
@@ -60,8 +60,9 @@ static void light4(const atl_render_scene_t *s, rt_paths4 *pa,
                    const rt_hits4 *h, m4 mask, m4 seen, d4 sx, d4 sy, d4 sz,
                    d4 eps, rt_next4 *out) {
   double pick = 1.0 / s->nlights;
-  double f[16][4];
-  const double(*q)[4] = pick_quads(s, out->one_light, rand4(pa, mask), f);
+  double f[16][RT_LANES];
+  const double(*q)[RT_LANES] =
+      pick_quads(s, out->one_light, rand4(pa, mask), f);
   d4 a = rand4(pa, mask), b = rand4(pa, mask);
   /* The point y = corner + a u + b v, and the light's normal. */
   d4 yx = d4_load(q[0]) + d4_load(q[3]) * a + d4_load(q[6]) * b;
@@ -69,11 +70,15 @@ static void light4(const atl_render_scene_t *s, rt_paths4 *pa,
   d4 yz = d4_load(q[2]) + d4_load(q[5]) * a + d4_load(q[8]) * b;
   d4 lnx = d4_load(q[9]), lny = d4_load(q[10]), lnz = d4_load(q[11]);
   d4 dx = yx - h->px, dy = yy - h->py, dz = yz - h->pz;
+  /* 1 / dist as dist / d2: the square root and the division run side
+   * by side instead of one after the other. */
   d4 d2 = dx * dx + dy * dy + dz * dz, dist = d4_sqrt(d2);
-  d4 inv = 1 / dist;
+  d4 inv = dist * (1 / d2);
   d4 wx = dx * inv, wy = dy * inv, wz = dz * inv;
   d4 cl = -(wx * lnx + wy * lny + wz * lnz);
-  d4 lpdf = pick * (d2 / (cl * d4_load(q[12])));
+  /* The light's pdf in solid angle is lp / ld (area to solid angle, and
+   * the choice of the light among them). */
+  d4 lp = pick * d2, ld = cl * d4_load(q[12]);
   /* The eval's cosine towards the light must be positive (the one
    * towards the viewer is in the caller's mask). */
   d4 ci = wx * sx + wy * sy + wz * sz;
@@ -92,9 +97,10 @@ static void light4(const atl_render_scene_t *s, rt_paths4 *pa,
   sr->dz = d4_sel(ok, h->pz + wz * dist - oz, sr->dz);
   *out->stmax = d4_sel(ok, d4_set1(1 - 1e-7), *out->stmax);
   d4 cosv = d4_abs(wx * h->nx + wy * h->ny + wz * h->nz);
-  /* The power heuristic divided by the light's pdf, in one division:
-   * lpdf^2 / (lpdf^2 + bpdf^2) / lpdf. */
-  d4 w = cosv * (1 / RT_PI) * (lpdf / (lpdf * lpdf + bpdf * bpdf));
+  /* The power heuristic divided by the light's pdf, lpdf / (lpdf^2 +
+   * bpdf^2), with lpdf = lp / ld: one division in all. */
+  d4 bd = bpdf * ld;
+  d4 w = cosv * (1 / RT_PI) * (lp * ld / (lp * lp + bd * bd));
   pa->scx = d4_sel(ok, pa->bx * (h->ar * d4_load(q[13]) * w), pa->scx);
   pa->scy = d4_sel(ok, pa->by * (h->ag * d4_load(q[14]) * w), pa->scy);
   pa->scz = d4_sel(ok, pa->bz * (h->ab * d4_load(q[15]) * w), pa->scz);
