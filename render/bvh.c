@@ -2,7 +2,6 @@
  * bounds, flattened into depth-first order (packet.c traverses it).
  * Infinite planes stay outside and are tested on every ray. */
 #include <errno.h>
-#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,13 +43,15 @@ static int new_node(builder *b) {
 }
 
 static void set_bounds(rt_node *n, v3 lo, v3 hi) {
-  /* Rounded outwards, so a float box always holds the double one. */
-  n->lo[0] = nextafterf((float)lo.x, -FLT_MAX);
-  n->lo[1] = nextafterf((float)lo.y, -FLT_MAX);
-  n->lo[2] = nextafterf((float)lo.z, -FLT_MAX);
-  n->hi[0] = nextafterf((float)hi.x, FLT_MAX);
-  n->hi[1] = nextafterf((float)hi.y, FLT_MAX);
-  n->hi[2] = nextafterf((float)hi.z, FLT_MAX);
+  /* Padded by a billionth of their size: the slab test (packet.c) and a
+   * primitive's own test round differently, and a hit on the face of a
+   * box must not be culled, least of all for a flat, axis-aligned quad
+   * whose box has no thickness. */
+  for (int a = 0; a < 3; a++) {
+    double l = v3_comp(lo, a), h = v3_comp(hi, a);
+    n->lo[a] = l - 1e-9 * (1 + fabs(l));
+    n->hi[a] = h + 1e-9 * (1 + fabs(h));
+  }
 }
 
 /* Builds the subtree over order[begin, end); returns its node or -1. */

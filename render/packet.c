@@ -191,22 +191,21 @@ out:
 }
 
 /* The lanes whose ray enters the node's box before their current
- * nearest hit. The box is in float, rounded outwards, the test in
- * double. A NaN slab (0 * inf, a ray in a face's plane) leaves the
+ * nearest hit. A NaN slab (0 * inf, a ray in a face's plane) leaves the
  * bounds alone, as the comparisons with it are false. */
 static inline m4 node_lanes(const rt_node *n, const search4 *s,
                             const rt_ray4 *r) {
   d4 near = s->tmin, far = s->t;
-  d4 t0 = ((double)n->lo[0] - r->ox) * r->ix;
-  d4 t1 = ((double)n->hi[0] - r->ox) * r->ix;
+  d4 t0 = (n->lo[0] - r->ox) * r->ix;
+  d4 t1 = (n->hi[0] - r->ox) * r->ix;
   d4 lo = d4_sel(t0 < t1, t0, t1), hi = d4_sel(t0 < t1, t1, t0);
   near = d4_sel(lo > near, lo, near), far = d4_sel(hi < far, hi, far);
-  t0 = ((double)n->lo[1] - r->oy) * r->iy;
-  t1 = ((double)n->hi[1] - r->oy) * r->iy;
+  t0 = (n->lo[1] - r->oy) * r->iy;
+  t1 = (n->hi[1] - r->oy) * r->iy;
   lo = d4_sel(t0 < t1, t0, t1), hi = d4_sel(t0 < t1, t1, t0);
   near = d4_sel(lo > near, lo, near), far = d4_sel(hi < far, hi, far);
-  t0 = ((double)n->lo[2] - r->oz) * r->iz;
-  t1 = ((double)n->hi[2] - r->oz) * r->iz;
+  t0 = (n->lo[2] - r->oz) * r->iz;
+  t1 = (n->hi[2] - r->oz) * r->iz;
   lo = d4_sel(t0 < t1, t0, t1), hi = d4_sel(t0 < t1, t1, t0);
   near = d4_sel(lo > near, lo, near), far = d4_sel(hi < far, hi, far);
   /* <=: a tie at the current nearest hit may still win by its index. */

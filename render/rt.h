@@ -110,7 +110,7 @@ typedef enum { RT_ENV_NONE, RT_ENV_UNIFORM, RT_ENV_GRADIENT } rt_env_kind;
  * is its right child; a leaf holds `count` primitives from `index` on in
  * scene->prim_order. */
 typedef struct {
-  float lo[3], hi[3];
+  double lo[3], hi[3];
   int index;
   short count; /* 0 for an inner node */
   short axis;
