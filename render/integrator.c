@@ -267,35 +267,75 @@ static void camera4(const atl_render_scene_t *s, const atl_render_params_t *p,
   r->dz = d4_sel(lanes, dz * inv, r->dz);
 }
 
-/* Starts the block's next samples in the lanes of `free`, as many as are
- * left; returns the lanes started. Each draws its random numbers from
- * the seed, its pixel and its sample's index (rt_rng_make()). */
-static m4 start4(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 free) {
+/* Camera paths prepared a packet at a time, ahead of need: a batch
+ * keeps every lane busy with its random keys and camera rays, where
+ * starting paths as lanes free up would mostly start one or two. */
+typedef struct {
+  rt_ray4 r; /* the camera rays */
+  u4 ctr;    /* the random numbers, after those the camera drew */
+  m4 item;   /* the samples' slots in the block */
+  int next, count;
+} batch_t;
+
+/* Prepares the block's next samples, as many lanes as are left. Each
+ * draws its random numbers from the seed, its pixel and its sample's
+ * index (rt_rng_make()). */
+static void prepare(block_t *b, batch_t *q) {
   m4 lanes = M4_NONE;
   u4 pix = (u4)M4_NONE, smp = (u4)M4_NONE;
   d4 x = D4_ZERO, y = D4_ZERO;
-  for (int l = 0; l < RT_LANES; l++) {
-    if (!free[l] || b->item >= b->end)
-      continue;
+  q->next = q->count = 0;
+  for (int l = 0; l < RT_LANES && b->item < b->end; l++) {
     lanes[l] = -1;
     x[l] = b->x, y[l] = b->y;
     pix[l] = (uint64_t)b->y * (uint64_t)b->p->width + (uint64_t)b->x;
     smp[l] = b->first + (uint64_t)b->i;
-    a->item[l] = b->item++ - b->base;
+    q->item[l] = b->item++ - b->base;
+    q->count++;
     if (++b->i == b->n) {
       b->i = 0;
       if (++b->x == b->x1)
         b->x = b->x0, b->y++;
     }
   }
-  if (!m4_bits(lanes))
-    return lanes;
+  if (!q->count)
+    return;
   uint64_t k0 = rt_mix64(b->p->seed + RT_RNG_STEP);
   u4 k = mix4(((u4)M4_NONE + k0) ^ (pix * 0xd1b54a32d192ed03ULL));
-  k = mix4(k ^ (smp * 0x8cb92ba72f3d8dd7ULL)); /* rt_rng_key() */
-  a->ctr = (u4)m4_sel(lanes, (m4)k, (m4)a->ctr);
-  d4 jx = rand4(a, lanes), jy = rand4(a, lanes);
-  camera4(b->s, b->p, a, lanes, x + jx, y + jy, r);
+  rt_paths4 a; /* rand4() draws through one */
+  a.ctr = mix4(k ^ (smp * 0x8cb92ba72f3d8dd7ULL)); /* rt_rng_key() */
+  d4 jx = rand4(&a, lanes), jy = rand4(&a, lanes);
+  camera4(b->s, b->p, &a, lanes, x + jx, y + jy, &q->r);
+  q->ctr = a.ctr;
+}
+
+/* Starts prepared paths in the lanes of `free`, as many as the block has
+ * left; returns the lanes started. A prepared lane j goes to lane l as
+ * a broadcast and a blend per field: scalar stores into the packet
+ * would stall its next vector loads. */
+static m4 start4(block_t *b, batch_t *q, rt_paths4 *a, rt_ray4 *r, m4 free) {
+  m4 lanes = M4_NONE;
+  for (int l = 0; l < RT_LANES; l++) {
+    if (!free[l])
+      continue;
+    if (q->next == q->count) {
+      prepare(b, q);
+      if (!q->count)
+        break;
+    }
+    int j = q->next++;
+    m4 one = M4_NONE;
+    one[l] = -1;
+    lanes |= one;
+    r->ox = d4_sel(one, d4_set1(q->r.ox[j]), r->ox);
+    r->oy = d4_sel(one, d4_set1(q->r.oy[j]), r->oy);
+    r->oz = d4_sel(one, d4_set1(q->r.oz[j]), r->oz);
+    r->dx = d4_sel(one, d4_set1(q->r.dx[j]), r->dx);
+    r->dy = d4_sel(one, d4_set1(q->r.dy[j]), r->dy);
+    r->dz = d4_sel(one, d4_set1(q->r.dz[j]), r->dz);
+    a->ctr = (u4)m4_sel(one, m4_set1((int64_t)q->ctr[j]), (m4)a->ctr);
+    a->item = m4_sel(one, m4_set1(q->item[j]), a->item);
+  }
   d4 one = d4_set1(1);
   a->Lx = d4_sel(lanes, D4_ZERO, a->Lx), a->Ly = d4_sel(lanes, D4_ZERO, a->Ly);
   a->Lz = d4_sel(lanes, D4_ZERO, a->Lz);
@@ -450,13 +490,14 @@ static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
   return next.goes_on;
 }
 
-/* Runs the block's samples to their ends, four paths at a time. */
+/* Runs the block's samples to their ends, a packet of paths at a time. */
 static void run_block(block_t *b) {
   rt_paths4 a;
   rt_ray4 r;
+  batch_t q = {.next = 0, .count = 0};
   memset(&a, 0, sizeof(a));
   memset(&r, 0, sizeof(r));
-  m4 active = start4(b, &a, &r, M4_ALL);
+  m4 active = start4(b, &q, &a, &r, M4_ALL);
   while (m4_bits(active)) {
     m4 ends = active & ~bounce(b, &a, &r, active);
     if (!m4_bits(ends))
@@ -464,7 +505,7 @@ static void run_block(block_t *b) {
     for (int l = 0; l < RT_LANES; l++)
       if (ends[l])
         b->out[a.item[l]] = v3_make(a.Lx[l], a.Ly[l], a.Lz[l]);
-    active = (active & ~ends) | start4(b, &a, &r, ends);
+    active = (active & ~ends) | start4(b, &q, &a, &r, ends);
   }
 }
 
