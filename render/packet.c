@@ -163,16 +163,23 @@ static inline int leaf(search4 *io, const atl_render_scene_t *sc,
                        m4 active, int any) {
   search4 s = *io;
   int i = 0, ret = 1;
-  for (; i < nq; i++) {
-    const rt_prim *p = &sc->prims[idx[i]];
-    /* Most quads' planes are behind the rays or beyond their nearest
-     * hit so far: then the rest of the test is skipped. */
-    d4 t = plane4_t(p, r);
-    if (!m4_bits((t > s.tmin) & (t <= s.t)))
-      continue;
-    keep(&s, quad_in(p, r, t), idx[i]);
-    if (done(&s, active, any))
-      goto out;
+  while (i < nq) {
+    /* The distances to the planes of up to eight quads first: their
+     * divisions then run side by side, rather than each waiting for the
+     * branch on the one before. */
+    d4 tp[8];
+    int k = nq - i < 8 ? nq - i : 8;
+    for (int j = 0; j < k; j++)
+      tp[j] = plane4_t(&sc->prims[idx[i + j]], r);
+    for (int j = 0; j < k; j++, i++) {
+      /* Most quads' planes are behind the rays or beyond their nearest
+       * hit so far: then the rest of the test is skipped. */
+      if (!m4_bits((tp[j] > s.tmin) & (tp[j] <= s.t)))
+        continue;
+      keep(&s, quad_in(&sc->prims[idx[i]], r, tp[j]), idx[i]);
+      if (done(&s, active, any))
+        goto out;
+    }
   }
   for (; i < nq + ns; i++) {
     sphere(&s, &sc->prims[idx[i]], idx[i], r);
