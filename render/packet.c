@@ -7,6 +7,11 @@
 
 #define STACK_MAX 64
 
+/* The search, inlined into each of its two callers, becomes two: one
+ * for the nearest hit and one for any hit, without a run-time test of
+ * which it is in the inner loops. */
+#define RT_INLINE static inline __attribute__((always_inline))
+
 void atl__rt_ray4_prepare(rt_ray4 *r) {
   r->a = r->dx * r->dx + r->dy * r->dy + r->dz * r->dz;
   r->inv_a = 1.0 / r->a;
@@ -158,9 +163,9 @@ static inline int done(const search4 *s, m4 active, int any) {
  * is copied in and out so that it stays in registers: through the
  * pointer, the compiler could not know that the ray's loads do not
  * alias it. */
-static inline int leaf(search4 *io, const atl_render_scene_t *sc,
-                       const int *idx, int n, int nq, int ns, const rt_ray4 *r,
-                       m4 active, int any) {
+RT_INLINE int leaf(search4 *io, const atl_render_scene_t *sc, const int *idx,
+                   int n, int nq, int ns, const rt_ray4 *r, m4 active,
+                   int any) {
   search4 s = *io;
   int i = 0, ret = 1;
   while (i < nq) {
@@ -219,8 +224,8 @@ static inline m4 node_lanes(const rt_node *n, const search4 *s,
   return near <= far;
 }
 
-static int search(search4 *s, const atl_render_scene_t *sc, const rt_ray4 *r,
-                  m4 active, int any) {
+RT_INLINE int search(search4 *s, const atl_render_scene_t *sc, const rt_ray4 *r,
+                     m4 active, int any) {
   if (sc->nplanes && leaf(s, sc, sc->planes, sc->nplanes, 0, 0, r, active, any))
     return 1;
   if (sc->nnodes == 1) {
