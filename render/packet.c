@@ -15,9 +15,6 @@
 void atl__rt_ray4_prepare(rt_ray4 *r) {
   r->a = r->dx * r->dx + r->dy * r->dy + r->dz * r->dz;
   r->inv_a = 1.0 / r->a;
-  r->ix = 1.0 / r->dx;
-  r->iy = 1.0 / r->dy;
-  r->iz = 1.0 / r->dz;
 }
 
 /* The running result of a packet's search: per lane the nearest distance
@@ -206,18 +203,18 @@ out:
  * nearest hit. A NaN slab (0 * inf, a ray in a face's plane) leaves the
  * bounds alone, as the comparisons with it are false. */
 static inline m4 node_lanes(const rt_node *n, const search4 *s,
-                            const rt_ray4 *r) {
+                            const rt_ray4 *r, d4 ix, d4 iy, d4 iz) {
   d4 near = s->tmin, far = s->t;
-  d4 t0 = (n->lo[0] - r->ox) * r->ix;
-  d4 t1 = (n->hi[0] - r->ox) * r->ix;
+  d4 t0 = (n->lo[0] - r->ox) * ix;
+  d4 t1 = (n->hi[0] - r->ox) * ix;
   d4 lo = d4_sel(t0 < t1, t0, t1), hi = d4_sel(t0 < t1, t1, t0);
   near = d4_sel(lo > near, lo, near), far = d4_sel(hi < far, hi, far);
-  t0 = (n->lo[1] - r->oy) * r->iy;
-  t1 = (n->hi[1] - r->oy) * r->iy;
+  t0 = (n->lo[1] - r->oy) * iy;
+  t1 = (n->hi[1] - r->oy) * iy;
   lo = d4_sel(t0 < t1, t0, t1), hi = d4_sel(t0 < t1, t1, t0);
   near = d4_sel(lo > near, lo, near), far = d4_sel(hi < far, hi, far);
-  t0 = (n->lo[2] - r->oz) * r->iz;
-  t1 = (n->hi[2] - r->oz) * r->iz;
+  t0 = (n->lo[2] - r->oz) * iz;
+  t1 = (n->hi[2] - r->oz) * iz;
   lo = d4_sel(t0 < t1, t0, t1), hi = d4_sel(t0 < t1, t1, t0);
   near = d4_sel(lo > near, lo, near), far = d4_sel(hi < far, hi, far);
   /* <=: a tie at the current nearest hit may still win by its index. */
@@ -242,9 +239,12 @@ RT_INLINE int search(search4 *s, const atl_render_scene_t *sc, const rt_ray4 *r,
   int lane =
       __builtin_ctz((unsigned)m4_bits(active) | 1u << RT_LANES) % RT_LANES;
   int neg[3] = {r->dx[lane] < 0, r->dy[lane] < 0, r->dz[lane] < 0};
+  /* The reciprocal directions of the slab tests, only now: a scene of a
+   * single leaf has no use for their three divisions. */
+  d4 ix = 1.0 / r->dx, iy = 1.0 / r->dy, iz = 1.0 / r->dz;
   for (;;) {
     const rt_node *n = &sc->nodes[ni];
-    if (m4_bits(node_lanes(n, s, r) & active)) {
+    if (m4_bits(node_lanes(n, s, r, ix, iy, iz) & active)) {
       if (n->count) {
         const rt_leaf *lf = &sc->leaves[ni];
         if (leaf(s, sc, sc->prim_order + n->index, n->count, lf->nquad,

@@ -14,11 +14,10 @@
  * a lane's distances are in units of its direction. */
 typedef struct {
   d4 ox, oy, oz, dx, dy, dz;
-  d4 a, inv_a;   /* |d|^2 and its inverse, for spheres */
-  d4 ix, iy, iz; /* 1 / d, for the boxes of the BVH */
+  d4 a, inv_a; /* |d|^2 and its inverse, for spheres */
 } rt_ray4;
 
-/* Fills a, inv_a and ix, iy, iz from the directions. */
+/* Fills a and inv_a from the directions. */
 void atl__rt_ray4_prepare(rt_ray4 *r);
 
 /* The ray of one lane. */
