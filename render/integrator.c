@@ -211,11 +211,13 @@ static void ray4_set(rt_ray4 *r, int l, const rt_ray *ray) {
 }
 
 /* The samples of a tile go through in blocks: the samples of a block are
- * handed to four lanes in order, each lane taking the next one as soon
- * as its path ends, and their radiance is kept until the block is done,
+ * handed to the lanes in order, each lane taking the next one as soon as
+ * its path ends, and their radiance is kept until the block is done,
  * then added to the sums in order. A pixel's sums are thus added sample
- * by sample in index order whatever order the paths end in. */
-#define BLOCK 1024
+ * by sample in index order whatever order the paths end in. At a block's
+ * end the lanes run out one by one; 4096 samples (a 64 x 64 tile's
+ * pass of one sample) make that a small share. */
+#define BLOCK 4096
 
 typedef struct {
   const atl_render_scene_t *s;
