@@ -348,7 +348,7 @@ static m4 start4(block_t *b, batch_t *q, rt_paths4 *a, rt_ray4 *r, m4 free) {
   a->prev_pdf = d4_sel(lanes, D4_ZERO, a->prev_pdf);
   /* The camera counts as specular: no MIS at the first hit. */
   a->prev_delta |= lanes;
-  a->depth = m4_sel(lanes, m4_set1(1), a->depth);
+  a->depth = d4_sel(lanes, d4_set1(1), a->depth);
   return lanes;
 }
 
@@ -469,12 +469,13 @@ static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
 #define RT_CG(l) c[l].y
 #define RT_CB(l) c[l].z
 #define RT_IOR(l) ior[l]
-#define RT_FIT(l) fit[l]
+#define RT_FIT(l) (double)fit[l]
   h.nx = (d4){RT_EACH_LANE(RT_NX)}, h.ny = (d4){RT_EACH_LANE(RT_NY)};
   h.nz = (d4){RT_EACH_LANE(RT_NZ)};
   h.ar = (d4){RT_EACH_LANE(RT_CR)}, h.ag = (d4){RT_EACH_LANE(RT_CG)};
   h.ab = (d4){RT_EACH_LANE(RT_CB)}, h.ior = (d4){RT_EACH_LANE(RT_IOR)};
-  m4 f = {RT_EACH_LANE(RT_FIT)};
+  /* The kinds compared as doubles: SSE2 compares no 64-bit integers. */
+  d4 f = {RT_EACH_LANE(RT_FIT)};
   h.diffuse = f == FIT_DIFFUSE, h.mirror = f == FIT_MIRROR;
   h.glass = f == FIT_GLASS;
   if (m4_bits(escaped))

@@ -22,7 +22,9 @@ void atl__rt_ray4_prepare(rt_ray4 *r) {
  * nothing can beat) and its primitive. */
 typedef struct {
   d4 tmin, t;
-  m4 prim; /* -1 until the lane finds a hit */
+  /* The primitive, -1 until the lane finds a hit; a double, as SSE2
+   * (the fallback without AVX2) compares no 64-bit integers. */
+  d4 prim;
 } search4;
 
 /* The plane n.x = d of a quad, disc or plane primitive. */
@@ -80,10 +82,10 @@ static inline d4 triangle4_t(const rt_prim *p, const rt_ray4 *r) {
 /* Folds the distances t of primitive `id` into the search: a lane takes
  * it when it is in (tmin, t) or ties with a higher index. */
 static inline void keep(search4 *s, d4 t, int id) {
-  m4 idv = m4_set1(id);
+  d4 idv = d4_set1(id);
   m4 take = (t > s->tmin) & ((t < s->t) | ((t == s->t) & (s->prim > idv)));
   s->t = d4_sel(take, t, s->t);
-  s->prim = m4_sel(take, idv, s->prim);
+  s->prim = d4_sel(take, idv, s->prim);
 }
 
 /* Spheres, with the range test of both roots inside: the far root
@@ -271,15 +273,15 @@ RT_INLINE int search(search4 *s, const atl_render_scene_t *sc, const rt_ray4 *r,
 
 void atl__rt_intersect4(const atl_render_scene_t *sc, const rt_ray4 *r,
                         m4 active, d4 tmin, d4 tmax, d4 *t, m4 *prim) {
-  search4 s = {tmin, d4_sel(active, tmax, -D4_INF), M4_ALL};
+  search4 s = {tmin, d4_sel(active, tmax, -D4_INF), d4_set1(-1)};
   search(&s, sc, r, active, 0);
   *t = s.t;
-  *prim = s.prim;
+  *prim = __builtin_convertvector(s.prim, m4);
 }
 
 m4 atl__rt_occluded4(const atl_render_scene_t *sc, const rt_ray4 *r, m4 active,
                      d4 tmin, d4 tmax) {
-  search4 s = {tmin, d4_sel(active, tmax, -D4_INF), M4_ALL};
+  search4 s = {tmin, d4_sel(active, tmax, -D4_INF), d4_set1(-1)};
   if (search(&s, sc, r, active, 1))
     return active;
   return active & (s.prim >= 0);

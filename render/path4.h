@@ -13,7 +13,7 @@ typedef struct {
   d4 ppx, ppy, ppz; /* the previous vertex, for the light's pdf in MIS */
   d4 prev_pdf;      /* the BSDF pdf that chose the current ray */
   m4 prev_delta;    /* that choice was a delta lobe (or the camera) */
-  m4 depth;         /* of the vertex the current ray will find */
+  d4 depth;         /* of the vertex the current ray will find */
   u4 ctr;           /* each lane's random numbers (rng.h) */
   d4 scx, scy, scz; /* a light sample waiting for its shadow ray */
   m4 item;          /* the sample's slot in the block */
@@ -52,11 +52,13 @@ static inline void sincos4(d4 u, d4 *s, d4 *c) {
   d4 big = u * 4 + 0x1p52;
   d4 x = (u * 4 - (big - 0x1p52)) * (RT_PI / 2), x2 = x * x;
   d4 sn = RT_SIN_SERIES(x, x2), cs = RT_COS_SERIES(x2);
-  m4 k = (m4)big & 3;
-  m4 odd = (k & 1) != 0, half = (k & 2) != 0;
+  /* The quarter turn q in 0 .. 4, compared as a double: SSE2 (the
+   * fallback without AVX2) compares no 64-bit integers. */
+  d4 q = big - 0x1p52;
+  m4 odd = (q == 1) | (q == 3), half = (q == 2) | (q == 3);
   d4 a = d4_sel(odd, cs, sn), b = d4_sel(odd, sn, cs);
   *s = d4_sel(half, -a, a);
-  *c = d4_sel((k == 1) | (k == 2), -b, b);
+  *c = d4_sel((q == 1) | (q == 2), -b, b);
 }
 
 /* What a vertex asks of the loop: its shadow ray (sr, stmax) for the

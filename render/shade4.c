@@ -211,7 +211,7 @@ void atl__rt_scatter4(const atl_render_scene_t *s, const atl_render_params_t *p,
   pa->prev_pdf = d4_sel(ok, o.pdf, pa->prev_pdf);
   pa->ppx = d4_sel(ok, h->px, pa->ppx), pa->ppy = d4_sel(ok, h->py, pa->ppy);
   pa->ppz = d4_sel(ok, h->pz, pa->ppz);
-  pa->depth -= ok; /* + 1 where set */
+  pa->depth += d4_sel(ok, d4_set1(1), D4_ZERO);
   d4 ox, oy, oz;
   offset4(h, eps, o.x, o.y, o.z, &ox, &oy, &oz);
   r->ox = d4_sel(ok, ox, r->ox), r->oy = d4_sel(ok, oy, r->oy);

@@ -16,14 +16,19 @@
 #include <immintrin.h>
 #endif
 
-/* The lanes of a packet: four, AVX2's width for doubles. The code is
- * written for any count, but eight (vectors of 64 bytes) measured 3.5
- * times slower on AVX2: GCC 12 splits most of their operations into
- * halves but moves their comparison masks lane by lane through general
- * registers. They would suit AVX-512, which this project's machine does
- * not offer its guests. */
+/* The lanes of a packet: as many doubles as a register holds, four with
+ * AVX, two with SSE2. The code is written for any count, but vectors
+ * wider than the registers are slow: GCC 12 splits their arithmetic
+ * into halves but moves their comparison masks lane by lane through
+ * general registers. Four lanes on SSE2 measured half as fast as two,
+ * eight on AVX2 3.5 times slower than four (eight would suit AVX-512,
+ * which this project's machine does not offer its guests). */
 #ifndef RT_LANES
+#ifdef __AVX__
 #define RT_LANES 4
+#else
+#define RT_LANES 2
+#endif
 #endif
 
 typedef double d4 __attribute__((vector_size(8 * RT_LANES)));
@@ -31,7 +36,9 @@ typedef int64_t m4 __attribute__((vector_size(8 * RT_LANES)));
 typedef uint64_t u4 __attribute__((vector_size(8 * RT_LANES)));
 
 /* An initialiser's list of f(l) for every lane l. */
-#if RT_LANES == 4
+#if RT_LANES == 2
+#define RT_EACH_LANE(f) f(0), f(1)
+#elif RT_LANES == 4
 #define RT_EACH_LANE(f) f(0), f(1), f(2), f(3)
 #elif RT_LANES == 8
 #define RT_EACH_LANE(f) f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7)
@@ -71,39 +78,42 @@ static inline m4 m4_sel(m4 m, m4 a, m4 b) {
   return (a & m) | (b & ~m);
 }
 
-/* Bit i set when lane i of the mask is. */
-static inline int m4_bits(m4 m) {
-#ifdef __AVX__
-  __m256d h[RT_LANES / 4];
-  int bits = 0;
-  memcpy(h, &m, sizeof(m));
-  for (int i = 0; i < RT_LANES / 4; i++)
-    bits |= _mm256_movemask_pd(h[i]) << (4 * i);
-  return bits;
-#else
-  int bits = 0;
-  for (int i = 0; i < RT_LANES; i++)
-    bits |= (int)(m[i] & 1) << i;
-  return bits;
-#endif
-}
-
-/* Lane-wise square roots: vsqrtpd with AVX, sqrtpd with SSE2, on each
- * register's worth of lanes. A loop of sqrt() would be scalar: GCC does
- * not vectorise it. */
+/* The intrinsics for one register's worth of lanes, which the vector
+ * extensions lack: AVX's four doubles or SSE2's two. */
 #if defined(__AVX__)
 typedef __m256d rt_chunk;
 #define RT_CHUNK_SQRT _mm256_sqrt_pd
+#define RT_CHUNK_BITS _mm256_movemask_pd
 #elif defined(__SSE2__)
 typedef __m128d rt_chunk;
 #define RT_CHUNK_SQRT _mm_sqrt_pd
+#define RT_CHUNK_BITS _mm_movemask_pd
 #endif
 
+/* Bit i set when lane i of the mask is. */
+static inline int m4_bits(m4 m) {
+  int bits = 0;
+#ifdef RT_CHUNK_BITS
+  enum { n = sizeof(m4) / sizeof(rt_chunk) };
+  rt_chunk h[n];
+  memcpy(h, &m, sizeof(m));
+  for (int i = 0; i < n; i++)
+    bits |= RT_CHUNK_BITS(h[i]) << (i * (RT_LANES / n));
+#else
+  for (int i = 0; i < RT_LANES; i++)
+    bits |= (int)(m[i] & 1) << i;
+#endif
+  return bits;
+}
+
+/* Lane-wise square roots. A loop of sqrt() would be scalar: GCC does not
+ * vectorise it. */
 static inline d4 d4_sqrt(d4 v) {
 #ifdef RT_CHUNK_SQRT
-  rt_chunk h[sizeof(d4) / sizeof(rt_chunk)];
+  enum { n = sizeof(d4) / sizeof(rt_chunk) };
+  rt_chunk h[n];
   memcpy(h, &v, sizeof(v));
-  for (size_t i = 0; i < sizeof(d4) / sizeof(rt_chunk); i++)
+  for (int i = 0; i < n; i++)
     h[i] = RT_CHUNK_SQRT(h[i]);
   memcpy(&v, h, sizeof(v));
 #else
