@@ -324,3 +324,30 @@ int atl__rt_occluded(const atl_render_scene_t *s, const rt_ray *r, double tmin,
   return atl__rt_occluded4(s, &r4, lane0(), d4_set1(tmin), d4_set1(tmax))[0] !=
          0;
 }
+
+void atl__rt_intersect_rays(const atl_render_scene_t *s, int n,
+                            const rt_ray *rays, const double *tmax,
+                            const int *active, double *t, int *prim,
+                            int *occluded) {
+  for (int i = 0; i < n; i += RT_LANES) {
+    rt_ray4 r4;
+    m4 on = M4_NONE, pr;
+    d4 tm = D4_INF, tt;
+    one_lane(&r4, &rays[i]); /* lanes past n: a copy of the first, idle */
+    for (int l = 0; l < RT_LANES && i + l < n; l++) {
+      const rt_ray *r = &rays[i + l];
+      r4.ox[l] = r->o.x, r4.oy[l] = r->o.y, r4.oz[l] = r->o.z;
+      r4.dx[l] = r->d.x, r4.dy[l] = r->d.y, r4.dz[l] = r->d.z;
+      on[l] = active[i + l] ? -1 : 0;
+      tm[l] = tmax[i + l];
+    }
+    atl__rt_ray4_prepare(&r4);
+    atl__rt_intersect4(s, &r4, on, D4_ZERO, tm, &tt, &pr);
+    m4 occ = atl__rt_occluded4(s, &r4, on, D4_ZERO, tm);
+    for (int l = 0; l < RT_LANES && i + l < n; l++) {
+      t[i + l] = tt[l];
+      prim[i + l] = (int)pr[l];
+      occluded[i + l] = occ[l] != 0;
+    }
+  }
+}

@@ -174,6 +174,14 @@ int atl__rt_intersect(const atl_render_scene_t *s, const rt_ray *r, double tmin,
                       double tmax, rt_hit *h);
 int atl__rt_occluded(const atl_render_scene_t *s, const rt_ray *r, double tmin,
                      double tmax);
+/* The n rays, in packets as the renderer traces them, for the tests
+ * (packet.h's types depend on the compiler's target, these do not):
+ * for each, the nearest hit's t and primitive (-1 for none, or where
+ * active[i] is 0) in (0, tmax[i]), and whether the ray hits anything. */
+void atl__rt_intersect_rays(const atl_render_scene_t *s, int n,
+                            const rt_ray *rays, const double *tmax,
+                            const int *active, double *t, int *prim,
+                            int *occluded);
 
 /* materials.c: a sampled scattering. */
 typedef struct {
