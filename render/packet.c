@@ -1,7 +1,7 @@
-/* Packet traversal: the BVH and the primitives against four rays at once
- * (packet.h). Quads, spheres, discs, planes and triangles are tested
- * lane-parallel; cylinders, cones and tori, rare and branchy, lane by
- * lane with the single-ray tests of intersect.h. */
+/* Packet traversal: the BVH and the primitives against a packet of rays
+ * at once (packet.h). Quads, spheres, discs, planes and triangles are
+ * tested lane-parallel; cylinders, cones and tori, rare and branchy, lane
+ * by lane with the single-ray tests of intersect.h. */
 #include "packet.h"
 #include "intersect.h"
 

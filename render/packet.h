@@ -1,16 +1,18 @@
-/* Packets of four rays, traced together: the path tracer keeps four
- * paths in flight and intersects their rays at once, one primitive (or
- * one BVH node) for all four lanes per step. With the small scenes of
- * scene-llm (a few to a few hundred primitives) this beats testing one
- * ray against four primitives at a time: the lanes are always full, and
- * a primitive's data is loaded once for four rays. */
+/* Packets of rays traced together: the path tracer keeps a packet of
+ * paths in flight (RT_LANES of them: four with AVX, two with SSE2; the
+ * names keep the 4 of the AVX2 build) and intersects their rays at
+ * once, one primitive (or one BVH node) for all the lanes per step.
+ * With the small scenes of scene-llm (a few to a few hundred
+ * primitives) this beats testing one ray against four primitives at a
+ * time: the lanes are always full, and a primitive's data is loaded once
+ * for all the rays. */
 #ifndef ATL_RENDER_PACKET_H
 #define ATL_RENDER_PACKET_H
 
 #include "rt.h"
 #include "simd.h"
 
-/* Four rays in structure-of-arrays form. Directions need not be unit;
+/* A packet's rays in structure-of-arrays form. Directions need not be unit;
  * a lane's distances are in units of its direction. */
 typedef struct {
   d4 ox, oy, oz, dx, dy, dz;

@@ -1,7 +1,8 @@
-/* Four paths in flight, in structure-of-arrays form, and the vertex that
- * the common case (a diffuse surface lit by panel lights) runs for all
- * of them at once (shade4.c). The general case runs lane by lane in
- * integrator.c on the same state. */
+/* A packet of paths in flight, in structure-of-arrays form, and the
+ * vertices that the common cases (a diffuse surface lit by panel lights,
+ * a mirror, glass, an escape to the sky) run for all of them at once
+ * (shade4.c). The other cases run lane by lane in integrator.c on the
+ * same state. */
 #ifndef ATL_RENDER_PATH4_H
 #define ATL_RENDER_PATH4_H
 
@@ -29,7 +30,7 @@ typedef struct {
   m4 diffuse, mirror, glass;
 } rt_hits4;
 
-/* rt_mix64() for four lanes. */
+/* rt_mix64() in every lane. */
 static inline u4 mix4(u4 z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -44,7 +45,7 @@ static inline d4 rand4(rt_paths4 *pa, m4 mask) {
   return (d4)one - 1.0;
 }
 
-/* rt_sincos_turn() for four lanes. The nearest quarter turn comes from
+/* rt_sincos_turn() in every lane. The nearest quarter turn comes from
  * adding 2^52, where a double has no fraction bits left, so that the
  * rounding of the sum rounds u * 4 and its low mantissa bits are the
  * quarter turn's number. */
@@ -73,7 +74,7 @@ typedef struct {
   const double (*one_light)[RT_LANES];
 } rt_next4;
 
-/* Lane l of the 16 rows that atl__rt_lambert4() reads a quad light
+/* Lane l of the 16 rows that atl__rt_scatter4() reads a quad light
  * from: corner (x, y, z), u, v, normal, area, emission (r, g, b). */
 void atl__rt_quad_lanes(const rt_light *L, int l, double f[16][RT_LANES]);
 

@@ -1,4 +1,4 @@
-/* The common vertices, four lanes at once: lambertian surfaces lit by
+/* The common vertices, a packet at once: lambertian surfaces lit by
  * quad lights, mirrors and glass, and escapes to the environment
  * (path4.h). It computes what vertex_scatter() and its helpers in
  * integrator.c, materials.c and lights.c compute for one lane, in the
@@ -6,7 +6,7 @@
  * they branch; a lane's result does not depend on the other lanes. */
 #include "path4.h"
 
-/* v3_from_local() for four lanes: x t + y b + z n in the basis around
+/* v3_from_local() in every lane: x t + y b + z n in the basis around
  * the unit n of v3_basis(). */
 static inline void from_local4(d4 nx, d4 ny, d4 nz, d4 x, d4 y, d4 z, d4 *ox,
                                d4 *oy, d4 *oz) {
@@ -107,7 +107,7 @@ static void light4(const atl_render_scene_t *s, rt_paths4 *pa,
   out->shadow |= ok;
 }
 
-/* atl__rt_fresnel_dielectric() for four lanes. */
+/* atl__rt_fresnel_dielectric() in every lane. */
 static inline d4 fresnel4(d4 ci, d4 eta) {
   d4 sin2 = (1 - ci * ci) / (eta * eta);
   d4 ct = d4_sqrt(d4_max(1 - sin2, D4_ZERO));
