@@ -49,6 +49,41 @@ static inline d4 quad_in(const rt_prim *p, const rt_ray4 *r, d4 t) {
   return d4_sel((al - al * al >= 0) & (be - be * be >= 0), t, D4_INF);
 }
 
+/* A quad along the axes (atl__rt_prim_prepare()): the plane from one
+ * coordinate, the inside from two ranges. The same t as plane4_t()'s,
+ * whose other terms are exact zeros; the ranges give alpha and beta in
+ * [0, 1] up to the rounding of the corner plus an edge. The axes are
+ * spelt out, one case each, so that the ray's fields stay in
+ * registers. */
+#define RT_AA_T(k) ((p->d - r->o##k * n) / (r->d##k * n))
+#define RT_AA_IN(i, j)                                                         \
+  ((r->o##i + r->d##i * t >= p->lo[0]) & (r->o##i + r->d##i * t <= p->hi[0]) & \
+   (r->o##j + r->d##j * t >= p->lo[1]) & (r->o##j + r->d##j * t <= p->hi[1]))
+
+static inline d4 plane_aa_t(const rt_prim *p, const rt_ray4 *r) {
+  switch (p->aa) {
+  case 0: {
+    double n = p->n.x;
+    return RT_AA_T(x);
+  }
+  case 1: {
+    double n = p->n.y;
+    return RT_AA_T(y);
+  }
+  default: {
+    double n = p->n.z;
+    return RT_AA_T(z);
+  }
+  }
+}
+
+static inline d4 quad_aa_in(const rt_prim *p, const rt_ray4 *r, d4 t) {
+  m4 in = p->aa == 0   ? RT_AA_IN(y, z)
+          : p->aa == 1 ? RT_AA_IN(z, x)
+                       : RT_AA_IN(x, y);
+  return d4_sel(in, t, D4_INF);
+}
+
 static inline d4 quad4_t(const rt_prim *p, const rt_ray4 *r) {
   return quad_in(p, r, plane4_t(p, r));
 }
@@ -173,14 +208,18 @@ RT_INLINE int leaf(search4 *io, const atl_render_scene_t *sc, const int *idx,
      * branch on the one before. */
     d4 tp[8];
     int k = nq - i < 8 ? nq - i : 8;
-    for (int j = 0; j < k; j++)
-      tp[j] = plane4_t(&sc->prims[idx[i + j]], r);
+    for (int j = 0; j < k; j++) {
+      const rt_prim *p = &sc->prims[idx[i + j]];
+      tp[j] = p->aa >= 0 ? plane_aa_t(p, r) : plane4_t(p, r);
+    }
     for (int j = 0; j < k; j++, i++) {
       /* Most quads' planes are behind the rays or beyond their nearest
        * hit so far: then the rest of the test is skipped. */
       if (!m4_bits((tp[j] > s.tmin) & (tp[j] <= s.t)))
         continue;
-      keep(&s, quad_in(&sc->prims[idx[i]], r, tp[j]), idx[i]);
+      const rt_prim *p = &sc->prims[idx[i]];
+      keep(&s, p->aa >= 0 ? quad_aa_in(p, r, tp[j]) : quad_in(p, r, tp[j]),
+           idx[i]);
       if (done(&s, active, any))
         goto out;
     }

@@ -44,9 +44,14 @@ typedef struct {
    *   quad:   e1 = c x w, e2 = w x b (alpha = q.e1, beta = q.e2 for the
    *           hit point q relative to a), d = n.a
    *   disc, plane: d = n.a
-   *   sphere, disc: r2 = r0^2 */
+   *   sphere, disc: r2 = r0^2
+   *   quad along the axes (its normal along axis aa, its edges along
+   *           the two others): aa in 0 .. 2, and its points' range
+   *           [lo[i], hi[i]] in axis (aa + 1 + i) % 3; else aa = -1 */
   v3 e1, e2;
   double d, r2;
+  int aa;
+  double lo[2], hi[2];
   int kind;
   int material; /* index into scene->materials */
   int light;    /* index into scene->lights for an area light, else -1 */

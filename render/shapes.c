@@ -2,13 +2,39 @@
  * distance tests themselves are in intersect.h. */
 #include "intersect.h"
 
+/* The axis a vector lies along, or -1. */
+static int along(v3 v) {
+  int nonzero = (v.x != 0) + (v.y != 0) + (v.z != 0);
+  return nonzero != 1 ? -1 : v.x != 0 ? 0 : v.y != 0 ? 1 : 2;
+}
+
+/* A quad whose edges lie along two axes (the walls of a box or of the
+ * Cornell box, a ground): the packets test it with one coordinate for
+ * its plane and two ranges for its inside. Its normal, u x v normalised,
+ * is then exactly +-1 along the third axis. */
+static void quad_axes(rt_prim *p) {
+  int iu = along(p->b), iv = along(p->c);
+  if (iu < 0 || iv < 0 || iu == iv)
+    return;
+  p->aa = 3 - iu - iv;
+  for (int i = 0; i < 2; i++) {
+    int k = (p->aa + 1 + i) % 3;
+    double a = v3_comp(p->a, k);
+    double e = v3_comp(k == iu ? p->b : p->c, k);
+    p->lo[i] = e < 0 ? a + e : a;
+    p->hi[i] = e < 0 ? a : a + e;
+  }
+}
+
 void atl__rt_prim_prepare(rt_prim *p) {
   p->e1 = p->e2 = v3_make(0, 0, 0);
   p->d = v3_dot(p->n, p->a);
   p->r2 = p->r0 * p->r0;
+  p->aa = -1;
   if (p->kind == RT_QUAD) {
     p->e1 = v3_cross(p->c, p->w);
     p->e2 = v3_cross(p->w, p->b);
+    quad_axes(p);
   }
 }
 

@@ -399,8 +399,8 @@ Test(render_shapes, torus_arc) {
   atl_render_scene_free(s);
 }
 
-/* 300 random spheres and quads, and 60 tori, tilted, half of them
- * arcs. */
+/* 300 random spheres and quads (half of these along the axes), and 60
+ * tori, tilted, half of them arcs. */
 static atl_render_scene_t *random_scene(rt_rng *rng) {
   char *doc = malloc(200000);
   size_t n = (size_t)sprintf(doc, "{\"shapes\": [");
@@ -417,8 +417,10 @@ static atl_render_scene_t *random_scene(rt_rng *rng) {
       n += (size_t)sprintf(doc + n,
                            "%s{\"id\": \"q%d\", \"type\": \"quad\", "
                            "\"properties\": {\"corner\": [%g, %g, %g], \"u\": "
-                           "[1, %g, 0], \"v\": [0, 0.5, 1.5]}}",
-                           i ? "," : "", i, x, y, z, rt_rand(rng));
+                           "[1, %g, 0], \"v\": [0, %g, 1.5]}}",
+                           i ? "," : "", i, x, y, z,
+                           /* every other quad along the axes */
+                           i % 4 ? rt_rand(rng) : 0, i % 4 ? 0.5 : 0);
   }
   for (int i = 0; i < 60; i++) {
     double x = rt_rand(rng) * 20 - 10, y = rt_rand(rng) * 20 - 10;
