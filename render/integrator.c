@@ -283,16 +283,22 @@ typedef struct {
  * draws its random numbers from the seed, its pixel and its sample's
  * index (rt_rng_make()). */
 static void prepare(block_t *b, batch_t *q) {
-  m4 lanes = M4_NONE;
-  u4 pix = (u4)M4_NONE, smp = (u4)M4_NONE;
-  d4 x = D4_ZERO, y = D4_ZERO;
+  /* Each lane's values in scalars first, then into vectors: storing
+   * lanes one by one into a vector in memory and loading it whole would
+   * stall on store forwarding. */
+  double x[RT_LANES], y[RT_LANES], on[RT_LANES];
+  uint64_t pix[RT_LANES], smp[RT_LANES];
+  int64_t item[RT_LANES];
   q->next = q->count = 0;
-  for (int l = 0; l < RT_LANES && b->item < b->end; l++) {
-    lanes[l] = -1;
+  for (int l = 0; l < RT_LANES; l++) {
+    on[l] = b->item < b->end;
     x[l] = b->x, y[l] = b->y;
     pix[l] = (uint64_t)b->y * (uint64_t)b->p->width + (uint64_t)b->x;
     smp[l] = b->first + (uint64_t)b->i;
-    q->item[l] = b->item++ - b->base;
+    item[l] = b->item - b->base;
+    if (!on[l])
+      continue;
+    b->item++;
     q->count++;
     if (++b->i == b->n) {
       b->i = 0;
@@ -302,12 +308,23 @@ static void prepare(block_t *b, batch_t *q) {
   }
   if (!q->count)
     return;
+#define RT_PIX(l) pix[l]
+#define RT_SMP(l) smp[l]
+#define RT_ITEM(l) item[l]
+#define RT_ON(l) on[l]
+#define RT_PX(l) x[l]
+#define RT_PY(l) y[l]
+  m4 lanes = (d4){RT_EACH_LANE(RT_ON)} != 0;
+  q->item = (m4){RT_EACH_LANE(RT_ITEM)};
   uint64_t k0 = rt_mix64(b->p->seed + RT_RNG_STEP);
-  u4 k = mix4(((u4)M4_NONE + k0) ^ (pix * 0xd1b54a32d192ed03ULL));
+  u4 k = mix4(((u4)M4_NONE + k0) ^
+              ((u4){RT_EACH_LANE(RT_PIX)} * 0xd1b54a32d192ed03ULL));
   rt_paths4 a; /* rand4() draws through one */
-  a.ctr = mix4(k ^ (smp * 0x8cb92ba72f3d8dd7ULL)); /* rt_rng_key() */
+  a.ctr = mix4(k ^ ((u4){RT_EACH_LANE(RT_SMP)} *
+                    0x8cb92ba72f3d8dd7ULL)); /* rt_rng_key() */
   d4 jx = rand4(&a, lanes), jy = rand4(&a, lanes);
-  camera4(b->s, b->p, &a, lanes, x + jx, y + jy, &q->r);
+  camera4(b->s, b->p, &a, lanes, (d4){RT_EACH_LANE(RT_PX)} + jx,
+          (d4){RT_EACH_LANE(RT_PY)} + jy, &q->r);
   q->ctr = a.ctr;
 }
 
@@ -326,8 +343,7 @@ static m4 start4(block_t *b, batch_t *q, rt_paths4 *a, rt_ray4 *r, m4 free) {
         break;
     }
     int j = q->next++;
-    m4 one = M4_NONE;
-    one[l] = -1;
+    m4 one = m4_lane(l);
     lanes |= one;
     r->ox = d4_sel(one, d4_set1(q->r.ox[j]), r->ox);
     r->oy = d4_sel(one, d4_set1(q->r.oy[j]), r->oy);
@@ -380,12 +396,12 @@ static void lane_vertex(block_t *b, rt_paths4 *a, rt_ray4 *r, int l, double t,
     shadow_t sh;
     int st = vertex_scatter(b->s, b->p, b->nee, &pa, &ray, &h, &sh);
     if (st & PATH_SHADOW) {
-      next->shadow[l] = -1;
+      next->shadow |= m4_lane(l);
       ray4_set(next->sr, l, &sh.ray);
       (*next->stmax)[l] = sh.tmax;
     }
     if (st & PATH_GOES_ON) {
-      next->goes_on[l] = -1;
+      next->goes_on |= m4_lane(l);
       ray4_set(r, l, &ray);
     }
   }
@@ -444,7 +460,7 @@ static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
     if (!active[l])
       continue;
     if (prim[l] < 0 && !b->sun_disc) {
-      escaped[l] = -1;
+      escaped |= m4_lane(l);
       continue;
     }
     const rt_prim *pr = prim[l] >= 0 ? &s->prims[prim[l]] : NULL;

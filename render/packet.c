@@ -326,12 +326,6 @@ m4 atl__rt_occluded4(const atl_render_scene_t *sc, const rt_ray4 *r, m4 active,
   return active & (s.prim >= 0);
 }
 
-static m4 lane0(void) {
-  m4 m = M4_NONE;
-  m[0] = -1;
-  return m;
-}
-
 /* One ray, as the first lane of a packet. The renderer traces packets
  * only; these serve the tests and other single-ray callers. */
 static void one_lane(rt_ray4 *r4, const rt_ray *r) {
@@ -348,7 +342,8 @@ int atl__rt_intersect(const atl_render_scene_t *s, const rt_ray *r, double tmin,
   d4 t;
   m4 prim;
   one_lane(&r4, r);
-  atl__rt_intersect4(s, &r4, lane0(), d4_set1(tmin), d4_set1(tmax), &t, &prim);
+  atl__rt_intersect4(s, &r4, m4_lane(0), d4_set1(tmin), d4_set1(tmax), &t,
+                     &prim);
   if (prim[0] < 0)
     return 0;
   rt_prim_finish(&s->prims[prim[0]], r, t[0], h);
@@ -360,8 +355,8 @@ int atl__rt_occluded(const atl_render_scene_t *s, const rt_ray *r, double tmin,
                      double tmax) {
   rt_ray4 r4;
   one_lane(&r4, r);
-  return atl__rt_occluded4(s, &r4, lane0(), d4_set1(tmin), d4_set1(tmax))[0] !=
-         0;
+  return atl__rt_occluded4(s, &r4, m4_lane(0), d4_set1(tmin),
+                           d4_set1(tmax))[0] != 0;
 }
 
 void atl__rt_intersect_rays(const atl_render_scene_t *s, int n,

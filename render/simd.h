@@ -54,6 +54,15 @@ static inline m4 m4_set1(int64_t x) {
 #undef RT_X
 }
 
+/* The mask of lane l alone, from a comparison (of doubles, which SSE2
+ * has for two lanes): setting one lane of a mask in memory and loading
+ * it whole would stall on store forwarding. */
+static inline m4 m4_lane(int l) {
+#define RT_INDEX(i) (double)(i)
+  return (d4){RT_EACH_LANE(RT_INDEX)} == d4_set1(l);
+#undef RT_INDEX
+}
+
 #define D4_INF d4_set1(INFINITY)
 #define D4_ZERO d4_set1(0)
 #define M4_NONE m4_set1(0)
