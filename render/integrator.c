@@ -3,34 +3,11 @@
  * the power heuristic; Russian roulette from rr_depth on. max_depth
  * counts path vertices, the camera's hit included, as
  * go-progressive-raytracer does (its 5 is Cycles' max_bounces 4). */
-#include "rt.h"
+#include <stdlib.h>
+#include <string.h>
 
-/* The camera looks along fwd with +right to the right of the picture and
- * +up at its top: with the eye at (278, 278, -800) looking at +Z and up
- * +Y, right is +X, so the Cornell box's red wall (x = 0) is on the left,
- * as in PBRT and go-progressive-raytracer. */
-rt_ray atl__rt_camera_ray(const atl_render_scene_t *s, int w, int h, double px,
-                          double py, rt_rng *rng) {
-  double aspect = (double)w / h;
-  double sx = (2 * px / w - 1) * s->tan_half * aspect;
-  double sy = (1 - 2 * py / h) * s->tan_half;
-  v3 d = v3_add(s->fwd, v3_add(v3_scale(s->right, sx), v3_scale(s->up, sy)));
-  rt_ray r;
-  if (s->aperture > 0) {
-    /* A thin lens: a point on the lens towards the point in focus. */
-    v3 focus = v3_madd(s->eye, d, s->focus);
-    double rad = 0.5 * s->aperture * sqrt(rt_rand(rng));
-    double sn, cs;
-    rt_sincos_turn(rt_rand(rng), &sn, &cs);
-    r.o = v3_add(s->eye, v3_add(v3_scale(s->right, rad * cs),
-                                v3_scale(s->up, rad * sn)));
-    r.d = v3_norm(v3_sub(focus, r.o));
-  } else {
-    r.o = s->eye;
-    r.d = v3_norm(d);
-  }
-  return r;
-}
+#include "intersect.h"
+#include "path4.h"
 
 /* max and |max| of the components with plain comparisons, which compile
  * to vmaxsd, where fmax() is a libm call (it must honour NaN, which here
@@ -55,11 +32,29 @@ static v3 offset(const rt_hit *h, v3 dir) {
   return v3_madd(h->p, h->n, v3_dot(dir, h->n) > 0 ? eps : -eps);
 }
 
-/* One light sample at the vertex h; returns the weighted contribution
- * (to be multiplied by the throughput). */
-static v3 sample_one_light(const atl_render_scene_t *s, const rt_hit *h,
-                           const rt_material *m, v3 wo, rt_rng *rng) {
-  v3 zero = v3_make(0, 0, 0);
+/* A path in flight: what its next vertex needs. */
+typedef struct {
+  v3 L, beta;
+  v3 prev_p;       /* the previous vertex, for the light's pdf in MIS */
+  double prev_pdf; /* the BSDF pdf that chose the current ray */
+  int prev_delta;  /* that choice was a delta lobe (or the camera) */
+  int depth;       /* of the vertex the current ray will find */
+  rt_rng rng;
+  v3 shadow_c; /* the light sample waiting for its shadow ray */
+} path_t;
+
+/* A ray for next-event estimation and its range. */
+typedef struct {
+  rt_ray ray;
+  double tmax;
+} shadow_t;
+
+/* One light sample at the vertex h: its contribution (to be multiplied
+ * by the throughput) in *c and the shadow ray that decides it; returns 0
+ * when there is nothing to trace. */
+static int sample_one_light(const atl_render_scene_t *s, const rt_hit *h,
+                            const rt_material *m, v3 wo, rt_rng *rng, v3 *c,
+                            shadow_t *sh) {
   double pick = 1.0 / s->nlights;
   int li = (int)(rt_rand(rng) * s->nlights);
   if (li >= s->nlights)
@@ -67,131 +62,522 @@ static v3 sample_one_light(const atl_render_scene_t *s, const rt_hit *h,
   const rt_light *l = &s->lights[li];
   rt_light_sample ls;
   if (!atl__rt_light_sample_li(l, h->p, rng, &ls))
-    return zero;
+    return 0;
   v3 f;
   double bpdf;
   if (!atl__rt_material_eval(m, h, wo, ls.wi, &f, &bpdf))
-    return zero;
+    return 0;
   /* The shadow ray aims from the offset origin at the sampled point
    * itself, so the offset cannot push the light's own surface in front
    * of tmax at grazing angles. */
-  rt_ray sr = {offset(h, ls.wi), ls.wi};
-  double tmax = INFINITY;
+  sh->ray.o = offset(h, ls.wi);
+  sh->ray.d = ls.wi;
+  sh->tmax = INFINITY;
   if (!isinf(ls.dist)) {
-    sr.d = v3_sub(v3_madd(h->p, ls.wi, ls.dist), sr.o);
-    tmax = 1 - 1e-7; /* in units of the unnormalised direction */
+    sh->ray.d = v3_sub(v3_madd(h->p, ls.wi, ls.dist), sh->ray.o);
+    sh->tmax = 1 - 1e-7; /* in units of the unnormalised direction */
   }
-  if (atl__rt_occluded(s, &sr, 0, tmax))
-    return zero;
   double cosv = fabs(v3_dot(ls.wi, h->n));
-  v3 c = v3_scale(v3_mul(f, ls.li), cosv);
+  *c = v3_scale(v3_mul(f, ls.li), cosv);
   if (ls.pdf == 0) /* a delta light */
-    return v3_scale(c, 1 / pick);
-  double lpdf = pick * ls.pdf;
-  return v3_scale(c, power2(lpdf, bpdf) / lpdf);
+    *c = v3_scale(*c, 1 / pick);
+  else {
+    double lpdf = pick * ls.pdf;
+    *c = v3_scale(*c, power2(lpdf, bpdf) / lpdf);
+  }
+  return 1;
 }
 
-v3 atl__rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
-                 rt_ray ray, rt_rng *rng) {
-  v3 L = v3_make(0, 0, 0), beta = v3_make(1, 1, 1);
-  int nee = s->nlights > 0 && !p->no_light_sampling;
-  int rr_depth = p->rr_depth > 0 ? p->rr_depth : 4;
-  int prev_delta = 1; /* the camera counts as specular: no MIS */
-  double prev_pdf = 0;
-  v3 prev_p = ray.o;
-  /* Vertex max_depth still samples its BSDF: the ray it sends only
-   * collects emission, the other half of that vertex's MIS. */
-  for (int depth = 1; depth <= p->max_depth + 1; depth++) {
-    rt_hit h;
-    if (!atl__rt_intersect(s, &ray, 0, INFINITY, &h)) {
-      L = v3_add(L, v3_mul(beta, atl__rt_env_radiance(s, ray.d)));
-      /* The sun's disc, when it has one, found by BSDF sampling. */
-      for (int i = 0; i < s->nlights; i++) {
-        const rt_light *l = &s->lights[i];
-        if (l->kind != RT_L_SUN || l->cos_outer >= 1 ||
-            v3_dot(ray.d, l->n) < l->cos_outer)
-          continue;
-        double w = 1;
-        if (nee && !prev_delta)
-          w = power2(prev_pdf,
-                     atl__rt_light_pdf(l, prev_p, ray.d, INFINITY, l->n) /
-                         s->nlights);
-        L = v3_add(L, v3_scale(v3_mul(beta, l->emission), w));
-      }
-      break;
-    }
-    const rt_prim *pr = &s->prims[h.prim];
-    const rt_material *m = &s->materials[pr->material];
-    if (m->kind == RT_LIGHT || m->kind == RT_EMISSIVE) {
-      if (h.front) {
-        double w = 1;
-        if (m->kind == RT_LIGHT && nee && !prev_delta) {
-          const rt_light *l = &s->lights[pr->light];
-          double lpdf =
-              atl__rt_light_pdf(l, prev_p, ray.d, h.t, h.n) / s->nlights;
-          w = power2(prev_pdf, lpdf);
-        }
-        L = v3_add(L, v3_scale(v3_mul(beta, m->emission), w));
-      }
-      break; /* emitters do not scatter */
-    }
-    if (depth > p->max_depth)
-      break;
-    v3 wo = v3_neg(ray.d);
-    if (nee && atl__rt_material_smooth(m))
-      L = v3_add(L, v3_mul(beta, sample_one_light(s, &h, m, wo, rng)));
-    rt_bsdf_sample bs;
-    if (!atl__rt_material_sample(m, &h, wo, rng, &bs))
-      break;
-    beta = v3_mul(beta, bs.weight);
-    double bmax = comp_max(beta);
-    if (bmax <= 0)
-      break;
-    /* Russian roulette only once the throughput has dropped below 1, so
-     * a white furnace stays noise-free. */
-    if (depth >= rr_depth && bmax < 1) {
-      double q = max2(0.05, bmax);
-      if (rt_rand(rng) >= q)
-        break;
-      beta = v3_scale(beta, 1 / q);
-    }
-    prev_delta = bs.delta;
-    prev_pdf = bs.pdf;
-    prev_p = h.p;
-    ray.o = offset(&h, bs.wi);
-    ray.d = bs.wi;
+/* What the ray found when it hit nothing: the environment, and the sun's
+ * disc when BSDF sampling found it. */
+static void escape(const atl_render_scene_t *s, int nee, path_t *pa, v3 d) {
+  pa->L = v3_add(pa->L, v3_mul(pa->beta, atl__rt_env_radiance(s, d)));
+  for (int i = 0; i < s->nlights; i++) {
+    const rt_light *l = &s->lights[i];
+    if (l->kind != RT_L_SUN || l->cos_outer >= 1 ||
+        v3_dot(d, l->n) < l->cos_outer)
+      continue;
+    double w = 1;
+    if (nee && !pa->prev_delta)
+      w = power2(pa->prev_pdf,
+                 atl__rt_light_pdf(l, pa->prev_p, d, INFINITY, l->n) /
+                     s->nlights);
+    pa->L = v3_add(pa->L, v3_scale(v3_mul(pa->beta, l->emission), w));
   }
-  return L;
+}
+
+enum { PATH_ENDS = 0, PATH_GOES_ON = 1, PATH_SHADOW = 2 };
+
+/* The first half of the path's vertex at distance t along ray on
+ * primitive prim (-1: the ray escaped): what it found there, emission
+ * included. Returns 1 and fills *h when the path scatters there. */
+static int vertex_hit(const atl_render_scene_t *s, const atl_render_params_t *p,
+                      int nee, path_t *pa, const rt_ray *ray, double t,
+                      int prim, rt_hit *h) {
+  if (prim < 0) {
+    escape(s, nee, pa, ray->d);
+    return 0;
+  }
+  const rt_prim *pr = &s->prims[prim];
+  rt_prim_finish(pr, ray, t, h);
+  h->prim = prim;
+  const rt_material *m = &s->materials[pr->material];
+  if (m->kind == RT_LIGHT || m->kind == RT_EMISSIVE) {
+    if (h->front) {
+      double w = 1;
+      if (m->kind == RT_LIGHT && nee && !pa->prev_delta) {
+        const rt_light *l = &s->lights[pr->light];
+        double lpdf =
+            atl__rt_light_pdf(l, pa->prev_p, ray->d, h->t, h->n) / s->nlights;
+        w = power2(pa->prev_pdf, lpdf);
+      }
+      pa->L = v3_add(pa->L, v3_scale(v3_mul(pa->beta, m->emission), w));
+    }
+    return 0; /* emitters do not scatter */
+  }
+  return pa->depth <= p->max_depth;
+}
+
+/* The second half: next-event estimation (a shadow ray in *sh, with
+ * PATH_SHADOW), then the BSDF's choice of the next ray, which replaces
+ * *ray (with PATH_GOES_ON). Vertex max_depth still samples its BSDF: the
+ * ray it sends only collects emission, the other half of that vertex's
+ * MIS. */
+static int vertex_scatter(const atl_render_scene_t *s,
+                          const atl_render_params_t *p, int nee, path_t *pa,
+                          rt_ray *ray, const rt_hit *h, shadow_t *sh) {
+  const rt_material *m = &s->materials[s->prims[h->prim].material];
+  int ret = PATH_ENDS;
+  v3 wo = v3_neg(ray->d), c;
+  if (nee && atl__rt_material_smooth(m) &&
+      sample_one_light(s, h, m, wo, &pa->rng, &c, sh)) {
+    pa->shadow_c = v3_mul(pa->beta, c);
+    ret = PATH_SHADOW;
+  }
+  rt_bsdf_sample bs;
+  if (!atl__rt_material_sample(m, h, wo, &pa->rng, &bs))
+    return ret;
+  pa->beta = v3_mul(pa->beta, bs.weight);
+  double bmax = comp_max(pa->beta);
+  if (bmax <= 0)
+    return ret;
+  /* Russian roulette only once the throughput has dropped below 1, so
+   * a white furnace stays noise-free. */
+  int rr_depth = p->rr_depth > 0 ? p->rr_depth : 4;
+  if (pa->depth >= rr_depth && bmax < 1) {
+    double q = max2(0.05, bmax);
+    if (rt_rand(&pa->rng) >= q)
+      return ret;
+    pa->beta = v3_scale(pa->beta, 1 / q);
+  }
+  pa->prev_delta = bs.delta;
+  pa->prev_pdf = bs.pdf;
+  pa->prev_p = h->p;
+  pa->depth++;
+  ray->o = offset(h, bs.wi);
+  ray->d = bs.wi;
+  return ret | PATH_GOES_ON;
+}
+
+/* Lane l of the packet's paths, for the code that runs lane by lane,
+ * and back. */
+static void path_get(const rt_paths4 *a, int l, path_t *pa) {
+  pa->L = v3_make(a->Lx[l], a->Ly[l], a->Lz[l]);
+  pa->beta = v3_make(a->bx[l], a->by[l], a->bz[l]);
+  pa->prev_p = v3_make(a->ppx[l], a->ppy[l], a->ppz[l]);
+  pa->prev_pdf = a->prev_pdf[l];
+  pa->prev_delta = a->prev_delta[l] != 0;
+  pa->depth = (int)a->depth[l];
+  pa->rng.ctr = a->ctr[l];
+  pa->shadow_c = v3_make(a->scx[l], a->scy[l], a->scz[l]);
+}
+
+static void path_put(rt_paths4 *a, int l, const path_t *pa) {
+  a->Lx[l] = pa->L.x, a->Ly[l] = pa->L.y, a->Lz[l] = pa->L.z;
+  a->bx[l] = pa->beta.x, a->by[l] = pa->beta.y, a->bz[l] = pa->beta.z;
+  a->ppx[l] = pa->prev_p.x, a->ppy[l] = pa->prev_p.y;
+  a->ppz[l] = pa->prev_p.z;
+  a->prev_pdf[l] = pa->prev_pdf;
+  a->prev_delta[l] = pa->prev_delta ? -1 : 0;
+  a->depth[l] = pa->depth;
+  a->ctr[l] = pa->rng.ctr;
+  a->scx[l] = pa->shadow_c.x, a->scy[l] = pa->shadow_c.y;
+  a->scz[l] = pa->shadow_c.z;
+}
+
+static void ray4_set(rt_ray4 *r, int l, const rt_ray *ray) {
+  r->ox[l] = ray->o.x, r->oy[l] = ray->o.y, r->oz[l] = ray->o.z;
+  r->dx[l] = ray->d.x, r->dy[l] = ray->d.y, r->dz[l] = ray->d.z;
+}
+
+/* The samples of a tile go through in blocks: the samples of a block are
+ * handed to the lanes in order, each lane taking the next one as soon as
+ * its path ends, and their radiance is kept until the block is done,
+ * then added to the sums in order. A pixel's sums are thus added sample
+ * by sample in index order whatever order the paths end in. At a block's
+ * end the lanes run out one by one; 4096 samples (a 64 x 64 tile's
+ * pass of one sample) make that a small share. */
+#define BLOCK 4096
+
+typedef struct {
+  const atl_render_scene_t *s;
+  const atl_render_params_t *p;
+  int x0, x1, y0, n; /* the tile's left and right, first row, samples */
+  uint64_t first;
+  int nee;                        /* lights are sampled */
+  int quads_only;                 /* and they are all quads: the common case */
+  int sun_disc;                   /* a sun whose disc BSDF sampling can find */
+  double one_light[16][RT_LANES]; /* the only light in every lane, if one */
+  int x, y, i;    /* the next sample to hand out: pixel and index */
+  long item, end; /* its number in the tile, and the block's end */
+  long base;      /* the block's first sample */
+  v3 out[BLOCK];
+} block_t;
+
+/* The camera looks along fwd with +right to the right of the picture and
+ * +up at its top: with the eye at (278, 278, -800) looking at +Z and up
+ * +Y, right is +X, so the Cornell box's red wall (x = 0) is on the left,
+ * as in PBRT and go-progressive-raytracer. (px, py) is the point in the
+ * picture, in pixels from its top left corner. */
+static void camera4(const atl_render_scene_t *s, const atl_render_params_t *p,
+                    rt_paths4 *a, m4 lanes, d4 px, d4 py, rt_ray4 *r) {
+  double w = p->width, h = p->height;
+  d4 sx = (px * (2 / w) - 1) * (s->tan_half * (w / h));
+  d4 sy = (1 - py * (2 / h)) * s->tan_half;
+  d4 dx = s->fwd.x + s->right.x * sx + s->up.x * sy;
+  d4 dy = s->fwd.y + s->right.y * sx + s->up.y * sy;
+  d4 dz = s->fwd.z + s->right.z * sx + s->up.z * sy;
+  d4 ox = d4_set1(s->eye.x), oy = d4_set1(s->eye.y), oz = d4_set1(s->eye.z);
+  if (s->aperture > 0) {
+    /* A thin lens: a point on the lens towards the point in focus. */
+    d4 fx = ox + dx * s->focus, fy = oy + dy * s->focus;
+    d4 fz = oz + dz * s->focus, sn, cs;
+    d4 rad = 0.5 * s->aperture * d4_sqrt(rand4(a, lanes));
+    sincos4(rand4(a, lanes), &sn, &cs);
+    ox += s->right.x * (rad * cs) + s->up.x * (rad * sn);
+    oy += s->right.y * (rad * cs) + s->up.y * (rad * sn);
+    oz += s->right.z * (rad * cs) + s->up.z * (rad * sn);
+    dx = fx - ox, dy = fy - oy, dz = fz - oz;
+  }
+  /* 1 / |d| as |d| / |d|^2: the square root and the division run side
+   * by side instead of one after the other. */
+  d4 l2 = dx * dx + dy * dy + dz * dz, inv = d4_sqrt(l2) * (1 / l2);
+  r->ox = d4_sel(lanes, ox, r->ox), r->oy = d4_sel(lanes, oy, r->oy);
+  r->oz = d4_sel(lanes, oz, r->oz);
+  r->dx = d4_sel(lanes, dx * inv, r->dx);
+  r->dy = d4_sel(lanes, dy * inv, r->dy);
+  r->dz = d4_sel(lanes, dz * inv, r->dz);
+}
+
+/* Camera paths prepared a packet at a time, ahead of need: a batch
+ * keeps every lane busy with its random keys and camera rays, where
+ * starting paths as lanes free up would mostly start one or two. */
+typedef struct {
+  rt_ray4 r; /* the camera rays */
+  u4 ctr;    /* the random numbers, after those the camera drew */
+  m4 item;   /* the samples' slots in the block */
+  int next, count;
+} batch_t;
+
+/* Prepares the block's next samples, as many lanes as are left. Each
+ * draws its random numbers from the seed, its pixel and its sample's
+ * index (rt_rng_make()). */
+static void prepare(block_t *b, batch_t *q) {
+  /* Each lane's values in scalars first, then into vectors: storing
+   * lanes one by one into a vector in memory and loading it whole would
+   * stall on store forwarding. */
+  double x[RT_LANES], y[RT_LANES], on[RT_LANES];
+  uint64_t pix[RT_LANES], smp[RT_LANES];
+  int64_t item[RT_LANES];
+  q->next = q->count = 0;
+  for (int l = 0; l < RT_LANES; l++) {
+    on[l] = b->item < b->end;
+    x[l] = b->x, y[l] = b->y;
+    pix[l] = (uint64_t)b->y * (uint64_t)b->p->width + (uint64_t)b->x;
+    smp[l] = b->first + (uint64_t)b->i;
+    item[l] = b->item - b->base;
+    if (!on[l])
+      continue;
+    b->item++;
+    q->count++;
+    if (++b->i == b->n) {
+      b->i = 0;
+      if (++b->x == b->x1)
+        b->x = b->x0, b->y++;
+    }
+  }
+  if (!q->count)
+    return;
+#define RT_PIX(l) pix[l]
+#define RT_SMP(l) smp[l]
+#define RT_ITEM(l) item[l]
+#define RT_ON(l) on[l]
+#define RT_PX(l) x[l]
+#define RT_PY(l) y[l]
+  m4 lanes = (d4){RT_EACH_LANE(RT_ON)} != 0;
+  q->item = (m4){RT_EACH_LANE(RT_ITEM)};
+  uint64_t k0 = rt_mix64(b->p->seed + RT_RNG_STEP);
+  u4 k = mix4(((u4)M4_NONE + k0) ^
+              ((u4){RT_EACH_LANE(RT_PIX)} * 0xd1b54a32d192ed03ULL));
+  rt_paths4 a; /* rand4() draws through one */
+  a.ctr = mix4(k ^ ((u4){RT_EACH_LANE(RT_SMP)} *
+                    0x8cb92ba72f3d8dd7ULL)); /* rt_rng_key() */
+  d4 jx = rand4(&a, lanes), jy = rand4(&a, lanes);
+  camera4(b->s, b->p, &a, lanes, (d4){RT_EACH_LANE(RT_PX)} + jx,
+          (d4){RT_EACH_LANE(RT_PY)} + jy, &q->r);
+  q->ctr = a.ctr;
+}
+
+/* Starts prepared paths in the lanes of `free`, as many as the block has
+ * left; returns the lanes started. A prepared lane j goes to lane l as
+ * a broadcast and a blend per field: scalar stores into the packet
+ * would stall its next vector loads. */
+static m4 start4(block_t *b, batch_t *q, rt_paths4 *a, rt_ray4 *r, m4 free) {
+  m4 lanes = M4_NONE;
+  for (int l = 0; l < RT_LANES; l++) {
+    if (!free[l])
+      continue;
+    if (q->next == q->count) {
+      prepare(b, q);
+      if (!q->count)
+        break;
+    }
+    int j = q->next++;
+    m4 one = m4_lane(l);
+    lanes |= one;
+    r->ox = d4_sel(one, d4_set1(q->r.ox[j]), r->ox);
+    r->oy = d4_sel(one, d4_set1(q->r.oy[j]), r->oy);
+    r->oz = d4_sel(one, d4_set1(q->r.oz[j]), r->oz);
+    r->dx = d4_sel(one, d4_set1(q->r.dx[j]), r->dx);
+    r->dy = d4_sel(one, d4_set1(q->r.dy[j]), r->dy);
+    r->dz = d4_sel(one, d4_set1(q->r.dz[j]), r->dz);
+    a->ctr = (u4)m4_sel(one, m4_set1((int64_t)q->ctr[j]), (m4)a->ctr);
+    a->item = m4_sel(one, m4_set1(q->item[j]), a->item);
+  }
+  d4 one = d4_set1(1);
+  a->Lx = d4_sel(lanes, D4_ZERO, a->Lx), a->Ly = d4_sel(lanes, D4_ZERO, a->Ly);
+  a->Lz = d4_sel(lanes, D4_ZERO, a->Lz);
+  a->bx = d4_sel(lanes, one, a->bx), a->by = d4_sel(lanes, one, a->by);
+  a->bz = d4_sel(lanes, one, a->bz);
+  a->ppx = d4_sel(lanes, r->ox, a->ppx), a->ppy = d4_sel(lanes, r->oy, a->ppy);
+  a->ppz = d4_sel(lanes, r->oz, a->ppz);
+  a->prev_pdf = d4_sel(lanes, D4_ZERO, a->prev_pdf);
+  /* The camera counts as specular: no MIS at the first hit. */
+  a->prev_delta |= lanes;
+  a->depth = d4_sel(lanes, d4_set1(1), a->depth);
+  return lanes;
+}
+
+/* Which of atl__rt_scatter4()'s kinds the material is, 0 for none. */
+enum { FIT_NONE, FIT_DIFFUSE, FIT_MIRROR, FIT_GLASS };
+
+static int scatter4_fits(const block_t *b, const rt_material *m) {
+  switch (m->kind) {
+  case RT_LAMBERTIAN:
+    return !m->checker && (b->quads_only || !b->nee) ? FIT_DIFFUSE : FIT_NONE;
+  case RT_METAL:
+    return m->fuzz == 0 ? FIT_MIRROR : FIT_NONE;
+  case RT_DIELECTRIC:
+    return FIT_GLASS;
+  default:
+    return FIT_NONE;
+  }
+}
+
+/* The vertex of lane l, lane by lane: a miss under a sun, an emitter, or
+ * a material atl__rt_scatter4() does not cover. */
+static void lane_vertex(block_t *b, rt_paths4 *a, rt_ray4 *r, int l, double t,
+                        int prim, rt_next4 *next) {
+  path_t pa;
+  rt_hit h;
+  rt_ray ray = atl__rt_ray4_lane(r, l);
+  path_get(a, l, &pa);
+  if (vertex_hit(b->s, b->p, b->nee, &pa, &ray, t, prim, &h)) {
+    shadow_t sh;
+    int st = vertex_scatter(b->s, b->p, b->nee, &pa, &ray, &h, &sh);
+    if (st & PATH_SHADOW) {
+      next->shadow |= m4_lane(l);
+      ray4_set(next->sr, l, &sh.ray);
+      (*next->stmax)[l] = sh.tmax;
+    }
+    if (st & PATH_GOES_ON) {
+      next->goes_on |= m4_lane(l);
+      ray4_set(r, l, &ray);
+    }
+  }
+  path_put(a, l, &pa);
+}
+
+/* The outward normal at a hit point p of a primitive, as
+ * rt_prim_finish() has it. */
+static v3 normal_at(const rt_prim *pr, const rt_ray4 *r, int l, double t,
+                    v3 p) {
+  switch (pr->kind) {
+  case RT_SPHERE:
+    return v3_scale(v3_sub(p, pr->a), 1.0 / pr->r0);
+  case RT_QUAD:
+  case RT_DISC:
+  case RT_PLANE:
+  case RT_TRIANGLE:
+    return pr->n;
+  default: {
+    rt_hit h;
+    rt_ray ray = atl__rt_ray4_lane(r, l);
+    rt_prim_finish(pr, &ray, t, &h);
+    return h.n;
+  }
+  }
+}
+
+/* One bounce of the lanes in `active`: their hits, emission, light
+ * samples and next rays. Returns the lanes whose paths go on. */
+static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
+  const atl_render_scene_t *s = b->s;
+  d4 t, stmax = D4_ZERO;
+  m4 prim, escaped = M4_NONE;
+  /* Lanes without a shadow ray keep harmless values; field by field, as
+   * a struct copy becomes a slow rep movsq. */
+  rt_ray4 sr;
+  sr.ox = r->ox, sr.oy = r->oy, sr.oz = r->oz;
+  sr.dx = r->dx, sr.dy = r->dy, sr.dz = r->dz;
+  rt_hits4 h;
+  rt_next4 next = {&sr, &stmax, M4_NONE, M4_NONE,
+                   s->nlights == 1 ? (const double(*)[RT_LANES])b->one_light
+                                   : NULL};
+  atl__rt_ray4_prepare(r);
+  atl__rt_intersect4(s, r, active, D4_ZERO, D4_INF, &t, &prim);
+  /* The hit points as rt_prim_finish() computes them. The normals and
+   * colours are gathered lane by lane into scalars and then put into
+   * vectors: filling a vector's lanes in memory and loading it whole
+   * would stall on store forwarding. */
+  h.px = r->ox + r->dx * t, h.py = r->oy + r->dy * t;
+  h.pz = r->oz + r->dz * t;
+  v3 n[RT_LANES], c[RT_LANES];
+  double ior[RT_LANES];
+  int fit[RT_LANES];
+  for (int l = 0; l < RT_LANES; l++) {
+    n[l] = c[l] = v3_make(0, 0, 0), ior[l] = 1, fit[l] = FIT_NONE;
+    if (!active[l])
+      continue;
+    if (prim[l] < 0 && !b->sun_disc) {
+      escaped |= m4_lane(l);
+      continue;
+    }
+    const rt_prim *pr = prim[l] >= 0 ? &s->prims[prim[l]] : NULL;
+    const rt_material *m = pr ? &s->materials[pr->material] : NULL;
+    fit[l] = m ? scatter4_fits(b, m) : FIT_NONE;
+    if (fit[l] == FIT_NONE) {
+      lane_vertex(b, a, r, l, t[l], (int)prim[l], &next);
+      continue;
+    }
+    if (a->depth[l] > b->p->max_depth) {
+      fit[l] = FIT_NONE; /* the path ends there */
+      continue;
+    }
+    n[l] = normal_at(pr, r, l, t[l], v3_make(h.px[l], h.py[l], h.pz[l]));
+    c[l] = m->kind == RT_DIELECTRIC ? m->tint : m->albedo;
+    ior[l] = m->ior;
+  }
+#define RT_NX(l) n[l].x
+#define RT_NY(l) n[l].y
+#define RT_NZ(l) n[l].z
+#define RT_CR(l) c[l].x
+#define RT_CG(l) c[l].y
+#define RT_CB(l) c[l].z
+#define RT_IOR(l) ior[l]
+#define RT_FIT(l) (double)fit[l]
+  h.nx = (d4){RT_EACH_LANE(RT_NX)}, h.ny = (d4){RT_EACH_LANE(RT_NY)};
+  h.nz = (d4){RT_EACH_LANE(RT_NZ)};
+  h.ar = (d4){RT_EACH_LANE(RT_CR)}, h.ag = (d4){RT_EACH_LANE(RT_CG)};
+  h.ab = (d4){RT_EACH_LANE(RT_CB)}, h.ior = (d4){RT_EACH_LANE(RT_IOR)};
+  /* The kinds compared as doubles: SSE2 compares no 64-bit integers. */
+  d4 f = {RT_EACH_LANE(RT_FIT)};
+  h.diffuse = f == FIT_DIFFUSE, h.mirror = f == FIT_MIRROR;
+  h.glass = f == FIT_GLASS;
+  if (m4_bits(escaped))
+    atl__rt_escape4(s, a, r, escaped);
+  if (m4_bits(h.diffuse | h.mirror | h.glass))
+    atl__rt_scatter4(s, b->p, a, r, &h, b->nee, &next);
+  if (m4_bits(next.shadow)) {
+    atl__rt_ray4_prepare(&sr);
+    m4 lit =
+        next.shadow & ~atl__rt_occluded4(s, &sr, next.shadow, D4_ZERO, stmax);
+    a->Lx += d4_sel(lit, a->scx, D4_ZERO);
+    a->Ly += d4_sel(lit, a->scy, D4_ZERO);
+    a->Lz += d4_sel(lit, a->scz, D4_ZERO);
+  }
+  return next.goes_on;
+}
+
+/* Runs the block's samples to their ends, a packet of paths at a time. */
+static void run_block(block_t *b) {
+  rt_paths4 a;
+  rt_ray4 r;
+  batch_t q = {.next = 0, .count = 0};
+  memset(&a, 0, sizeof(a));
+  memset(&r, 0, sizeof(r));
+  m4 active = start4(b, &q, &a, &r, M4_ALL);
+  while (m4_bits(active)) {
+    m4 ends = active & ~bounce(b, &a, &r, active);
+    if (!m4_bits(ends))
+      continue;
+    for (int l = 0; l < RT_LANES; l++)
+      if (ends[l])
+        b->out[a.item[l]] = v3_make(a.Lx[l], a.Ly[l], a.Lz[l]);
+    active = (active & ~ends) | start4(b, &q, &a, &r, ends);
+  }
 }
 
 void atl_render_tile_samples(const atl_render_scene_t *s,
                              const atl_render_params_t *p, int x0, int y0,
                              int x1, int y1, uint64_t first, int n,
                              float *rgb_sum, uint32_t *count) {
-  int w = p->width, hgt = p->height;
   x0 = x0 < 0 ? 0 : x0;
   y0 = y0 < 0 ? 0 : y0;
-  x1 = x1 > w ? w : x1;
-  y1 = y1 > hgt ? hgt : y1;
-  for (int y = y0; y < y1; y++) {
-    for (int x = x0; x < x1; x++) {
-      size_t pix = (size_t)y * (size_t)w + (size_t)x;
+  x1 = x1 > p->width ? p->width : x1;
+  y1 = y1 > p->height ? p->height : y1;
+  if (x0 >= x1 || y0 >= y1 || n <= 0)
+    return;
+  block_t *b = malloc(sizeof(*b));
+  if (!b)
+    return;
+  memset(b, 0, sizeof(*b));
+  b->s = s, b->p = p, b->n = n, b->first = first;
+  b->x0 = b->x = x0, b->x1 = x1, b->y0 = b->y = y0;
+  b->nee = s->nlights > 0 && !p->no_light_sampling;
+  b->quads_only = 1;
+  for (int i = 0; i < s->nlights; i++) {
+    const rt_light *l = &s->lights[i];
+    b->quads_only &= l->kind == RT_L_QUAD;
+    b->sun_disc |= l->kind == RT_L_SUN && l->cos_outer < 1;
+  }
+  for (int l = 0; s->nlights == 1 && b->quads_only && l < RT_LANES; l++)
+    atl__rt_quad_lanes(&s->lights[0], l, b->one_light);
+  long total = (long)(x1 - x0) * (y1 - y0) * n;
+  int x = x0, y = y0, i = 0; /* the next sample to add */
+  for (b->base = 0; b->base < total; b->base += BLOCK) {
+    b->item = b->base;
+    b->end = b->base + BLOCK < total ? b->base + BLOCK : total;
+    run_block(b);
+    for (long k = b->base; k < b->end; k++) {
+      size_t pix = (size_t)y * (size_t)p->width + (size_t)x;
+      v3 c = b->out[k - b->base];
+      /* A NaN or infinite sample would poison the pixel for good. */
+      if (!isfinite(c.x) || !isfinite(c.y) || !isfinite(c.z))
+        c = v3_make(0, 0, 0);
       float *sum = rgb_sum + pix * 3;
-      for (int i = 0; i < n; i++) {
-        rt_rng rng = rt_rng_make(p->seed, pix, first + (uint64_t)i);
-        double jx = rt_rand(&rng), jy = rt_rand(&rng);
-        rt_ray ray = atl__rt_camera_ray(s, w, hgt, x + jx, y + jy, &rng);
-        v3 c = atl__rt_trace(s, p, ray, &rng);
-        /* A NaN or infinite sample would poison the pixel for good. */
-        if (!isfinite(c.x) || !isfinite(c.y) || !isfinite(c.z))
-          c = v3_make(0, 0, 0);
-        sum[0] += (float)c.x;
-        sum[1] += (float)c.y;
-        sum[2] += (float)c.z;
+      sum[0] += (float)c.x;
+      sum[1] += (float)c.y;
+      sum[2] += (float)c.z;
+      if (++i == n) {
+        count[pix] += (uint32_t)n;
+        i = 0;
+        if (++x == x1)
+          x = x0, y++;
       }
-      count[pix] += (uint32_t)n;
     }
   }
+  free(b);
 }
 
 void atl_render_tile(const atl_render_scene_t *s, const atl_render_params_t *p,

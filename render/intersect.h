@@ -116,6 +116,11 @@ static inline int rt_t_triangle(const rt_prim *p, const rt_ray *r, double tmin,
 int atl__rt_t_side(const rt_prim *p, const rt_ray *r, double tmin, double tmax,
                    double *t);
 
+/* The torus: the nearest root of its quartic in (tmin, tmax) that lies
+ * on the arc (shapes.c). */
+int atl__rt_t_torus(const rt_prim *p, const rt_ray *r, double tmin, double tmax,
+                    double *t);
+
 static inline int rt_prim_t(const rt_prim *p, const rt_ray *r, double tmin,
                             double tmax, double *t) {
   switch (p->kind) {
@@ -130,6 +135,8 @@ static inline int rt_prim_t(const rt_prim *p, const rt_ray *r, double tmin,
   case RT_CYLINDER:
   case RT_CONE:
     return atl__rt_t_side(p, r, tmin, tmax, t);
+  case RT_TORUS:
+    return atl__rt_t_torus(p, r, tmin, tmax, t);
   case RT_PLANE:
     return rt_t_plane(p, r, tmin, tmax, t);
   }
@@ -154,6 +161,14 @@ static inline void rt_prim_finish(const rt_prim *p, const rt_ray *r, double t,
     double rl = v3_len(radial);
     /* The gradient of |radial|^2 - (r0 + k s)^2, halved. */
     n = v3_norm(v3_madd(v3_scale(radial, 1.0 / rl), p->n, -k));
+    break;
+  }
+  case RT_TORUS: {
+    /* Away from the nearest point of the ring of tube centres. The point
+     * is never on the axis: the tube is thinner than the ring. */
+    v3 q = v3_sub(pt, p->a);
+    v3 radial = v3_madd(q, p->n, -v3_dot(q, p->n));
+    n = v3_norm(v3_madd(q, radial, -p->r0 / v3_len(radial)));
     break;
   }
   default:

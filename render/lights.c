@@ -149,7 +149,8 @@ v3 atl__rt_env_radiance(const atl_render_scene_t *s, v3 d) {
   case RT_ENV_UNIFORM:
     return s->env_a;
   case RT_ENV_GRADIENT: {
-    double t = fmax(0, d.y / v3_len(d));
+    double t = d.y / v3_len(d);
+    t = t > 0 ? t : 0; /* fmax() would be a libm call */
     return v3_add(v3_scale(s->env_b, 1 - t), v3_scale(s->env_a, t));
   }
   default:

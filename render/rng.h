@@ -5,11 +5,18 @@
 #define ATL_RENDER_RNG_H
 
 #include <stdint.h>
+#include <string.h>
 
 typedef struct {
-  uint64_t key; /* seed, pixel and sample, hashed */
-  uint64_t dim; /* the next dimension */
+  /* The seed, pixel and sample, hashed, plus the golden-ratio step once
+   * per number drawn so far: a Weyl sequence, which rt_mix64() turns
+   * into independent-looking numbers. Stepping a counter rather than
+   * multiplying a dimension by the step saves a 64-bit multiplication
+   * per number, dear in the packets' vector lanes (shade4.c). */
+  uint64_t ctr;
 } rt_rng;
+
+#define RT_RNG_STEP 0x9e3779b97f4a7c15ULL
 
 /* The splitmix64 finaliser: a bijective 64-bit mixer. */
 static inline uint64_t rt_mix64(uint64_t z) {
@@ -18,21 +25,34 @@ static inline uint64_t rt_mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+/* The key of a sample: the seed, the pixel and the sample's index. */
+static inline uint64_t rt_rng_key(uint64_t seed, uint64_t pixel,
+                                  uint64_t sample) {
+  uint64_t k = rt_mix64(seed + RT_RNG_STEP);
+  k = rt_mix64(k ^ (pixel * 0xd1b54a32d192ed03ULL));
+  return rt_mix64(k ^ (sample * 0x8cb92ba72f3d8dd7ULL));
+}
+
 static inline rt_rng rt_rng_make(uint64_t seed, uint64_t pixel,
                                  uint64_t sample) {
-  rt_rng r;
-  uint64_t k = rt_mix64(seed + 0x9e3779b97f4a7c15ULL);
-  k = rt_mix64(k ^ (pixel * 0xd1b54a32d192ed03ULL));
-  k = rt_mix64(k ^ (sample * 0x8cb92ba72f3d8dd7ULL));
-  r.key = k;
-  r.dim = 0;
+  rt_rng r = {rt_rng_key(seed, pixel, sample)};
   return r;
 }
 
-/* A double in [0, 1), 53 bits. */
+/* A double in [0, 1) from 52 random bits: they become the mantissa of a
+ * double in [1, 2), less 1, which is exact. The packets' lanes draw
+ * their numbers the same way (shade4.c), where vectors of 64-bit
+ * integers have no conversion to double before AVX-512. */
+static inline double rt_rand_bits(uint64_t z) {
+  uint64_t one = (z >> 12) | 0x3ff0000000000000ULL;
+  double d;
+  memcpy(&d, &one, sizeof(d));
+  return d - 1.0;
+}
+
 static inline double rt_rand(rt_rng *r) {
-  uint64_t z = rt_mix64(r->key + (++r->dim) * 0x9e3779b97f4a7c15ULL);
-  return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+  r->ctr += RT_RNG_STEP;
+  return rt_rand_bits(rt_mix64(r->ctr));
 }
 
 #endif

@@ -18,6 +18,7 @@ typedef enum {
   RT_TRIANGLE,
   RT_CYLINDER, /* the open tube; caps are discs */
   RT_CONE,     /* the open side of a cone or frustum; caps are discs */
+  RT_TORUS,    /* a ring or an arc of one; an arc's ends are discs */
   RT_PLANE     /* infinite: kept out of the BVH */
 } rt_prim_kind;
 
@@ -29,7 +30,12 @@ typedef enum {
  *   cylinder: a = base centre, n = unit axis, h = height, r0 = radius
  *   cone:     a = base centre, n = unit axis, h = height, r0 = base
  *             radius, r1 = top radius
- *   plane:    a = point, n = unit normal */
+ *   plane:    a = point, n = unit normal
+ *   torus:    a = centre, n = unit axis, b = unit reference direction
+ *             (angle 0 of an arc), c = n x b (angle 90 degrees),
+ *             r0 = major radius, r1 = minor (tube) radius, h = the
+ *             arc's sweep in radians (2 pi: a whole ring), w.x = the
+ *             arc's start in radians, in [0, 2 pi) */
 typedef struct {
   v3 a, b, c, n, w;
   double r0, r1, h;
@@ -38,9 +44,14 @@ typedef struct {
    *   quad:   e1 = c x w, e2 = w x b (alpha = q.e1, beta = q.e2 for the
    *           hit point q relative to a), d = n.a
    *   disc, plane: d = n.a
-   *   sphere, disc: r2 = r0^2 */
+   *   sphere, disc: r2 = r0^2
+   *   quad along the axes (its normal along axis aa, its edges along
+   *           the two others): aa in 0 .. 2, and its points' range
+   *           [lo[i], hi[i]] in axis (aa + 1 + i) % 3; else aa = -1 */
   v3 e1, e2;
   double d, r2;
+  int aa;
+  double lo[2], hi[2];
   int kind;
   int material; /* index into scene->materials */
   int light;    /* index into scene->lights for an area light, else -1 */
@@ -104,35 +115,16 @@ typedef enum { RT_ENV_NONE, RT_ENV_UNIFORM, RT_ENV_GRADIENT } rt_env_kind;
  * is its right child; a leaf holds `count` primitives from `index` on in
  * scene->prim_order. */
 typedef struct {
-  float lo[3], hi[3];
+  double lo[3], hi[3];
   int index;
   short count; /* 0 for an inner node */
   short axis;
 } rt_node;
 
-/* Four quads or four spheres of one BVH leaf in structure-of-arrays
- * form, tested at once without a branch per primitive (bvh.c). Unused
- * lanes never hit: a quad with n = 0, a sphere with r2 = -1. */
+/* A leaf's primitives (scene->prim_order[index .. index + count) of its
+ * node) run as nquad quads, then nsphere spheres, then the rest. */
 typedef struct {
-  _Alignas(32) double nx[4];
-  double ny[4], nz[4], d[4]; /* the plane n.x = d */
-  double ax[4], ay[4], az[4];
-  double e1x[4], e1y[4], e1z[4], e2x[4], e2y[4], e2z[4];
-  int64_t prim[4]; /* -1 for an unused lane */
-} rt_quad4;
-
-typedef struct {
-  _Alignas(32) double cx[4];
-  double cy[4], cz[4], r2[4];
-  int64_t prim[4];
-} rt_sphere4;
-
-/* A leaf's primitives: packets of quads, then of spheres, then the rest
- * one by one from prim_order[rest] on. */
-typedef struct {
-  int quad4, nquad4; /* scene->quad4[quad4 ...] */
-  int sph4, nsph4;   /* scene->sphere4[sph4 ...] */
-  int rest, nrest;
+  int nquad, nsphere;
 } rt_leaf;
 
 struct atl_render_scene_s {
@@ -142,9 +134,7 @@ struct atl_render_scene_s {
   rt_node *nodes;
   int nnodes;
   rt_leaf *leaves; /* by node; only the leaves' entries are used */
-  rt_quad4 *quad4;
-  rt_sphere4 *sphere4;
-  int *planes; /* the infinite planes, outside the BVH */
+  int *planes;     /* the infinite planes, outside the BVH */
   int nplanes;
   rt_material *materials;
   int nmaterials;
@@ -168,13 +158,35 @@ void atl__rt_prim_prepare(rt_prim *p);
 void atl__rt_prim_finish(const rt_prim *p, const rt_ray *r, double t,
                          rt_hit *h);
 void atl__rt_prim_bounds(const rt_prim *p, v3 *lo, v3 *hi);
+/* Sets a torus's axis (unit), frame and arc. The reference direction
+ * (angle 0 of an arc) is +X made perpendicular to the axis, or +Z when
+ * the axis is along X, and angles grow counter-clockwise seen from the
+ * tip of the axis, as the scene plugin's schema has it; so c = n x b.
+ * "Along X" is within a millionth of a radian: there the rest of +X is
+ * too short to give a direction the user could have meant. */
+void atl__rt_torus_frame(rt_prim *p, v3 axis, double sweep_deg,
+                         double start_deg);
+/* The centre of the start (end = 0) or the end (1) of a torus arc, and
+ * the unit normal of the disc that closes it, facing away from the
+ * arc. */
+void atl__rt_torus_end(const rt_prim *p, int end, v3 *centre, v3 *normal);
 
 /* bvh.c */
 int atl__rt_bvh_build(atl_render_scene_t *s);
+/* packet.c: one ray's nearest hit in (tmin, tmax), and whether it has
+ * any; the renderer itself traces packets of four (packet.h). */
 int atl__rt_intersect(const atl_render_scene_t *s, const rt_ray *r, double tmin,
                       double tmax, rt_hit *h);
 int atl__rt_occluded(const atl_render_scene_t *s, const rt_ray *r, double tmin,
                      double tmax);
+/* The n rays, in packets as the renderer traces them, for the tests
+ * (packet.h's types depend on the compiler's target, these do not):
+ * for each, the nearest hit's t and primitive (-1 for none, or where
+ * active[i] is 0) in (0, tmax[i]), and whether the ray hits anything. */
+void atl__rt_intersect_rays(const atl_render_scene_t *s, int n,
+                            const rt_ray *rays, const double *tmax,
+                            const int *active, double *t, int *prim,
+                            int *occluded);
 
 /* materials.c: a sampled scattering. */
 typedef struct {
@@ -210,11 +222,5 @@ int atl__rt_light_sample_li(const rt_light *l, v3 p, rt_rng *rng,
  * light at distance dist with the unit light normal ln. */
 double atl__rt_light_pdf(const rt_light *l, v3 p, v3 wi, double dist, v3 ln);
 v3 atl__rt_env_radiance(const atl_render_scene_t *s, v3 d);
-
-/* integrator.c */
-v3 atl__rt_trace(const atl_render_scene_t *s, const atl_render_params_t *p,
-                 rt_ray ray, rt_rng *rng);
-rt_ray atl__rt_camera_ray(const atl_render_scene_t *s, int w, int h, double px,
-                          double py, rt_rng *rng);
 
 #endif

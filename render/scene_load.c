@@ -327,6 +327,40 @@ static int read_tube(loader *L, json_object *pr, int mat, int cone) {
   return 0;
 }
 
+/* A torus, or an arc of one closed at both ends by discs, so that it
+ * stays a solid (glass works) and its ends do not show the inside. */
+static int read_torus(loader *L, json_object *pr, int mat) {
+  v3 c = {0, 0, 0}, axis, ends[2][2];
+  double big, small, sweep, start;
+  if (get_vec(L, pr, "center", 1, c, &c) < 0 ||
+      get_dir(L, pr, "axis", 0, v3_make(0, 1, 0), &axis) < 0 ||
+      get_positive(L, pr, "major_radius", 1, 0, &big) < 0 ||
+      get_positive(L, pr, "minor_radius", 1, 0, &small) < 0 ||
+      get_num(L, pr, "sweep_degrees", 0, 360, &sweep) < 0 ||
+      get_num(L, pr, "start_degrees", 0, 0, &start) < 0)
+    return -1;
+  if (small >= big)
+    return fail(L, "minor_radius", "must be smaller than major_radius");
+  if (!(sweep > 0 && sweep <= 360))
+    return fail(L, "sweep_degrees", "must be > 0 and <= 360");
+  rt_prim *p = add_prim(L, RT_TORUS, mat, -1);
+  if (!p)
+    return -1;
+  p->a = c;
+  p->r0 = big;
+  p->r1 = small;
+  atl__rt_torus_frame(p, axis, sweep, start);
+  if (sweep >= 360)
+    return 0;
+  /* Both ends before add_disc(), which may move p. */
+  for (int e = 0; e < 2; e++)
+    atl__rt_torus_end(p, e, &ends[e][0], &ends[e][1]);
+  for (int e = 0; e < 2; e++)
+    if (add_disc(L, ends[e][0], ends[e][1], small, mat, -1) < 0)
+      return -1;
+  return 0;
+}
+
 static int read_shape_props(loader *L, const char *type, json_object *pr,
                             int mat) {
   v3 a = {0, 0, 0}, b = a, c = a;
@@ -384,7 +418,7 @@ static int read_shape_props(loader *L, const char *type, json_object *pr,
     return 0;
   }
   if (strcmp(type, "torus") == 0)
-    return fail(L, "type", "torus is not supported by the renderer yet");
+    return read_torus(L, pr, mat);
   return fail(L, "type", "unknown shape type '%s'", type);
 }
 
@@ -736,8 +770,6 @@ void atl_render_scene_free(atl_render_scene_t *s) {
   free(s->prim_order);
   free(s->nodes);
   free(s->leaves);
-  free(s->quad4);
-  free(s->sphere4);
   free(s->planes);
   free(s->materials);
   free(s->lights);

@@ -72,29 +72,30 @@ static inline double v3_lum(v3 c) {
   return 0.2126 * c.x + 0.7152 * c.y + 0.0722 * c.z;
 }
 
+/* The Taylor series of sin x and cos x (x2 = x^2) for |x| <= pi / 4,
+ * where they are accurate to about 1e-14: far below the noise of any
+ * estimate they feed. Macros, so that the four-lane version (path4.h)
+ * evaluates the very same polynomials on vectors. */
+#define RT_SIN_SERIES(x, x2)                                                   \
+  ((x) * (1 + (x2) * (-1.0 / 6 + (x2) * (1.0 / 120 + (x2)*RT_SIN_TAIL(x2)))))
+#define RT_SIN_TAIL(x2)                                                        \
+  (-1.0 / 5040 + (x2) * (1.0 / 362880 + (x2) * (-1.0 / 39916800 +              \
+                                                (x2) * (1.0 / 6227020800))))
+#define RT_COS_SERIES(x2)                                                      \
+  (1 + (x2) * (-1.0 / 2 + (x2) * (1.0 / 24 + (x2)*RT_COS_TAIL(x2))))
+#define RT_COS_TAIL(x2)                                                        \
+  (-1.0 / 720 +                                                                \
+   (x2) * (1.0 / 40320 +                                                       \
+           (x2) * (-1.0 / 3628800 +                                            \
+                   (x2) * (1.0 / 479001600 + (x2) * (-1.0 / 87178291200)))))
+
 /* sin and cos of 2 pi u for u in [0, 1], for sampling azimuths: libm's
  * sincos() was a tenth of the render time. The angle is reduced to the
- * nearest quarter turn, leaving |x| <= pi / 4, where the Taylor series
- * below are accurate to about 1e-14: far below the noise of any
- * estimate they feed. */
+ * nearest quarter turn, leaving |x| <= pi / 4. */
 static inline void rt_sincos_turn(double u, double *s, double *c) {
   double q = floor(u * 4 + 0.5); /* the nearest quarter turn, 0..4 */
   double x = (u * 4 - q) * (RT_PI / 2), x2 = x * x;
-  double sn =
-      x * (1 + x2 * (-1.0 / 6 +
-                     x2 * (1.0 / 120 +
-                           x2 * (-1.0 / 5040 +
-                                 x2 * (1.0 / 362880 +
-                                       x2 * (-1.0 / 39916800 +
-                                             x2 * (1.0 / 6227020800)))))));
-  double cs =
-      1 + x2 * (-1.0 / 2 +
-                x2 * (1.0 / 24 +
-                      x2 * (-1.0 / 720 +
-                            x2 * (1.0 / 40320 +
-                                  x2 * (-1.0 / 3628800 +
-                                        x2 * (1.0 / 479001600 +
-                                              x2 * (-1.0 / 87178291200)))))));
+  double sn = RT_SIN_SERIES(x, x2), cs = RT_COS_SERIES(x2);
   /* Rotate by q quarter turns, (sin, cos) -> (cos, -sin) per turn,
    * with selects rather than a switch: q is random, so a branch on it
    * would be mispredicted half the time. */

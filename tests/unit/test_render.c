@@ -232,35 +232,212 @@ Test(render_shapes, box_rotated) {
   atl_render_scene_free(s);
 }
 
-Test(render_shapes, bvh_matches_brute_force) {
-  /* 300 random spheres and quads: the BVH finds the nearest hit. */
+Test(render_shapes, torus) {
+  /* Lying flat: the ring of tube centres has radius 2 in y = 0, the tube
+   * radius 0.5; the hole is the disc of radius 1.5. */
+  atl_render_scene_t *s = one_shape(
+      "torus",
+      "{\"center\": [0, 0, 0], \"major_radius\": 2, \"minor_radius\": 0.5}");
+  cr_assert_eq(s->nprims, 1);
+  rt_hit h;
+  cr_assert(shoot(s, v3_make(-10, 0, 0), v3_make(1, 0, 0), &h));
+  cr_assert_float_eq(h.t, 7.5, EPS);
+  assert_v3(h.n, -1, 0, 0);
+  cr_assert(h.front);
+  /* On through the hole to the inner wall, which faces the axis. */
+  cr_assert(shoot(s, v3_make(-1, 0, 0), v3_make(1, 0, 0), &h));
+  cr_assert_float_eq(h.t, 2.5, EPS);
+  assert_v3(h.n, -1, 0, 0);
+  cr_assert(h.front);
+  /* Down onto the top of the tube; an unnormalised direction. */
+  cr_assert(shoot(s, v3_make(0, 10, 2), v3_make(0, -4, 0), &h));
+  cr_assert_float_eq(h.t, 9.5 / 4, EPS);
+  assert_v3(h.n, 0, 1, 0);
+  /* A slanted hit: the normal points away from the ring. */
+  cr_assert(shoot(s, v3_make(2 + 0.3, 10, 0), v3_make(0, -1, 0), &h));
+  cr_assert_float_eq(h.t, 10 - 0.4, EPS);
+  assert_v3(h.n, 0.6, 0.8, 0);
+  /* From inside the tube: the wall's back. */
+  cr_assert(shoot(s, v3_make(2, 0, 0), v3_make(1, 0, 0), &h));
+  cr_assert_float_eq(h.t, 0.5, EPS);
+  assert_v3(h.n, 1, 0, 0);
+  cr_assert_not(h.front);
+  /* Through the hole: down the axis, and down just inside its rim. */
+  cr_assert_not(shoot(s, v3_make(0, 10, 0), v3_make(0, -1, 0), &h));
+  cr_assert_not(shoot(s, v3_make(1.499999, 10, 0), v3_make(0, -1, 0), &h));
+  cr_assert(shoot(s, v3_make(1.500001, 10, 0), v3_make(0, -1, 0), &h));
+  /* Grazing the outer silhouette and the top of the tube. */
+  cr_assert(shoot(s, v3_make(2.499999, 0, -10), v3_make(0, 0, 1), &h));
+  cr_assert_not(shoot(s, v3_make(2.500001, 0, -10), v3_make(0, 0, 1), &h));
+  cr_assert(shoot(s, v3_make(2, 0.499999, -10), v3_make(0, 0, 1), &h));
+  cr_assert_not(shoot(s, v3_make(2, 0.500001, -10), v3_make(0, 0, 1), &h));
+  /* Away from it, and stopped short of it. */
+  cr_assert_not(shoot(s, v3_make(-10, 0, 0), v3_make(-1, 0, 0), &h));
+  rt_ray r = {v3_make(-10, 0, 0), v3_make(1, 0, 0)};
+  cr_assert_not(atl__rt_intersect(s, &r, 0, 7.4, &h));
+  atl_render_scene_free(s);
+  /* Far from the origin, with a thin tube seen from far away: the
+   * quartic keeps its precision. */
+  s = one_shape("torus", "{\"center\": [1000, 2000, 3000], \"axis\": [0, 0, "
+                         "3], \"major_radius\": 1, \"minor_radius\": 0.01}");
+  cr_assert(shoot(s, v3_make(1001, 2000, -5000), v3_make(0, 0, 1), &h));
+  cr_assert_float_eq(h.t, 8000 - 0.01, 1e-7);
+  assert_v3(h.n, 0, 0, -1);
+  cr_assert(shoot(s, v3_make(1e4, 2000, 3000), v3_make(-1, 0, 0), &h));
+  cr_assert_float_eq(h.t, 9000 - 1.01, 1e-7);
+  atl_render_scene_free(s);
+}
+
+/* Random rays at a tilted torus: every hit is on the surface, with the
+ * normal of the surface there, and nothing nearer is missed (a march
+ * along the ray finds no earlier crossing). */
+Test(render_shapes, torus_random_rays) {
+  atl_render_scene_t *s =
+      one_shape("torus", "{\"center\": [1, -2, 0.5], \"axis\": [1, 2, 3], "
+                         "\"major_radius\": 1.5, \"minor_radius\": 0.4}");
+  v3 c = v3_make(1, -2, 0.5), ax = v3_norm(v3_make(1, 2, 3));
+  rt_rng rng = rt_rng_make(11, 0, 0);
+  int hits = 0;
+  for (int k = 0; k < 3000; k++) {
+    v3 o = v3_add(c, v3_make(rt_rand(&rng) * 8 - 4, rt_rand(&rng) * 8 - 4,
+                             rt_rand(&rng) * 8 - 4));
+    v3 aim = v3_add(c, v3_make(rt_rand(&rng) * 4 - 2, rt_rand(&rng) * 4 - 2,
+                               rt_rand(&rng) * 4 - 2));
+    v3 d = v3_norm(v3_sub(aim, o));
+    rt_hit h;
+    int hit = shoot(s, o, d, &h);
+    double tend = hit ? h.t : 12;
+    /* Every point before the hit is on the origin's side: the signed
+     * distance to the tube (to the ring of tube centres, minus r) keeps
+     * its sign. */
+    double side = 0;
+    for (double t = 0; t < tend - 1e-3; t += 1e-3) {
+      v3 q = v3_sub(v3_madd(o, d, t), c);
+      double ax_d = v3_dot(q, ax);
+      double rho = v3_len(v3_madd(q, ax, -ax_d));
+      double dist = sqrt((rho - 1.5) * (rho - 1.5) + ax_d * ax_d) - 0.4;
+      if (t == 0)
+        side = dist > 0 ? 1 : -1;
+      cr_assert_gt(dist * side, -1e-6, "ray %d: crosses at t = %f before %f", k,
+                   t, tend);
+    }
+    if (!hit)
+      continue;
+    hits++;
+    v3 q = v3_sub(h.p, c);
+    double ax_d = v3_dot(q, ax);
+    v3 radial = v3_madd(q, ax, -ax_d);
+    double rho = v3_len(radial);
+    cr_assert_float_eq((rho - 1.5) * (rho - 1.5) + ax_d * ax_d, 0.16, 1e-9);
+    v3 n = v3_norm(v3_sub(q, v3_scale(radial, 1.5 / rho)));
+    assert_v3(h.n, n.x, n.y, n.z);
+    cr_assert_eq(h.front, v3_dot(d, n) < 0);
+  }
+  cr_assert_gt(hits, 500);
+  atl_render_scene_free(s);
+}
+
+Test(render_shapes, torus_arc) {
+  /* A smile: axis +Z (towards the viewer), the half from 180 to 360
+   * degrees, counter-clockwise from +X seen from +Z: the lower half. */
+  atl_render_scene_t *s =
+      one_shape("torus", "{\"center\": [0, 0, 0], \"axis\": [0, 0, 1], "
+                         "\"major_radius\": 1, \"minor_radius\": 0.2, "
+                         "\"sweep_degrees\": 180, \"start_degrees\": 180}");
+  cr_assert_eq(s->nprims, 3); /* the arc and its two end caps */
+  rt_hit h;
+  cr_assert(shoot(s, v3_make(0, -1, 10), v3_make(0, 0, -1), &h));
+  cr_assert_float_eq(h.t, 9.8, EPS);
+  assert_v3(h.n, 0, 0, 1);
+  cr_assert_not(shoot(s, v3_make(0, 1, 10), v3_make(0, 0, -1), &h));
+  /* Either side of the start, 180 degrees. */
+  double a = 181 * RT_PI / 180, b = 179 * RT_PI / 180;
+  cr_assert(shoot(s, v3_make(cos(a), sin(a), 10), v3_make(0, 0, -1), &h));
+  cr_assert_float_eq(h.t, 9.8, EPS);
+  cr_assert_not(shoot(s, v3_make(cos(b), sin(b), 10), v3_make(0, 0, -1), &h));
+  /* Either side of the end, 360 degrees. */
+  a = -1 * RT_PI / 180, b = 1 * RT_PI / 180;
+  cr_assert(shoot(s, v3_make(cos(a), sin(a), 10), v3_make(0, 0, -1), &h));
+  cr_assert_not(shoot(s, v3_make(cos(b), sin(b), 10), v3_make(0, 0, -1), &h));
+  /* The flat end caps close the tube: both face up, away from the arc. */
+  cr_assert(shoot(s, v3_make(-1.1, 5, 0.05), v3_make(0, -1, 0), &h));
+  cr_assert_float_eq(h.t, 5, EPS);
+  assert_v3(h.n, 0, 1, 0);
+  cr_assert(h.front);
+  cr_assert(shoot(s, v3_make(0.9, 5, -0.1), v3_make(0, -1, 0), &h));
+  cr_assert_float_eq(h.t, 5, EPS);
+  assert_v3(h.n, 0, 1, 0);
+  atl_render_scene_free(s);
+  /* An axis along X (here -X): angles start from +Z and, seen from the
+   * axis's tip, run counter-clockwise towards -X x Z = +Y. A quarter
+   * from -360 (that is 0) holds (0, 1, 1) / sqrt 2, not (0, -1, 1). */
+  s = one_shape("torus", "{\"center\": [0, 0, 0], \"axis\": [-2, 0, 0], "
+                         "\"major_radius\": 1, \"minor_radius\": 0.1, "
+                         "\"sweep_degrees\": 90, \"start_degrees\": -360}");
+  double m = sqrt(0.5);
+  cr_assert(shoot(s, v3_make(5, m, m), v3_make(-1, 0, 0), &h));
+  cr_assert_float_eq(h.t, 4.9, EPS);
+  assert_v3(h.n, 1, 0, 0);
+  cr_assert_not(shoot(s, v3_make(5, -m, m), v3_make(-1, 0, 0), &h));
+  atl_render_scene_free(s);
+}
+
+/* 300 random spheres and quads (half of these along the axes), and 60
+ * tori, tilted, half of them arcs. */
+static atl_render_scene_t *random_scene(rt_rng *rng) {
   char *doc = malloc(200000);
   size_t n = (size_t)sprintf(doc, "{\"shapes\": [");
-  rt_rng rng = rt_rng_make(7, 0, 0);
   for (int i = 0; i < 300; i++) {
-    double x = rt_rand(&rng) * 20 - 10, y = rt_rand(&rng) * 20 - 10;
-    double z = rt_rand(&rng) * 20 - 10;
+    double x = rt_rand(rng) * 20 - 10, y = rt_rand(rng) * 20 - 10;
+    double z = rt_rand(rng) * 20 - 10;
     if (i % 2)
       n += (size_t)sprintf(doc + n,
                            "%s{\"id\": \"s%d\", \"type\": \"sphere\", "
                            "\"properties\": {\"center\": [%g, %g, %g], "
                            "\"radius\": %g}}",
-                           i ? "," : "", i, x, y, z, 0.1 + rt_rand(&rng));
+                           i ? "," : "", i, x, y, z, 0.1 + rt_rand(rng));
     else
       n += (size_t)sprintf(doc + n,
                            "%s{\"id\": \"q%d\", \"type\": \"quad\", "
                            "\"properties\": {\"corner\": [%g, %g, %g], \"u\": "
-                           "[1, %g, 0], \"v\": [0, 0.5, 1.5]}}",
-                           i ? "," : "", i, x, y, z, rt_rand(&rng));
+                           "[1, %g, 0], \"v\": [0, %g, 1.5]}}",
+                           i ? "," : "", i, x, y, z,
+                           /* every other quad along the axes */
+                           i % 4 ? rt_rand(rng) : 0, i % 4 ? 0.5 : 0);
+  }
+  for (int i = 0; i < 60; i++) {
+    double x = rt_rand(rng) * 20 - 10, y = rt_rand(rng) * 20 - 10;
+    double z = rt_rand(rng) * 20 - 10, big = 0.3 + rt_rand(rng);
+    n += (size_t)sprintf(
+        doc + n,
+        ",{\"id\": \"t%d\", \"type\": \"torus\", \"properties\": "
+        "{\"center\": [%g, %g, %g], \"axis\": [%g, %g, %g], "
+        "\"major_radius\": %g, \"minor_radius\": %g, \"sweep_degrees\": "
+        "%g, \"start_degrees\": %g}}",
+        i, x, y, z, rt_rand(rng) - 0.5, rt_rand(rng) - 0.5, rt_rand(rng) - 0.5,
+        big, big * (0.05 + 0.5 * rt_rand(rng)),
+        i % 2 ? 360 : 10 + 340 * rt_rand(rng), 720 * rt_rand(rng) - 360);
   }
   strcpy(doc + n, "]}");
   atl_render_scene_t *s = load_str(doc);
   free(doc);
+  return s;
+}
+
+static rt_ray random_ray(rt_rng *rng) {
+  rt_ray r = {v3_make(rt_rand(rng) * 30 - 15, rt_rand(rng) * 30 - 15,
+                      rt_rand(rng) * 30 - 15),
+              v3_norm(v3_make(rt_rand(rng) - 0.5, rt_rand(rng) - 0.5,
+                              rt_rand(rng) - 0.5))};
+  return r;
+}
+
+Test(render_shapes, bvh_matches_brute_force) {
+  /* The BVH finds the nearest hit: the tori's bounds hold them. */
+  rt_rng rng = rt_rng_make(7, 0, 0);
+  atl_render_scene_t *s = random_scene(&rng);
   for (int k = 0; k < 2000; k++) {
-    rt_ray r = {v3_make(rt_rand(&rng) * 30 - 15, rt_rand(&rng) * 30 - 15,
-                        rt_rand(&rng) * 30 - 15),
-                v3_norm(v3_make(rt_rand(&rng) - 0.5, rt_rand(&rng) - 0.5,
-                                rt_rand(&rng) - 0.5))};
+    rt_ray r = random_ray(&rng);
     rt_hit h, b;
     int hit = atl__rt_intersect(s, &r, 0, INFINITY, &h);
     double best = INFINITY;
@@ -272,6 +449,41 @@ Test(render_shapes, bvh_matches_brute_force) {
       cr_assert_float_eq(h.t, best, 1e-12);
     cr_assert_eq(atl__rt_occluded(s, &r, 0, INFINITY), hit);
   }
+  atl_render_scene_free(s);
+}
+
+/* A packet's lanes are independent: each finds what its ray alone finds,
+ * whatever the other lanes hold, and an idle lane finds nothing. */
+Test(render_shapes, packets_match_single_rays) {
+  rt_rng rng = rt_rng_make(8, 0, 0);
+  atl_render_scene_t *s = random_scene(&rng);
+  enum { N = 4001 }; /* not a whole number of packets */
+  rt_ray *rays = malloc(N * sizeof(*rays));
+  double *tmax = malloc(N * sizeof(double)), *t = malloc(N * sizeof(double));
+  int *on = malloc(N * sizeof(int)), *prim = malloc(N * sizeof(int));
+  int *occ = malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) {
+    rays[i] = random_ray(&rng);
+    on[i] = rt_rand(&rng) < 0.8;
+    tmax[i] = rt_rand(&rng) < 0.5 ? INFINITY : 10 * rt_rand(&rng);
+  }
+  atl__rt_intersect_rays(s, N, rays, tmax, on, t, prim, occ);
+  for (int i = 0; i < N; i++) {
+    rt_hit h;
+    int hit = on[i] && atl__rt_intersect(s, &rays[i], 0, tmax[i], &h);
+    cr_assert_eq(prim[i] >= 0, hit, "ray %d", i);
+    cr_assert_eq(occ[i], hit, "ray %d", i);
+    if (hit) {
+      cr_assert_eq(prim[i], h.prim, "ray %d", i);
+      cr_assert_eq(t[i], h.t, "ray %d", i);
+    }
+  }
+  free(rays);
+  free(tmax);
+  free(t);
+  free(on);
+  free(prim);
+  free(occ);
   atl_render_scene_free(s);
 }
 
@@ -495,14 +707,23 @@ Test(render_light, nee_agrees_with_bsdf_sampling) {
   nee_vs_bsdf("{\"id\": \"l\", \"type\": \"area_sphere\", \"properties\": "
               "{\"center\": [2,4,1], \"radius\": 1.5, \"emission\": [2,2,2]}}",
               0.02);
+  /* Two panels: each lane of a packet picks its own. */
+  nee_vs_bsdf("{\"id\": \"l\", \"type\": \"area_quad\", \"properties\": "
+              "{\"corner\": [-2,4,-2], \"u\": [2,0,0], \"v\": [0,0,4], "
+              "\"emission\": [3,1,1]}}, {\"id\": \"m\", \"type\": "
+              "\"area_quad\", \"properties\": {\"corner\": [1,3,-1], \"u\": "
+              "[0,0,2], \"v\": [2,0,0], \"emission\": [1,1,4]}}",
+              0.02);
   nee_vs_bsdf("{\"id\": \"l\", \"type\": \"directional\", \"properties\": "
               "{\"direction\": [-1,-2,-1], \"angular_diameter\": 30, "
               "\"emission\": [2,2,2]}}",
               0.02);
 }
 
-Test(render_image, deterministic_whatever_the_split) {
-  atl_render_scene_t *s = load_file("scenes/cornell.json");
+/* The image is the same whatever the tiles and passes: the packets of
+ * paths the renderer traces together differ, their pixels do not. */
+static void same_whatever_the_split(const char *scene) {
+  atl_render_scene_t *s = load_file(scene);
   atl_render_params_t p = {
       .width = 24, .height = 20, .spp_per_pass = 4, .max_depth = 5, .seed = 42};
   float *a, *b = calloc(24 * 20 * 3, sizeof(float));
@@ -546,6 +767,13 @@ Test(render_image, deterministic_whatever_the_split) {
   free(b);
   free(ca);
   free(cb);
+}
+
+Test(render_image, deterministic_whatever_the_split) {
+  same_whatever_the_split("scenes/cornell.json");
+  /* A BVH of several nodes, which packets traverse in their own order;
+   * the sky, metal, glass, a cone and a cylinder. */
+  same_whatever_the_split("scenes/snowman.json");
 }
 
 Test(render_image, cornell_red_wall_on_the_left) {
@@ -605,6 +833,58 @@ Test(render_image, cornell_empty_matches_cycles, .timeout = 60) {
   free(sum);
   free(count);
   free(ref);
+}
+
+/* A scene with a glass ring and a metal arc loads, and renders finite,
+ * lit pixels where the torus is. */
+Test(render_image, torus_scene_renders) {
+  static const char *camera = "{\"center\": [0, 3, 6], \"look_at\": [0, "
+                              "0.5, 0], \"vfov\": 40}";
+  static const char *floor_ = "{\"id\": \"floor\", \"type\": \"plane\", "
+                              "\"properties\": {\"point\": [0, 0, 0], "
+                              "\"normal\": [0, 1, 0]}}";
+  static const char *ring =
+      "{\"center\": [0, 0.5, 0], \"axis\": [0.2, 1, 0.1], \"major_radius\": "
+      "1.2, \"minor_radius\": 0.4, \"material\": {\"type\": "
+      "\"dielectric\"}}";
+  static const char *smile =
+      "{\"center\": [0, 1.5, 1], \"axis\": [0, 0, 1], \"major_radius\": 0.5, "
+      "\"minor_radius\": 0.08, \"sweep_degrees\": 160, \"start_degrees\": "
+      "190, \"material\": {\"type\": \"metal\", \"fuzz\": 0.2}}";
+  static const char *light = "{\"corner\": [-1, 4, -1], \"u\": [2, 0, 0], "
+                             "\"v\": [0, 0, 2], \"emission\": [5, 5, 5]}";
+  char doc[2048];
+  snprintf(doc, sizeof(doc),
+           "{\"camera\": %s, \"shapes\": [%s, {\"id\": \"ring\", "
+           "\"type\": \"torus\", \"properties\": %s}, {\"id\": "
+           "\"smile\", \"type\": \"torus\", \"properties\": %s}], "
+           "\"lights\": [{\"id\": \"l\", \"type\": \"area_quad\", "
+           "\"properties\": %s}]}",
+           camera, floor_, ring, smile, light);
+  atl_render_scene_t *s = load_str(doc);
+  atl_render_scene_info_t info;
+  atl_render_scene_info(s, &info);
+  cr_assert_eq(info.shape_count, 3);
+  cr_assert_eq(info.primitive_count, 6); /* + 2 end caps + the light */
+  atl_render_params_t p = {
+      .width = 24, .height = 24, .spp_per_pass = 16, .max_depth = 8, .seed = 3};
+  float *sum;
+  uint32_t *count;
+  render(s, &p, 1, &sum, &count);
+  for (int i = 0; i < 24 * 24 * 3; i++)
+    cr_assert(isfinite(sum[i]) && sum[i] >= 0, "value %d = %f", i, sum[i]);
+  /* The middle of the picture is the ring's near side, lit. */
+  double m[3];
+  mean_rect(sum, count, 24, 9, 13, 15, 16, m);
+  cr_assert_gt(m[0] + m[1] + m[2], 0.01, "%f %f %f", m[0], m[1], m[2]);
+  atl_render_scene_free(s);
+  free(sum);
+  free(count);
+  char *e = load_error("{\"shapes\": [{\"id\": \"r\", \"type\": "
+                       "\"torus\", \"properties\": {\"center\": [0,0,0], "
+                       "\"major_radius\": 1, \"minor_radius\": 1}}]}");
+  cr_assert(strstr(e, "'r'") && strstr(e, "minor_radius"), "%s", e);
+  free(e);
 }
 
 Test(render_image, resolve_and_pfm) {
