@@ -562,8 +562,11 @@ void atl_render_tile_samples(const atl_render_scene_t *s,
     for (long k = b->base; k < b->end; k++) {
       size_t pix = (size_t)y * (size_t)p->width + (size_t)x;
       v3 c = b->out[k - b->base];
-      /* A NaN or infinite sample would poison the pixel for good. */
-      if (!isfinite(c.x) || !isfinite(c.y) || !isfinite(c.z))
+      /* A NaN or infinite sample would poison the pixel for good, and so
+       * would one too large for the float sums: past 1e20, a pixel's
+       * 2^20 samples could add up to infinity. The comparisons are false
+       * for NaN, so they catch it too. */
+      if (!(fabs(c.x) < 1e20 && fabs(c.y) < 1e20 && fabs(c.z) < 1e20))
         c = v3_make(0, 0, 0);
       float *sum = rgb_sum + pix * 3;
       sum[0] += (float)c.x;

@@ -87,6 +87,9 @@ static int get_color(loader *L, json_object *o, const char *key, int required,
     return -1;
   if (out->x < 0 || out->y < 0 || out->z < 0)
     return fail(L, key, "must not be negative");
+  /* Brighter than this, samples overflow the image's 32-bit floats. */
+  if (out->x > 1e9 || out->y > 1e9 || out->z > 1e9)
+    return fail(L, key, "must be at most 1e9 in each channel");
   return 0;
 }
 

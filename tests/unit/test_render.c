@@ -516,6 +516,11 @@ Test(render_load, messages) {
   e = load_error("{\"shapes\": [{\"id\": \"t\", \"type\": \"teapot\"}]}");
   cr_assert(strstr(e, "teapot"), "%s", e);
   free(e);
+  /* Found by fuzz_render: a sky this bright overflowed the float sums. */
+  e = load_error("{\"environment\": {\"type\": \"uniform\", \"emission\": "
+                 "[1, 2e44, 1]}}");
+  cr_assert(strstr(e, "environment") && strstr(e, "at most 1e9"), "%s", e);
+  free(e);
 }
 
 Test(render_load, formats) {
