@@ -38,7 +38,7 @@ typedef struct {
   uint32_t magic;
   uint32_t version;
   /* Set to 1 by the farm to stop every worker on this job: they look at
-   * it after each row of pixels. */
+   * it every few rows of pixels (some 8k samples, a few milliseconds). */
   volatile uint32_t cancel;
   int32_t width, height;
   int32_t max_depth, rr_depth, no_light_sampling;

@@ -59,8 +59,13 @@ int atl_png_encode(const uint8_t *rgb, int w, int h, int level, void **out,
     return -ENOMEM;
   }
   png_set_write_fn(png, m, write_mem, flush_mem);
-  if (level >= 0 && level <= 9)
-    png_set_compression_level(png, level);
+  /* The default, measured on a 400x400 64-spp Cornell box: zlib level 3
+   * with the Paeth filter alone takes 18 ms for 279 kB, where libpng's
+   * defaults (level 6, every filter tried on every row) take 53 ms for
+   * 261 kB; renders are noisy, and the adaptive filter search buys little
+   * on noise. */
+  png_set_compression_level(png, level >= 0 && level <= 9 ? level : 3);
+  png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_PAETH);
   png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
                PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                PNG_FILTER_TYPE_DEFAULT);

@@ -6,8 +6,8 @@
 #include <stdint.h>
 
 /* Encodes w * h pixels of rgb (row-major from the top, 3 bytes each) as a
- * PNG in memory; level is zlib's 0..9 (-1: libpng's default; previews use
- * 1, which is several times faster for a slightly larger file). Returns 0
+ * PNG in memory; level is zlib's 0..9 (-1: 3, which png.c explains;
+ * previews use 1, faster still for a slightly larger file). Returns 0
  * and a malloc()ed buffer in *out (the caller frees it) of *out_len
  * bytes, or -EINVAL / -ENOMEM. Any thread. */
 int atl_png_encode(const uint8_t *rgb, int w, int h, int level, void **out,

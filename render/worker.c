@@ -31,6 +31,9 @@
  * oldest is then unmapped and reloaded if it comes back. */
 #define MAX_JOBS 8
 
+/* Samples per call of the tracer: see run_unit(). */
+#define CHUNK_SAMPLES 8192
+
 typedef struct {
   uint32_t id;
   int fd;
@@ -161,13 +164,19 @@ static void run_unit(const atl_farm_msg_t *m) {
            tw * 3 * sizeof(float));
     memcpy(cnt[m->dst] + off, cnt[m->src] + off, tw * sizeof(uint32_t));
   }
-  /* Row by row, so that a cancel is seen within one row's work. */
-  for (int y = m->y0; y < m->y1; y++) {
+  /* A few rows at a time, so that a cancel is seen within a few
+   * milliseconds' work, but at least CHUNK_SAMPLES samples a call: the
+   * tracer follows several paths at once, and its lanes idle at the end
+   * of every call. */
+  int rows = (int)(CHUNK_SAMPLES / (tw * m->n));
+  rows = rows < 1 ? 1 : rows;
+  for (int y = m->y0; y < m->y1; y += rows) {
     if (__atomic_load_n(&h->cancel, __ATOMIC_RELAXED)) {
       reply(ATL_FARM_MSG_ABORTED, m, NULL);
       return;
     }
-    atl_render_tile_samples(j->scene, &p, m->x0, y, m->x1, y + 1, m->first,
+    int y1 = y + rows < m->y1 ? y + rows : m->y1;
+    atl_render_tile_samples(j->scene, &p, m->x0, y, m->x1, y1, m->first,
                             (int)m->n, sum[m->dst], cnt[m->dst]);
   }
   /* The farm reads the plane after this message: order the stores. */
