@@ -26,7 +26,7 @@
 #include "toolcall.h"
 
 /* How often a waiting handler looks at its call's cancel flag; with the
- * workers' own check after each row, a cancel stops them well within the
+ * workers' own check every 8k samples, a cancel stops them well within the
  * 100 ms the farm promises. */
 #define CANCEL_POLL_MS 10
 

@@ -93,7 +93,7 @@ int atl_farm_submit(atl_farm_t *f, const atl_farm_job_params_t *p,
                     atl_farm_progress_fn progress, atl_farm_done_fn done,
                     void *user, atl_farm_job_t **out);
 
-/* Stops a job: the workers on it see the cancel within one row of pixels
+/* Stops a job: the workers on it see the cancel within 8k samples
  * and the done callback follows with -ECANCELED. Does nothing to a job
  * that is already done. */
 void atl_farm_cancel(atl_farm_job_t *job);
