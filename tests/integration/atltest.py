@@ -32,7 +32,7 @@ PROCS = []
 
 def cleanup():
     """Stops what the tests started (SIGTERM, then SIGKILL after 15 s)
-    and removes the scratch directory."""
+    and removes the scratch directory (kept with ATL_TEST_KEEP=1)."""
     for p in PROCS:
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
@@ -41,7 +41,10 @@ def cleanup():
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-    shutil.rmtree(TMP, ignore_errors=True)
+    if os.environ.get("ATL_TEST_KEEP"):
+        print("# kept %s" % TMP)  # for reading the daemons' logs
+    else:
+        shutil.rmtree(TMP, ignore_errors=True)
 
 
 atexit.register(cleanup)
@@ -80,9 +83,9 @@ class Daemon:
             time.sleep(0.05)
         raise RuntimeError("atelierd did not start")
 
-    def rpc(self, method, params):
+    def rpc(self, method, params, timeout=20):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(20)
+        s.settimeout(timeout)
         s.connect(self.sock)
         s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
                               "params": params}).encode() + b"\n")

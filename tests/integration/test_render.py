@@ -54,14 +54,14 @@ def image(d, image_id):
     return base64.b64decode(r["data"])
 
 
-def call(d, sid, tool, args=None):
+def call(d, sid, tool, args=None, timeout=20):
     return d.rpc("tool.call", {"session": sid, "name": tool,
-                               "arguments": args or {}})
+                               "arguments": args or {}}, timeout)
 
 
-def scene_session(d):
+def scene_session(d, scene=None):
     sid = d.session()
-    r = call(d, sid, "import_scene", {"scene": SCENE})
+    r = call(d, sid, "import_scene", {"scene": scene or SCENE})
     assert r["success"], r
     return sid
 
@@ -167,14 +167,17 @@ def _(ctx):
 @check("the defaults: 400x300 at 500 samples, a PNG, previews on the way")
 def _(ctx):
     d = ctx["d"]
-    sid = scene_session(d)
+    # The ball alone under the sky: most paths end at the second vertex,
+    # so the full 500 samples stay quick under the sanitizers too.
+    sid = scene_session(d, {"camera": SCENE["camera"],
+                            "shapes": SCENE["shapes"][:1]})
     after = d.events(sid)[-1]["seq"]
-    r = call(d, sid, "render_scene")
+    r = call(d, sid, "render_scene", timeout=300)
     assert r["success"] is True, r
     res = r["result"]
     assert (res["width"], res["height"], res["samples_per_pixel"]) == \
         (400, 300, 500), res
-    assert res["shape_count"] == 2 and res["light_count"] == 1, res
+    assert res["shape_count"] == 1 and res["light_count"] == 0, res
     assert res["render_time_ms"] > 0 and res["paths_per_second"] > 0, res
     assert len(r["images"]) == 1 and r["images"][0]["mime"] == "image/png"
     png = image(d, r["images"][0]["id"])
@@ -358,6 +361,24 @@ def main():
     passed, failed = run_checks(CHECKS, ctx)
     for d in (ctx["d"], ctx["short"]):
         d.stop()
+    # Workers write to the daemon's standard error, so a sanitizer's report
+    # from either lands in a daemon.log (the ASan build runs this too).
+    reports = []
+    for name in sorted(os.listdir(TMP)):
+        log = os.path.join(TMP, name, "daemon.log")
+        if os.path.exists(log):
+            with open(log, errors="replace") as f:
+                reports += ["%s: %s" % (name, line.strip()) for line in f
+                            if "Sanitizer" in line or "runtime error:" in line]
+    n = len(CHECKS) + 1
+    if reports:
+        print("not ok %d - no sanitizer report from atelierd or its workers" % n)
+        for r in reports[:10]:
+            print("# " + r)
+        failed += 1
+    else:
+        print("ok %d - no sanitizer report from atelierd or its workers" % n)
+        passed += 1
     print("# render_scene defaults (400x300, 500 spp) took %s ms"
           % ctx.get("default_ms", "?"))
     print("%d passed, %d failed" % (passed, failed))
