@@ -55,17 +55,7 @@ static long daemon_rss_kb(int fd) {
   char *p = strstr(buf, "\"pid\":");
   if (p == NULL)
     return -1;
-  long pid = strtol(p + 6, NULL, 10);
-  char path[64], line[256];
-  snprintf(path, sizeof(path), "/proc/%ld/status", pid);
-  FILE *f = fopen(path, "r");
-  long kb = -1;
-  while (f && fgets(line, sizeof(line), f))
-    if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-      break;
-  if (f)
-    fclose(f);
-  return kb;
+  return bench_rss_kb(strtol(p + 6, NULL, 10));
 }
 
 static int cmp_u64(const void *a, const void *b) {
