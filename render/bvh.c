@@ -54,6 +54,23 @@ static void set_bounds(rt_node *n, v3 lo, v3 hi) {
   }
 }
 
+static int build(builder *b, int *order, int begin, int end, int depth);
+
+/* Makes node id an inner node split at mid: its left child comes right
+ * after it (the next node built), its right child's index is stored. */
+static int inner(builder *b, int id, int axis, int *order, int begin, int mid,
+                 int end, int depth) {
+  b->s->nodes[id].count = 0;
+  b->s->nodes[id].axis = (short)axis;
+  if (build(b, order, begin, mid, depth + 1) < 0)
+    return -1;
+  int right = build(b, order, mid, end, depth + 1);
+  if (right < 0)
+    return -1;
+  b->s->nodes[id].index = right;
+  return id;
+}
+
 /* Builds the subtree over order[begin, end); returns its node or -1. */
 static int build(builder *b, int *order, int begin, int end, int depth) {
   int id = new_node(b);
@@ -148,28 +165,10 @@ static int build(builder *b, int *order, int begin, int end, int depth) {
     }
     if (mid == begin || mid == end)
       goto leaf;
-    b->s->nodes[id].count = 0;
-    b->s->nodes[id].axis = (short)axis;
-    if (build(b, order, begin, mid, depth + 1) < 0)
-      return -1;
-    int right = build(b, order, mid, end, depth + 1);
-    if (right < 0)
-      return -1;
-    b->s->nodes[id].index = right;
-    return id;
+    return inner(b, id, axis, order, begin, mid, end, depth);
   }
-split_half : {
-  int mid = begin + n / 2;
-  b->s->nodes[id].count = 0;
-  b->s->nodes[id].axis = 0;
-  if (build(b, order, begin, mid, depth + 1) < 0)
-    return -1;
-  int right = build(b, order, mid, end, depth + 1);
-  if (right < 0)
-    return -1;
-  b->s->nodes[id].index = right;
-  return id;
-}
+split_half:
+  return inner(b, id, 0, order, begin, begin + n / 2, end, depth);
 }
 
 /* Orders each leaf's primitives as quads, spheres, the rest, and counts
