@@ -19,7 +19,6 @@
 #include <atelier/render.h>
 
 #include "../render/farm.h"
-#include "../render/render.h"
 #include "daemon.h"
 #include "log.h"
 #include "render_host.h"
@@ -291,19 +290,14 @@ static int api_render(atl_call_t *call, const atl_render_request_t *req,
   int rc = map_status(status);
   if (rc == 0) {
     size_t npix = (size_t)req->width * (size_t)req->height;
-    float *sum = malloc(npix * 3 * sizeof(float));
-    uint32_t *count = malloc(npix * sizeof(uint32_t));
     out->rgb = malloc(npix * 3);
-    if (sum == NULL || count == NULL || out->rgb == NULL) {
-      free(out->rgb);
-      out->rgb = NULL;
+    if (out->rgb == NULL) {
       rc = ATL_ENOMEM;
     } else {
       /* The job is done, so nothing writes its planes any more: this
-       * thread may read them (farm.h). */
-      atl_farm_job_sums(rw->job, sum, count);
-      atl_render_resolve(sum, count, req->width, req->height, req->exposure,
-                         out->rgb);
+       * thread may resolve them (farm.h). */
+      int w, h;
+      atl_farm_job_preview(rw->job, req->exposure, 0, out->rgb, &w, &h);
       out->width = req->width;
       out->height = req->height;
       out->samples = req->samples;
@@ -313,8 +307,6 @@ static int api_render(atl_call_t *call, const atl_render_request_t *req,
                                             : 0;
       out->worker_restarts = atl_farm_job_worker_deaths(rw->job);
     }
-    free(sum);
-    free(count);
   } else if (rw->message != NULL) {
     out->error = strdup(rw->message);
   } else if (rc == ATL_ESHUTDOWN) {

@@ -358,6 +358,24 @@ static void job_check_cancelled(atl_farm_job_t *j) {
     job_finish(j, -ECANCELED, NULL);
 }
 
+/* The passes of `samples` samples: 1, 1, 2, 4, ... up to cap each, the
+ * last one whatever is left. Writes each pass's first sample and size
+ * when first and size are not NULL; returns how many there are. */
+static int pass_schedule(int samples, int cap, int *first, int *size) {
+  int n = 0, next = 1;
+  for (int done = 0; done < samples; n++) {
+    int take = next < samples - done ? next : samples - done;
+    if (first != NULL) {
+      first[n] = done;
+      size[n] = take;
+    }
+    done += take;
+    if (n > 0 && next < cap)
+      next = next * 2 > cap ? cap : next * 2;
+  }
+  return n;
+}
+
 static int job_layout(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
   j->width = p->width;
   j->height = p->height;
@@ -365,20 +383,14 @@ static int job_layout(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
   j->ntx = (p->width + TILE - 1) / TILE;
   j->nty = (p->height + TILE - 1) / TILE;
   j->ntiles = j->ntx * j->nty;
-  /* Passes of 1, 1, 2, 4, ... samples up to a cap that keeps a unit near
-   * UNIT_PATHS: the first preview comes after one sample, and later
-   * passes are long enough to be cheap to schedule. */
+  /* Passes up to a cap that keeps a unit near UNIT_PATHS: the first
+   * preview comes after one sample, and later passes are long enough to
+   * be cheap to schedule. */
   long tile_px = (long)(p->width < TILE ? p->width : TILE) *
                  (long)(p->height < TILE ? p->height : TILE);
   int cap = (int)(UNIT_PATHS / tile_px);
   cap = cap < 1 ? 1 : cap > 64 ? 64 : cap;
-  int n = 0, size = 1, first = 0;
-  for (int s = p->samples; s > 0; n++) {
-    int take = size < s ? size : s;
-    s -= take;
-    if (n > 0 && size < cap)
-      size = size * 2 > cap ? cap : size * 2;
-  }
+  int n = pass_schedule(p->samples, cap, NULL, NULL);
   j->npasses = n;
   j->pass_first = calloc((size_t)n, sizeof(int));
   j->pass_n = calloc((size_t)n, sizeof(int));
@@ -390,16 +402,7 @@ static int job_layout(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
   if (!j->pass_first || !j->pass_n || !j->plane || !j->done || !j->busy ||
       !j->deaths || !j->sent)
     return -ENOMEM;
-  size = 1;
-  for (int k = 0, s = p->samples; k < n; k++) {
-    int take = size < s ? size : s;
-    j->pass_first[k] = first;
-    j->pass_n[k] = take;
-    first += take;
-    s -= take;
-    if (k > 0 && size < cap)
-      size = size * 2 > cap ? cap : size * 2;
-  }
+  pass_schedule(p->samples, cap, j->pass_first, j->pass_n);
   return 0;
 }
 
@@ -576,12 +579,16 @@ void atl_farm_job_preview(const atl_farm_job_t *j, float exposure, int max_dim,
     return;
   for (int oy = 0; oy < oh; oy++) {
     int y = oy * step, ty = y / TILE;
-    for (int ox = 0; ox < ow; ox++) {
+    /* Full size, a row is one span per tile; scaled down, a pixel. */
+    int span = step == 1 ? TILE : 1;
+    for (int ox = 0; ox < ow; ox += span) {
       int x = ox * step;
+      int n = ox + span < ow ? span : ow - ox;
       int pl = j->plane[ty * j->ntx + x / TILE];
       size_t i = (size_t)y * (size_t)j->width + (size_t)x;
       atl_render_resolve_span(plane_sum(j, pl) + i * 3, plane_count(j, pl) + i,
-                              1, exposure, rgb8 + ((size_t)oy * ow + ox) * 3);
+                              (size_t)n, exposure,
+                              rgb8 + ((size_t)oy * ow + ox) * 3);
     }
   }
 }

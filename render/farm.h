@@ -118,7 +118,8 @@ int atl_farm_job_worker_deaths(const atl_farm_job_t *job);
  * pixel in each direction where step = ceil(max(w, h) / max_dim) (1 if
  * max_dim <= 0), so that it costs the loop little for any frame size.
  * rgb8 holds *out_w * *out_h * 3 bytes; call with rgb8 NULL to get the
- * size only. */
+ * size only. With max_dim 0 on a finished job it is the final picture,
+ * and like atl_farm_job_sums() it may then be called from any thread. */
 void atl_farm_job_preview(const atl_farm_job_t *job, float exposure,
                           int max_dim, uint8_t *rgb8, int *out_w, int *out_h);
 
