@@ -169,6 +169,17 @@ class Fake:
                     if q["path"].startswith("/v1")]
 
 
+class Checks(list):
+    """(name, fn) pairs in the order they were written, each added with
+    the decorator @checks.add("what it shows")."""
+
+    def add(self, name):
+        def wrap(fn):
+            self.append((name, fn))
+            return fn
+        return wrap
+
+
 def run_checks(checks, ctx):
     """Runs (name, fn(ctx)) pairs in order, printing "ok N - name" or
     "not ok N - name" with "#" lines of the failure; returns the numbers

@@ -18,9 +18,9 @@ import socket
 import subprocess
 import sys
 import time
-import traceback
 
-from atltest import BUILDDIR, END, KEY, SRCDIR, TMP, Daemon, Fake
+from atltest import (BUILDDIR, END, KEY, SRCDIR, TMP, Checks, Daemon, Fake,
+                     run_checks)
 
 
 
@@ -42,14 +42,8 @@ SPHERE = {"id": "ball", "type": "sphere",
 
 # ---------------------------------------------------------------- checks
 
-results = []
-
-
-def check(name):
-    def wrap(fn):
-        results.append((name, fn))
-        return fn
-    return wrap
+results = Checks()
+check = results.add
 
 
 @check("a text answer streams as text.delta events and ends the run")
@@ -676,23 +670,12 @@ def main():
     c = conf(fake.url, "queue_max = 2")
     ctx = {"fake": fake, "conf": c,
            "d": Daemon("agent", c, env={"FAKE_LLM_KEY": KEY})}
-    passed = failed = 0
-    n = 0
-    for name, fn in results + [("offline: how to configure, /tool calls, /demo",
-                                lambda ctx: offline_checks(0)),
-                               ("runs in more sessions than the cache holds",
-                                lambda ctx: eviction_check())]:
-        n += 1
-        try:
-            fn(ctx)
-            print("ok %d - %s" % (n, name))
-            passed += 1
-        except Exception as e:  # noqa: BLE001 - every failure is reported
-            print("not ok %d - %s" % (n, name))
-            for line in traceback.format_exception(e)[-3:]:
-                for part in line.rstrip().splitlines():
-                    print("# " + part)
-            failed += 1
+    passed, failed = run_checks(
+        results + [("offline: how to configure, /tool calls, /demo",
+                    lambda ctx: offline_checks(0)),
+                   ("runs in more sessions than the cache holds",
+                    lambda ctx: eviction_check())], ctx)
+    n = len(results) + 2
     with open(ctx["d"].log) as f:
         log = f.read()
     n += 1

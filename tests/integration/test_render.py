@@ -22,7 +22,7 @@ import struct
 import sys
 import time
 
-from atltest import KEY, TMP, Daemon, Fake, run_checks
+from atltest import KEY, TMP, Checks, Daemon, Fake, run_checks
 
 SCENE = {
     "camera": {"center": [0, 1.5, 6], "look_at": [0, 0.8, 0], "vfov": 40},
@@ -108,14 +108,8 @@ def rendering_daemon(name):
 
 # ---------------------------------------------------------------- checks
 
-CHECKS = []
-
-
-def check(name):
-    def wrap(fn):
-        CHECKS.append((name, fn))
-        return fn
-    return wrap
+CHECKS = Checks()
+check = CHECKS.add
 
 
 @check("the farm runs render.workers worker processes, children of atelierd")
