@@ -3,6 +3,7 @@
  * the power heuristic; Russian roulette from rr_depth on. max_depth
  * counts path vertices, the camera's hit included, as
  * go-progressive-raytracer does (its 5 is Cycles' max_bounces 4). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,9 +225,10 @@ typedef struct {
   const atl_render_params_t *p;
   int x0, x1, y0, n; /* the tile's left and right, first row, samples */
   uint64_t first;
-  int nee;                        /* lights are sampled */
-  int quads_only;                 /* and they are all quads: the common case */
-  int sun_disc;                   /* a sun whose disc BSDF sampling can find */
+  int nee;          /* lights are sampled */
+  int quads_only;   /* and they are all quads: the common case */
+  int diffuse_fits; /* atl__rt_scatter4() shades lambertian surfaces */
+  int sun_disc;     /* a sun whose disc BSDF sampling can find */
   double one_light[16][RT_LANES]; /* the only light in every lane, if one */
   int x, y, i;    /* the next sample to hand out: pixel and index */
   long item, end; /* its number in the tile, and the block's end */
@@ -368,20 +370,63 @@ static m4 start4(block_t *b, batch_t *q, rt_paths4 *a, rt_ray4 *r, m4 free) {
   return lanes;
 }
 
-/* Which of atl__rt_scatter4()'s kinds the material is, 0 for none. */
-enum { FIT_NONE, FIT_DIFFUSE, FIT_MIRROR, FIT_GLASS };
-
-static int scatter4_fits(const block_t *b, const rt_material *m) {
+/* Which of atl__rt_scatter4()'s kinds can shade material m, whatever
+ * the lights: a lambertian surface needs the lights to be quads as well
+ * when they are sampled, which bounce() checks per block. */
+static int scatter4_fits(const rt_material *m) {
   switch (m->kind) {
   case RT_LAMBERTIAN:
-    return !m->checker && (b->quads_only || !b->nee) ? FIT_DIFFUSE : FIT_NONE;
+    return m->checker ? RT_FIT_NONE : RT_FIT_DIFFUSE;
   case RT_METAL:
-    return m->fuzz == 0 ? FIT_MIRROR : FIT_NONE;
+    return m->fuzz == 0 ? RT_FIT_MIRROR : RT_FIT_NONE;
   case RT_DIELECTRIC:
-    return FIT_GLASS;
+    return RT_FIT_GLASS;
   default:
-    return FIT_NONE;
+    return RT_FIT_NONE;
   }
+}
+
+int atl__rt_shade_build(atl_render_scene_t *s) {
+  size_t n = (size_t)s->nprims + 1;
+  double *t = calloc(n * RT_SHADE_FIELDS, sizeof(double));
+  if (!t)
+    return -ENOMEM;
+  free(s->shade);
+  s->shade = t;
+  t[RT_SH_IOR * n] = 1; /* no primitive: harmless values */
+  for (size_t i = 1; i < n; i++) {
+    const rt_prim *pr = &s->prims[i - 1];
+    const rt_material *m = &s->materials[pr->material];
+    v3 c = m->kind == RT_DIELECTRIC ? m->tint : m->albedo;
+    v3 nv = pr->n;
+    double inv_r = 0;
+    switch (pr->kind) {
+    case RT_SPHERE:
+      nv = pr->a, inv_r = 1.0 / pr->r0;
+      break;
+    case RT_QUAD:
+    case RT_DISC:
+    case RT_PLANE:
+    case RT_TRIANGLE:
+      break;
+    default:
+      inv_r = -1;
+    }
+    const double row[RT_SHADE_FIELDS] = {
+        [RT_SH_FIT] = scatter4_fits(m),
+        [RT_SH_NX] = nv.x,
+        [RT_SH_NY] = nv.y,
+        [RT_SH_NZ] = nv.z,
+        [RT_SH_INV_R] = inv_r,
+        [RT_SH_R] = c.x,
+        [RT_SH_G] = c.y,
+        [RT_SH_B] = c.z,
+        [RT_SH_IOR] = m->ior,
+    };
+    for (int f = 0; f < RT_SHADE_FIELDS; f++)
+      t[(size_t)f * n + i] = row[f];
+  }
+  return 0;
 }
 
 /* The vertex of lane l, lane by lane: a miss under a sun, an emitter, or
@@ -408,33 +453,12 @@ static void lane_vertex(block_t *b, rt_paths4 *a, rt_ray4 *r, int l, double t,
   path_put(a, l, &pa);
 }
 
-/* The outward normal at a hit point p of a primitive, as
- * rt_prim_finish() has it. */
-static v3 normal_at(const rt_prim *pr, const rt_ray4 *r, int l, double t,
-                    v3 p) {
-  switch (pr->kind) {
-  case RT_SPHERE:
-    return v3_scale(v3_sub(p, pr->a), 1.0 / pr->r0);
-  case RT_QUAD:
-  case RT_DISC:
-  case RT_PLANE:
-  case RT_TRIANGLE:
-    return pr->n;
-  default: {
-    rt_hit h;
-    rt_ray ray = atl__rt_ray4_lane(r, l);
-    rt_prim_finish(pr, &ray, t, &h);
-    return h.n;
-  }
-  }
-}
-
 /* One bounce of the lanes in `active`: their hits, emission, light
  * samples and next rays. Returns the lanes whose paths go on. */
 static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
   const atl_render_scene_t *s = b->s;
   d4 t, stmax = D4_ZERO;
-  m4 prim, escaped = M4_NONE;
+  m4 prim;
   /* Lanes without a shadow ray keep harmless values; field by field, as
    * a struct copy becomes a slow rep movsq. */
   rt_ray4 sr;
@@ -446,57 +470,55 @@ static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
                                    : NULL};
   atl__rt_ray4_prepare(r);
   atl__rt_intersect4(s, r, active, D4_ZERO, D4_INF, &t, &prim);
-  /* The hit points as rt_prim_finish() computes them. The normals and
-   * colours are gathered lane by lane into scalars and then put into
-   * vectors: filling a vector's lanes in memory and loading it whole
-   * would stall on store forwarding. */
+  /* The hit points as rt_prim_finish() computes them, and the surfaces'
+   * kinds, normals and colours gathered from the scene's table: a lane
+   * without a hit reads its column 0. */
   h.px = r->ox + r->dx * t, h.py = r->oy + r->dy * t;
   h.pz = r->oz + r->dz * t;
-  v3 n[RT_LANES], c[RT_LANES];
-  double ior[RT_LANES];
-  int fit[RT_LANES];
-  for (int l = 0; l < RT_LANES; l++) {
-    n[l] = c[l] = v3_make(0, 0, 0), ior[l] = 1, fit[l] = FIT_NONE;
-    if (!active[l])
-      continue;
-    if (prim[l] < 0 && !b->sun_disc) {
-      escaped |= m4_lane(l);
-      continue;
-    }
-    const rt_prim *pr = prim[l] >= 0 ? &s->prims[prim[l]] : NULL;
-    const rt_material *m = pr ? &s->materials[pr->material] : NULL;
-    fit[l] = m ? scatter4_fits(b, m) : FIT_NONE;
-    if (fit[l] == FIT_NONE) {
-      lane_vertex(b, a, r, l, t[l], (int)prim[l], &next);
-      continue;
-    }
-    if (a->depth[l] > b->p->max_depth) {
-      fit[l] = FIT_NONE; /* the path ends there */
-      continue;
-    }
-    n[l] = normal_at(pr, r, l, t[l], v3_make(h.px[l], h.py[l], h.pz[l]));
-    c[l] = m->kind == RT_DIELECTRIC ? m->tint : m->albedo;
-    ior[l] = m->ior;
+  size_t cols = (size_t)s->nprims + 1;
+  const double *tab = s->shade;
+  m4 col = prim + 1;
+  d4 fit = d4_gather(tab + RT_SH_FIT * cols, col);
+  if (!b->diffuse_fits)
+    fit = d4_sel(fit == RT_FIT_DIFFUSE, D4_ZERO, fit);
+  /* Misses (under a sun, whose disc needs the lane's own code) and hits
+   * on the other materials, emitters included, run lane by lane. */
+  m4 missed = active & (prim < 0);
+  m4 escaped = b->sun_disc ? M4_NONE : missed;
+  m4 fits = active & ~missed & (fit != RT_FIT_NONE);
+  for (int bits = m4_bits(active & ~escaped & ~fits); bits; bits &= bits - 1) {
+    int l = __builtin_ctz((unsigned)bits);
+    lane_vertex(b, a, r, l, t[l], (int)prim[l], &next);
   }
-#define RT_NX(l) n[l].x
-#define RT_NY(l) n[l].y
-#define RT_NZ(l) n[l].z
-#define RT_CR(l) c[l].x
-#define RT_CG(l) c[l].y
-#define RT_CB(l) c[l].z
-#define RT_IOR(l) ior[l]
-#define RT_FIT(l) (double)fit[l]
-  h.nx = (d4){RT_EACH_LANE(RT_NX)}, h.ny = (d4){RT_EACH_LANE(RT_NY)};
-  h.nz = (d4){RT_EACH_LANE(RT_NZ)};
-  h.ar = (d4){RT_EACH_LANE(RT_CR)}, h.ag = (d4){RT_EACH_LANE(RT_CG)};
-  h.ab = (d4){RT_EACH_LANE(RT_CB)}, h.ior = (d4){RT_EACH_LANE(RT_IOR)};
-  /* The kinds compared as doubles: SSE2 compares no 64-bit integers. */
-  d4 f = {RT_EACH_LANE(RT_FIT)};
-  h.diffuse = f == FIT_DIFFUSE, h.mirror = f == FIT_MIRROR;
-  h.glass = f == FIT_GLASS;
+  /* The path ends at a vertex past max_depth. */
+  fits &= a->depth <= b->p->max_depth;
+  h.nx = d4_gather(tab + RT_SH_NX * cols, col);
+  h.ny = d4_gather(tab + RT_SH_NY * cols, col);
+  h.nz = d4_gather(tab + RT_SH_NZ * cols, col);
+  d4 inv_r = d4_gather(tab + RT_SH_INV_R * cols, col);
+  /* A sphere's normal from its centre; the other curved shapes' lane by
+   * lane. */
+  m4 sphere = inv_r > 0;
+  h.nx = d4_sel(sphere, (h.px - h.nx) * inv_r, h.nx);
+  h.ny = d4_sel(sphere, (h.py - h.ny) * inv_r, h.ny);
+  h.nz = d4_sel(sphere, (h.pz - h.nz) * inv_r, h.nz);
+  for (int bits = m4_bits(fits & (inv_r < 0)); bits; bits &= bits - 1) {
+    int l = __builtin_ctz((unsigned)bits);
+    rt_hit hit;
+    rt_ray ray = atl__rt_ray4_lane(r, l);
+    rt_prim_finish(&s->prims[prim[l]], &ray, t[l], &hit);
+    h.nx[l] = hit.n.x, h.ny[l] = hit.n.y, h.nz[l] = hit.n.z;
+  }
+  h.ar = d4_gather(tab + RT_SH_R * cols, col);
+  h.ag = d4_gather(tab + RT_SH_G * cols, col);
+  h.ab = d4_gather(tab + RT_SH_B * cols, col);
+  h.ior = d4_gather(tab + RT_SH_IOR * cols, col);
+  h.diffuse = fits & (fit == RT_FIT_DIFFUSE);
+  h.mirror = fits & (fit == RT_FIT_MIRROR);
+  h.glass = fits & (fit == RT_FIT_GLASS);
   if (m4_bits(escaped))
     atl__rt_escape4(s, a, r, escaped);
-  if (m4_bits(h.diffuse | h.mirror | h.glass))
+  if (m4_bits(fits))
     atl__rt_scatter4(s, b->p, a, r, &h, b->nee, &next);
   if (m4_bits(next.shadow)) {
     atl__rt_ray4_prepare(&sr);
@@ -551,6 +573,7 @@ void atl_render_tile_samples(const atl_render_scene_t *s,
     b->quads_only &= l->kind == RT_L_QUAD;
     b->sun_disc |= l->kind == RT_L_SUN && l->cos_outer < 1;
   }
+  b->diffuse_fits = b->quads_only || !b->nee;
   for (int l = 0; s->nlights == 1 && b->quads_only && l < RT_LANES; l++)
     atl__rt_quad_lanes(&s->lights[0], l, b->one_light);
   long total = (long)(x1 - x0) * (y1 - y0) * n;

@@ -146,6 +146,10 @@ struct atl_render_scene_s {
   v3 eye, fwd, right, up; /* fwd, right, up: unit */
   double tan_half, aperture, focus;
   double scene_radius; /* for offsets */
+  /* What the packets' vertices need of each primitive's surface, as
+   * RT_SHADE_FIELDS rows of nprims + 1 doubles: column 0 for "no
+   * primitive", column p + 1 for primitive p (atl__rt_shade_build()). */
+  double *shade;
   atl_render_scene_info_t info;
 };
 
@@ -170,6 +174,29 @@ void atl__rt_torus_frame(rt_prim *p, v3 axis, double sweep_deg,
  * the unit normal of the disc that closes it, facing away from the
  * arc. */
 void atl__rt_torus_end(const rt_prim *p, int end, v3 *centre, v3 *normal);
+
+/* The rows of scene->shade. FIT is the packet vertex that can shade the
+ * primitive's material (RT_FIT_*); NX .. NZ its normal when it is flat,
+ * or a sphere's centre; INV_R a sphere's inverse radius, 0 when flat,
+ * -1 for the other curved shapes, whose normal comes lane by lane; R ..
+ * B the albedo (or a dielectric's tint); IOR the dielectric's index. */
+enum {
+  RT_SH_FIT,
+  RT_SH_NX,
+  RT_SH_NY,
+  RT_SH_NZ,
+  RT_SH_INV_R,
+  RT_SH_R,
+  RT_SH_G,
+  RT_SH_B,
+  RT_SH_IOR,
+  RT_SHADE_FIELDS
+};
+enum { RT_FIT_NONE, RT_FIT_DIFFUSE, RT_FIT_MIRROR, RT_FIT_GLASS };
+
+/* integrator.c: fills scene->shade from the prepared primitives and
+ * their materials; returns -ENOMEM when out of memory. */
+int atl__rt_shade_build(atl_render_scene_t *s);
 
 /* bvh.c */
 int atl__rt_bvh_build(atl_render_scene_t *s);

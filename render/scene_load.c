@@ -746,6 +746,8 @@ int atl_render_scene_load(const char *json, size_t len,
          doc ? "trailing data" : json_tokener_error_desc(jerr));
   } else if (read_doc(&L, doc) == 0) {
     int rc = atl__rt_bvh_build(L.s);
+    if (rc == 0)
+      rc = atl__rt_shade_build(L.s);
     if (rc < 0) {
       L.nomem = 1;
       fail(&L, NULL, "out of memory");
@@ -776,6 +778,7 @@ void atl_render_scene_free(atl_render_scene_t *s) {
   free(s->planes);
   free(s->materials);
   free(s->lights);
+  free(s->shade);
   free(s);
 }
 

@@ -132,6 +132,23 @@ static inline d4 d4_sqrt(d4 v) {
   return v;
 }
 
+/* base[idx[l]] in every lane l. */
+static inline d4 d4_gather(const double *base, m4 idx) {
+#if defined(__AVX2__) && RT_LANES == 4
+  __m256i i;
+  memcpy(&i, &idx, sizeof(i));
+  __m256d g = _mm256_i64gather_pd(base, i, 8);
+  d4 v;
+  memcpy(&v, &g, sizeof(v));
+  return v;
+#else
+  d4 v;
+  for (int l = 0; l < RT_LANES; l++)
+    v[l] = base[idx[l]];
+  return v;
+#endif
+}
+
 static inline d4 d4_min(d4 a, d4 b) {
   return d4_sel(a < b, a, b);
 }
