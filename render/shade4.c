@@ -70,37 +70,37 @@ static void light4(const atl_render_scene_t *s, rt_paths4 *pa,
   d4 yz = d4_load(q[2]) + d4_load(q[5]) * a + d4_load(q[8]) * b;
   d4 lnx = d4_load(q[9]), lny = d4_load(q[10]), lnz = d4_load(q[11]);
   d4 dx = yx - h->px, dy = yy - h->py, dz = yz - h->pz;
-  /* 1 / dist as dist / d2: the square root and the division run side
-   * by side instead of one after the other. */
-  d4 d2 = dx * dx + dy * dy + dz * dz, dist = d4_sqrt(d2);
-  d4 inv = dist * (1 / d2);
-  d4 wx = dx * inv, wy = dy * inv, wz = dz * inv;
-  d4 cl = -(wx * lnx + wy * lny + wz * lnz);
-  /* The light's pdf in solid angle is lp / ld (area to solid angle, and
-   * the choice of the light among them). */
-  d4 lp = pick * d2, ld = cl * d4_load(q[12]);
+  /* With the unit direction w = d / |d|, the cosines at the light and at
+   * the surface are cl = cl_ / |d| and ci = ci_ / |d|, the light's pdf in
+   * solid angle is lp / ld with lp = pick |d|^2 and ld = cl area, and
+   * the BSDF's is ci / pi. The power heuristic divided by the light's
+   * pdf, times the eval's cosine |w.n| / pi, is then
+   *   cv_ cl_ area X / (pi (X^2 + Y^2)),
+   * X = pick |d|^4, Y = ci_ cl_ area / pi, with cv_ = |d.n|: the |d|
+   * all cancel, so neither the square root of |d|^2 nor w is needed. The
+   * products stay finite for any distance up to 1e38. */
+  d4 d2 = dx * dx + dy * dy + dz * dz;
+  d4 cl = -(dx * lnx + dy * lny + dz * lnz);
+  d4 ci = dx * sx + dy * sy + dz * sz;
   /* The eval's cosine towards the light must be positive (the one
    * towards the viewer is in the caller's mask). */
-  d4 ci = wx * sx + wy * sy + wz * sz;
-  m4 ok = mask & seen & (dist != 0) & (cl > 0) & (ci > 0);
+  m4 ok = mask & seen & (d2 != 0) & (cl > 0) & (ci > 0);
   if (!m4_bits(ok))
     return;
-  d4 bpdf = ci * (1 / RT_PI);
+  d4 area = d4_load(q[12]);
+  d4 x = pick * (d2 * d2), y = ci * cl * (area * (1 / RT_PI));
+  d4 cosv = d4_abs(dx * h->nx + dy * h->ny + dz * h->nz);
+  d4 w = cosv * cl * (area * (1 / RT_PI)) * (x / (x * x + y * y));
   d4 ox, oy, oz;
-  offset4(h, eps, wx, wy, wz, &ox, &oy, &oz);
+  offset4(h, eps, dx, dy, dz, &ox, &oy, &oz);
   rt_ray4 *sr = out->sr;
   sr->ox = d4_sel(ok, ox, sr->ox), sr->oy = d4_sel(ok, oy, sr->oy);
   sr->oz = d4_sel(ok, oz, sr->oz);
   /* Aimed at the sampled point itself; tmax in units of the direction. */
-  sr->dx = d4_sel(ok, h->px + wx * dist - ox, sr->dx);
-  sr->dy = d4_sel(ok, h->py + wy * dist - oy, sr->dy);
-  sr->dz = d4_sel(ok, h->pz + wz * dist - oz, sr->dz);
+  sr->dx = d4_sel(ok, yx - ox, sr->dx);
+  sr->dy = d4_sel(ok, yy - oy, sr->dy);
+  sr->dz = d4_sel(ok, yz - oz, sr->dz);
   *out->stmax = d4_sel(ok, d4_set1(1 - 1e-7), *out->stmax);
-  d4 cosv = d4_abs(wx * h->nx + wy * h->ny + wz * h->nz);
-  /* The power heuristic divided by the light's pdf, lpdf / (lpdf^2 +
-   * bpdf^2), with lpdf = lp / ld: one division in all. */
-  d4 bd = bpdf * ld;
-  d4 w = cosv * (1 / RT_PI) * (lp * ld / (lp * lp + bd * bd));
   pa->scx = d4_sel(ok, pa->bx * (h->ar * d4_load(q[13]) * w), pa->scx);
   pa->scy = d4_sel(ok, pa->by * (h->ag * d4_load(q[14]) * w), pa->scy);
   pa->scz = d4_sel(ok, pa->bz * (h->ab * d4_load(q[15]) * w), pa->scz);
