@@ -57,7 +57,8 @@ static int sample_one_light(const atl_render_scene_t *s, const rt_hit *h,
                             const rt_material *m, v3 wo, rt_rng *rng, v3 *c,
                             shadow_t *sh) {
   double pick = 1.0 / s->nlights;
-  int li = (int)(rt_rand(rng) * s->nlights);
+  /* A single light needs no choice, nor a number drawn for it. */
+  int li = s->nlights == 1 ? 0 : (int)(rt_rand(rng) * s->nlights);
   if (li >= s->nlights)
     li = s->nlights - 1;
   const rt_light *l = &s->lights[li];
@@ -254,8 +255,10 @@ static void camera4(const atl_render_scene_t *s, const atl_render_params_t *p,
     /* A thin lens: a point on the lens towards the point in focus. */
     d4 fx = ox + dx * s->focus, fy = oy + dy * s->focus;
     d4 fz = oz + dz * s->focus, sn, cs;
-    d4 rad = 0.5 * s->aperture * d4_sqrt(rand4(a, lanes));
-    sincos4(rand4(a, lanes), &sn, &cs);
+    d4 u1, u2;
+    rand4x2(a, lanes, &u1, &u2);
+    d4 rad = 0.5 * s->aperture * d4_sqrt(u1);
+    sincos4(u2, &sn, &cs);
     ox += s->right.x * (rad * cs) + s->up.x * (rad * sn);
     oy += s->right.y * (rad * cs) + s->up.y * (rad * sn);
     oz += s->right.z * (rad * cs) + s->up.z * (rad * sn);
@@ -324,7 +327,8 @@ static void prepare(block_t *b, batch_t *q) {
   rt_paths4 a; /* rand4() draws through one */
   a.ctr = mix4(k ^ ((u4){RT_EACH_LANE(RT_SMP)} *
                     0x8cb92ba72f3d8dd7ULL)); /* rt_rng_key() */
-  d4 jx = rand4(&a, lanes), jy = rand4(&a, lanes);
+  d4 jx, jy;
+  rand4x2(&a, lanes, &jx, &jy);
   camera4(b->s, b->p, &a, lanes, (d4){RT_EACH_LANE(RT_PX)} + jx,
           (d4){RT_EACH_LANE(RT_PY)} + jy, &q->r);
   q->ctr = a.ctr;

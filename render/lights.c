@@ -4,7 +4,8 @@
 
 /* A uniform direction in the cone of half-angle acos(cos_max) around n. */
 static v3 cone_dir(v3 n, double cos_max, rt_rng *rng) {
-  double u1 = rt_rand(rng), u2 = rt_rand(rng);
+  double u1, u2;
+  rt_rand2(rng, &u1, &u2);
   double c = 1 - u1 * (1 - cos_max);
   double s = sqrt(fmax(0, 1 - c * c)), sn, cs;
   rt_sincos_turn(u2, &sn, &cs);
@@ -72,13 +73,16 @@ int atl__rt_light_sample_li(const rt_light *l, v3 p, rt_rng *rng,
     return 1;
   }
   case RT_L_QUAD: {
-    double a = rt_rand(rng), b = rt_rand(rng);
+    double a, b;
+    rt_rand2(rng, &a, &b);
     v3 y = v3_add(l->p, v3_add(v3_scale(l->u, a), v3_scale(l->v, b)));
     return area_to_solid(l, p, y, l->n, 0, out);
   }
   case RT_L_DISC: {
-    double r = l->r * sqrt(rt_rand(rng)), sn, cs;
-    rt_sincos_turn(rt_rand(rng), &sn, &cs);
+    double u1, u2, sn, cs;
+    rt_rand2(rng, &u1, &u2);
+    double r = l->r * sqrt(u1);
+    rt_sincos_turn(u2, &sn, &cs);
     v3 y = v3_add(l->p, v3_from_local(l->n, r * cs, r * sn, 0));
     return area_to_solid(l, p, y, l->n, 0, out);
   }
@@ -86,8 +90,10 @@ int atl__rt_light_sample_li(const rt_light *l, v3 p, rt_rng *rng,
     double cm = sphere_cos_max(l, p);
     if (cm < -1) {
       /* Inside: uniform on the whole sphere, seen from within. */
-      double z = 1 - 2 * rt_rand(rng), sn, cs;
-      rt_sincos_turn(rt_rand(rng), &sn, &cs);
+      double u1, u2, sn, cs;
+      rt_rand2(rng, &u1, &u2);
+      double z = 1 - 2 * u1;
+      rt_sincos_turn(u2, &sn, &cs);
       double s = sqrt(fmax(0, 1 - z * z));
       v3 nn = v3_make(s * cs, s * sn, z);
       v3 y = v3_madd(l->p, nn, l->r);

@@ -25,7 +25,8 @@ static v3 albedo_at(const rt_material *m, v3 p) {
 }
 
 static v3 cosine_dir(v3 n, rt_rng *rng) {
-  double u1 = rt_rand(rng), u2 = rt_rand(rng);
+  double u1, u2;
+  rt_rand2(rng, &u1, &u2);
   double r = sqrt(u1), sn, cs;
   rt_sincos_turn(u2, &sn, &cs);
   /* u1 < 1, so 1 - u1 > 0: no clamp needed. */

@@ -45,6 +45,14 @@ static inline d4 rand4(rt_paths4 *pa, m4 mask) {
   return (d4)one - 1.0;
 }
 
+/* rt_rand2() for the lanes in mask. */
+static inline void rand4x2(rt_paths4 *pa, m4 mask, d4 *a, d4 *b) {
+  pa->ctr += (u4)mask & RT_RNG_STEP;
+  u4 z = mix4(pa->ctr), one = (u4)m4_set1(0x3ff0000000000000LL);
+  *a = (d4)((z >> 32 << 20) | one) - 1.0;
+  *b = (d4)(((z & 0xffffffffULL) << 20) | one) - 1.0;
+}
+
 /* rt_sincos_turn() in every lane. The nearest quarter turn comes from
  * adding 2^52, where a double has no fraction bits left, so that the
  * rounding of the sum rounds u * 4 and its low mantissa bits are the

@@ -55,4 +55,24 @@ static inline double rt_rand(rt_rng *r) {
   return rt_rand_bits(rt_mix64(r->ctr));
 }
 
+/* A double in [0, 1) from 32 random bits (the low ones of z). */
+static inline double rt_rand_bits32(uint64_t z) {
+  uint64_t one = (z & 0xffffffffULL) << 20 | 0x3ff0000000000000ULL;
+  double d;
+  memcpy(&d, &one, sizeof(d));
+  return d - 1.0;
+}
+
+/* Two numbers from one step of the sequence, 32 bits each: the halves
+ * of the mixer's 64. They drive the samplers of two dimensions (a point
+ * on a light, a direction), where 2^-32 is resolution enough, at half
+ * the cost of two rt_rand(): the packets' lanes have no 64-bit
+ * multiplication before AVX-512, and the mixer has two. */
+static inline void rt_rand2(rt_rng *r, double *a, double *b) {
+  r->ctr += RT_RNG_STEP;
+  uint64_t z = rt_mix64(r->ctr);
+  *a = rt_rand_bits32(z >> 32);
+  *b = rt_rand_bits32(z);
+}
+
 #endif

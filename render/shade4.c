@@ -40,13 +40,15 @@ void atl__rt_quad_lanes(const rt_light *L, int l, double f[16][RT_LANES]) {
 }
 
 /* The rows of the lanes' quad lights, one per lane as rt_rand() picks
- * them: the block's broadcast light when there is a single one, else
- * gathered into f. */
+ * them: the block's broadcast light when there is a single one (and no
+ * number drawn, as sample_one_light() has it), else gathered into f. */
 static inline const double (*pick_quads(const atl_render_scene_t *s,
-                                        const double (*one)[RT_LANES], d4 u,
+                                        const double (*one)[RT_LANES],
+                                        rt_paths4 *pa, m4 mask,
                                         double f[16][RT_LANES]))[RT_LANES] {
   if (one)
     return one;
+  d4 u = rand4(pa, mask);
   for (int l = 0; l < RT_LANES; l++) {
     int li = (int)(u[l] * s->nlights);
     atl__rt_quad_lanes(&s->lights[li < s->nlights ? li : s->nlights - 1], l, f);
@@ -61,9 +63,9 @@ static void light4(const atl_render_scene_t *s, rt_paths4 *pa,
                    d4 eps, rt_next4 *out) {
   double pick = 1.0 / s->nlights;
   double f[16][RT_LANES];
-  const double(*q)[RT_LANES] =
-      pick_quads(s, out->one_light, rand4(pa, mask), f);
-  d4 a = rand4(pa, mask), b = rand4(pa, mask);
+  const double(*q)[RT_LANES] = pick_quads(s, out->one_light, pa, mask, f);
+  d4 a, b;
+  rand4x2(pa, mask, &a, &b);
   /* The point y = corner + a u + b v, and the light's normal. */
   d4 yx = d4_load(q[0]) + d4_load(q[3]) * a + d4_load(q[6]) * b;
   d4 yy = d4_load(q[1]) + d4_load(q[4]) * a + d4_load(q[7]) * b;
@@ -135,7 +137,8 @@ static inline void take(sample4 *o, m4 m, d4 x, d4 y, d4 z, d4 r, d4 g, d4 b) {
 /* Cosine-weighted sampling (cosine_dir() in materials.c). */
 static void diffuse4(rt_paths4 *pa, const rt_hits4 *h, d4 sx, d4 sy, d4 sz,
                      sample4 *o) {
-  d4 u1 = rand4(pa, h->diffuse), u2 = rand4(pa, h->diffuse), sn, cs;
+  d4 u1, u2, sn, cs;
+  rand4x2(pa, h->diffuse, &u1, &u2);
   d4 rad = d4_sqrt(u1), wx, wy, wz;
   sincos4(u2, &sn, &cs);
   from_local4(sx, sy, sz, rad * cs, rad * sn, d4_sqrt(1 - u1), &wx, &wy, &wz);
