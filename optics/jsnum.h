@@ -1,0 +1,19 @@
+/* Numbers written as JavaScript writes them (Number.prototype.toString):
+ * the shortest decimal that reads back as the same double, in fixed
+ * notation from 1e-6 to 1e21 and exponential outside it. Ray Optics
+ * Simulation's detector CSV is written that way, and ours must compare
+ * equal to it as text where the numbers are equal. */
+#ifndef ATL_OPTICS_JSNUM_H
+#define ATL_OPTICS_JSNUM_H
+
+#include <stddef.h>
+
+/* The shortest text long enough for any double: "-1.2345678901234567e-308". */
+#define ATL_OP_JSNUM_MAX 32
+
+/* Writes v into buf (at least ATL_OP_JSNUM_MAX bytes), NUL-terminated, and
+ * returns its length. NaN is "NaN", the infinities "Infinity" and
+ * "-Infinity", and -0 is "0", as in JavaScript. */
+size_t atl__op_jsnum(double v, char *buf);
+
+#endif
