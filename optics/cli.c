@@ -19,7 +19,8 @@ static void usage(FILE *f) {
         "                  or of the first Detector with irradMap\n"
         "  --json          a summary: segments by interaction, detectors,\n"
         "                  warnings, processed rays\n"
-        "  --ray-limit N   stop after N processed rays (default: none)\n",
+        "  --ray-limit N   stop after N processed rays (default 10000000;\n"
+        "                  0 for none)\n",
         f);
 }
 
@@ -123,7 +124,10 @@ int main(int argc, char **argv) {
       {NULL, 0, NULL, 0},
   };
   int want_csv = 0, want_json = 0, c;
-  long csv_index = -1, limit = LONG_MAX;
+  /* Upstream's scene tests run without a limit; a scene that loops for
+   * ever (two facing mirrors and no maxRayDepth) must still end. Ten
+   * million rays is ten times the largest test scene. */
+  long csv_index = -1, limit = 10000000;
   while ((c = getopt_long(argc, argv, "hj", opts, NULL)) != -1) {
     switch (c) {
     case 'c':
@@ -153,6 +157,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "atelier-optics: --ray-limit takes a count\n");
         return 2;
       }
+      if (limit == 0)
+        limit = LONG_MAX;
       break;
     }
     case 'h':
@@ -208,6 +214,11 @@ int main(int argc, char **argv) {
   } else {
     if (sim->warning && !want_json)
       fprintf(stderr, "atelier-optics: warning: %s\n", sim->warning);
+    if (sim->stopped && !want_json)
+      fprintf(stderr,
+              "atelier-optics: warning: stopped after %ld rays (--ray-limit); "
+              "the readings are partial\n",
+              sim->processed);
     if (want_csv) {
       const atl_op_obj *det = NULL;
       for (int i = 0; i < s->noptical && !det; i++) {
