@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <json-c/json.h>
 
@@ -65,7 +66,14 @@ static const char *kind_name(int k) {
   return names[k];
 }
 
-static json_object *summary(const atl_op_scene *s, const atl_op_sim *sim) {
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static json_object *summary(const atl_op_scene *s, const atl_op_sim *sim,
+                            double load_ms, double sim_ms) {
   json_object *o = json_object_new_object();
   json_object *segs = json_object_new_object();
   long total = 0;
@@ -112,6 +120,8 @@ static json_object *summary(const atl_op_scene *s, const atl_op_sim *sim) {
                          json_object_new_double(sim->brightness_scale));
   json_object_object_add(o, "stopped_at_ray_limit",
                          json_object_new_boolean(sim->stopped));
+  json_object_object_add(o, "load_ms", json_object_new_double(load_ms));
+  json_object_object_add(o, "simulate_ms", json_object_new_double(sim_ms));
   return o;
 }
 
@@ -196,7 +206,9 @@ int main(int argc, char **argv) {
   free(text);
   atl_op_scene *s = NULL;
   char *err = NULL;
+  double t0 = now_ms();
   int rc = atl__op_scene_load(doc, &s, &err);
+  double t1 = now_ms();
   json_object_put(doc);
   if (rc != 0) {
     fprintf(stderr, "atelier-optics: %s: %s\n", path,
@@ -206,6 +218,7 @@ int main(int argc, char **argv) {
   }
   atl_op_sim *sim = NULL;
   rc = atl__op_sim_run(s, limit, 0, &sim);
+  double t2 = now_ms();
   int status = 0;
   if (rc != 0) {
     fprintf(stderr, "atelier-optics: %s: %s\n", path,
@@ -241,7 +254,7 @@ int main(int argc, char **argv) {
       }
     }
     if (want_json) {
-      json_object *o = summary(s, sim);
+      json_object *o = summary(s, sim, t1 - t0, t2 - t1);
       if (want_csv)
         fputc('\n', stdout);
       puts(json_object_to_json_string_ext(
