@@ -52,6 +52,17 @@ static inline int atl__op_ray_segment(const atl_op_ray *r, atl_op_pt s1,
   return 0;
 }
 
+/* The perpendicular bisector of the segment a-b, as two points on it:
+ * the midpoint moved by the segment's half-vector turned by +-90 degrees
+ * (upstream's perpendicularBisector, term for term). */
+static inline void atl__op_bisector(atl_op_pt a, atl_op_pt b, atl_op_pt *l1,
+                                    atl_op_pt *l2) {
+  *l1 =
+      atl__op_pt((-a.y + b.y + a.x + b.x) * 0.5, (a.x - b.x + a.y + b.y) * 0.5);
+  *l2 =
+      atl__op_pt((a.y - b.y + a.x + b.x) * 0.5, (-a.x + b.x + a.y + b.y) * 0.5);
+}
+
 /* The two intersections of the line through (l1, l2) with the circle
  * (c, r^2), in upstream's order: [1] along the line's direction, [2]
  * against it; NaN coordinates when they miss. */

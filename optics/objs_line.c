@@ -3,8 +3,11 @@
  * mirrors share; plus the non-optical objects a scene may carry
  * (CropBox, Drawing, LineArrow), which are read and checked but do not
  * take part in the simulation. */
+#include "atl-build.h"
+
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,23 +15,9 @@
 
 #include "geom.h"
 #include "jsnum.h"
+#include "objs.h"
 #include "op.h"
 #include "optics.h"
-
-/* The fields of a BaseFilter: a dichroic filter interacts only with the
- * rays within bandwidth of its wavelength (or outside it, inverted),
- * and only when the scene simulates colours. */
-typedef struct {
-  int filter, invert;
-  double wavelength, bandwidth;
-} filter_t;
-
-#define FILTER_FIELDS(T)                                                       \
-  {"filter", ATL_OP_F_BOOL, "false", offsetof(T, f.filter)},                   \
-      {"invert", ATL_OP_F_BOOL, "false", offsetof(T, f.invert)},               \
-      {"wavelength", ATL_OP_F_NUM, "540", offsetof(T, f.wavelength)}, {        \
-    "bandwidth", ATL_OP_F_NUM, "10", offsetof(T, f.bandwidth)                  \
-  }
 
 int atl__op_filter_passes(const atl_op_sim *sim, int filter, int invert,
                           double wavelength, double bandwidth,
@@ -39,24 +28,49 @@ int atl__op_filter_passes(const atl_op_sim *sim, int filter, int invert,
   return !enabled || matches != invert;
 }
 
-typedef struct {
-  atl_op_obj base;
-  atl_op_pt p1, p2;
-  filter_t f;
-} line_filter;
+int atl__op_obj_fail(const atl_op_obj *o, char **err, const char *fmt, ...) {
+  char *msg = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  if (vasprintf(&msg, fmt, ap) < 0)
+    msg = NULL;
+  va_end(ap);
+  if (asprintf(err, "objs[%d] (%s): %s", o->doc_index, o->cls->type,
+               msg ? msg : "invalid") < 0)
+    *err = NULL;
+  free(msg);
+  return -EINVAL;
+}
+
+int atl__op_filter_check(const atl_op_obj *o, const atl_op_filter *f,
+                         char **err) {
+  if (!(f->bandwidth >= 0))
+    return atl__op_obj_fail(o, err,
+                            "\"bandwidth\" is %g; it must be a number of "
+                            "nanometres, 0 or more",
+                            f->bandwidth);
+  if (!(f->wavelength >= 0))
+    return atl__op_obj_fail(o, err,
+                            "\"wavelength\" is %g; it must be a number of "
+                            "nanometres, 0 or more (0 turns the filter off)",
+                            f->wavelength);
+  return 0;
+}
+
+int atl__op_line_filter_init(atl_op_obj *o, atl_op_scene *s, char **err) {
+  return atl__op_filter_check(o, &((atl_op_line_filter *)o)->f, err);
+}
 
 static const atl_op_field line_filter_fields[] = {
-    {"p1", ATL_OP_F_POINT, "null", offsetof(line_filter, p1)},
-    {"p2", ATL_OP_F_POINT, "null", offsetof(line_filter, p2)},
-    FILTER_FIELDS(line_filter),
+    ATL_OP_ENDS_FIELDS,
+    ATL_OP_FILTER_FIELDS,
     {NULL, 0, NULL, 0},
 };
 
-static int line_filter_intersect(atl_op_obj *o, atl_op_sim *sim,
-                                 const atl_op_ray *r, atl_op_pt *hit) {
-  line_filter *l = (line_filter *)o;
-  if (!atl__op_filter_passes(sim, l->f.filter, l->f.invert, l->f.wavelength,
-                             l->f.bandwidth, r))
+int atl__op_line_filter_intersect(atl_op_obj *o, atl_op_sim *sim,
+                                  const atl_op_ray *r, atl_op_pt *hit) {
+  atl_op_line_filter *l = (atl_op_line_filter *)o;
+  if (!atl__op_filter_ok(sim, &l->f, r))
     return 0;
   return atl__op_ray_segment(r, l->p1, l->p2, hit);
 }
@@ -74,9 +88,10 @@ static atl_op_result blocker_incident(atl_op_obj *o, atl_op_sim *sim,
 const atl_op_class atl__op_blocker = {
     .type = "Blocker",
     .flags = ATL_OP_OPTICAL | ATL_OP_MERGES_WITH_GLASS,
-    .size = sizeof(line_filter),
+    .size = sizeof(atl_op_line_filter),
     .fields = line_filter_fields,
-    .intersect = line_filter_intersect,
+    .init = atl__op_line_filter_init,
+    .intersect = atl__op_line_filter_intersect,
     .incident = blocker_incident,
 };
 
@@ -86,12 +101,9 @@ static atl_op_result mirror_incident(atl_op_obj *o, atl_op_sim *sim,
                                      atl_op_ray *r, long ray_index,
                                      atl_op_pt hit, atl_op_obj *const *merging,
                                      int nmerging) {
-  line_filter *m = (line_filter *)o;
-  double rx = r->p1.x - hit.x, ry = r->p1.y - hit.y;
-  double mx = m->p2.x - m->p1.x, my = m->p2.y - m->p1.y;
+  atl_op_line_filter *m = (atl_op_line_filter *)o;
+  r->p2 = atl__op_reflect_line(r->p1, hit, m->p1, m->p2);
   r->p1 = hit;
-  r->p2 = atl__op_pt(hit.x + rx * (my * my - mx * mx) - 2 * ry * mx * my,
-                     hit.y + ry * (mx * mx - my * my) - 2 * rx * mx * my);
   r->kind = ATL_OP_REFLECT;
   atl_op_result res = {0};
   return res;
@@ -100,9 +112,10 @@ static atl_op_result mirror_incident(atl_op_obj *o, atl_op_sim *sim,
 const atl_op_class atl__op_mirror = {
     .type = "Mirror",
     .flags = ATL_OP_OPTICAL | ATL_OP_MERGES_WITH_GLASS,
-    .size = sizeof(line_filter),
+    .size = sizeof(atl_op_line_filter),
     .fields = line_filter_fields,
-    .intersect = line_filter_intersect,
+    .init = atl__op_line_filter_init,
+    .intersect = atl__op_line_filter_intersect,
     .incident = mirror_incident,
 };
 

@@ -224,5 +224,8 @@ void atl__op_undefined(atl_op_sim *sim, const atl_op_ray *r, int obj_a,
 extern const atl_op_class atl__op_single_ray, atl__op_point_source,
     atl__op_angle_source, atl__op_beam, atl__op_blocker, atl__op_mirror,
     atl__op_detector;
+extern const atl_op_class atl__op_arc_mirror, atl__op_parabolic_mirror,
+    atl__op_ideal_mirror, atl__op_beam_splitter, atl__op_circle_blocker,
+    atl__op_aperture, atl__op_diffraction_grating, atl__op_concave_grating;
 
 #endif

@@ -20,10 +20,26 @@ extern const atl_op_class atl__op_crop_box, atl__op_drawing, atl__op_line_arrow;
 
 /* Every class this simulator knows. The families add theirs here. */
 static const atl_op_class *const classes[] = {
-    &atl__op_single_ray, &atl__op_point_source, &atl__op_angle_source,
-    &atl__op_beam,       &atl__op_blocker,      &atl__op_mirror,
-    &atl__op_detector,   &atl__op_crop_box,     &atl__op_drawing,
+    &atl__op_single_ray,
+    &atl__op_point_source,
+    &atl__op_angle_source,
+    &atl__op_beam,
+    &atl__op_blocker,
+    &atl__op_mirror,
+    &atl__op_detector,
+    &atl__op_crop_box,
+    &atl__op_drawing,
     &atl__op_line_arrow,
+    /* Mirrors, blockers and gratings (objs_mirror.c, objs_blocker.c,
+     * objs_grating.c). */
+    &atl__op_arc_mirror,
+    &atl__op_parabolic_mirror,
+    &atl__op_ideal_mirror,
+    &atl__op_beam_splitter,
+    &atl__op_circle_blocker,
+    &atl__op_aperture,
+    &atl__op_diffraction_grating,
+    &atl__op_concave_grating,
 };
 
 const atl_op_class *atl__op_class_find(const char *type) {
