@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "glass.h"
 #include "module.h"
 #include "op.h"
 
@@ -20,10 +21,23 @@ extern const atl_op_class atl__op_crop_box, atl__op_drawing, atl__op_line_arrow;
 
 /* Every class this simulator knows. The families add theirs here. */
 static const atl_op_class *const classes[] = {
-    &atl__op_single_ray, &atl__op_point_source, &atl__op_angle_source,
-    &atl__op_beam,       &atl__op_blocker,      &atl__op_mirror,
-    &atl__op_detector,   &atl__op_crop_box,     &atl__op_drawing,
+    &atl__op_single_ray,
+    &atl__op_point_source,
+    &atl__op_angle_source,
+    &atl__op_beam,
+    &atl__op_blocker,
+    &atl__op_mirror,
+    &atl__op_detector,
+    &atl__op_crop_box,
+    &atl__op_drawing,
     &atl__op_line_arrow,
+    /* The glass family (glass.h). */
+    &atl__op_glass_poly,
+    &atl__op_circle_glass,
+    &atl__op_plane_glass,
+    &atl__op_spherical_lens,
+    &atl__op_curve_glass,
+    &atl__op_ideal_lens,
 };
 
 const atl_op_class *atl__op_class_find(const char *type) {
