@@ -26,14 +26,14 @@ static int color_mode_default(const atl_op_scene *s) {
 
 /* A source ray from p1 through p2 with half the brightness b in each
  * polarisation. */
-static void emit(atl_op_sim *sim, atl_op_pt p1, atl_op_pt p2, double b,
-                 double wavelength, int gap) {
+static int emit(atl_op_sim *sim, atl_op_pt p1, atl_op_pt p2, double b,
+                double wavelength, int gap) {
   atl_op_ray r =
       atl__op_ray_make(p1, p2, b * 0.5, b * 0.5, NULL, ATL_OP_SOURCE);
   r.wavelength = sim->scene->simulate_colors ? wavelength : NAN;
   r.gap = gap ? 1 : 0;
   r.is_new = 1;
-  atl__op_emit(sim, &r);
+  return atl__op_emit(sim, &r);
 }
 
 /* The ray density of a point or angle source: in the new colour modes,
@@ -184,9 +184,9 @@ static const atl_op_field beam_fields[] = {
 
 /* Beam.newRay: from (x, y) at angle normal + angle (radians, measured
  * as upstream's sin/cos pair). */
-static void beam_ray(atl_op_sim *sim, const beam *bm, double x, double y,
-                     double normal, double angle, int gap, double factor,
-                     double density) {
+static int beam_ray(atl_op_sim *sim, const beam *bm, double x, double y,
+                    double normal, double angle, int gap, double factor,
+                    double density) {
   const atl_op_scene *sc = sim->scene;
   double b = fmin(bm->brightness * sc->length_scale / density * factor, 1);
   atl_op_ray r = atl__op_ray_make(
@@ -201,7 +201,7 @@ static void beam_ray(atl_op_sim *sim, const beam *bm, double x, double y,
   r.is_new = 1;
   r.wavelength = sc->simulate_colors ? bm->wavelength : NAN;
   r.gap = gap ? 1 : 0;
-  atl__op_emit(sim, &r);
+  return atl__op_emit(sim, &r);
 }
 
 static void beam_start(atl_op_obj *o, atl_op_sim *sim) {
@@ -227,11 +227,12 @@ static void beam_start(atl_op_obj *o, atl_op_sim *sim) {
   if (!bm->random) {
     for (double i = 0.5; i <= n; i++) {
       double x = bm->p1.x + i * step_x, y = bm->p1.y + i * step_y;
-      beam_ray(sim, bm, x, y, normal, 0.0, i == 0, ray_b, density);
-      for (double a = s; a < half; a += s) {
-        beam_ray(sim, bm, x, y, normal, a, i == 0, ray_b, density);
-        beam_ray(sim, bm, x, y, normal, -a, i == 0, ray_b, density);
-      }
+      if (beam_ray(sim, bm, x, y, normal, 0.0, i == 0, ray_b, density) < 0)
+        return;
+      for (double a = s; a < half; a += s)
+        if (beam_ray(sim, bm, x, y, normal, a, i == 0, ray_b, density) < 0 ||
+            beam_ray(sim, bm, x, y, normal, -a, i == 0, ray_b, density) < 0)
+          return;
     }
   } else {
     /* Each ray draws its position, then its angle, from the scene's
@@ -239,8 +240,9 @@ static void beam_start(atl_op_obj *o, atl_op_sim *sim) {
     for (double i = 0; i < n * angled; i++) {
       double pos = atl__op_arc4_next(&sc->rng);
       double ang = atl__op_arc4_next(&sc->rng);
-      beam_ray(sim, bm, bm->p1.x + pos * size_x, bm->p1.y + pos * size_y,
-               normal, (ang * 2 - 1) * half, i == 0, ray_b, density);
+      if (beam_ray(sim, bm, bm->p1.x + pos * size_x, bm->p1.y + pos * size_y,
+                   normal, (ang * 2 - 1) * half, i == 0, ray_b, density) < 0)
+        return;
     }
   }
   double full = bm->brightness * sc->length_scale / density * ray_b;

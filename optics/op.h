@@ -199,8 +199,16 @@ const atl_op_class *atl__op_class_find(const char *type);
 int atl__op_sim_run(atl_op_scene *s, long ray_limit, int record,
                     atl_op_sim **out);
 void atl__op_sim_free(atl_op_sim *sim);
-/* Appends a new ray (from a source's start or an incident call). */
-void atl__op_emit(atl_op_sim *sim, const atl_op_ray *r);
+/* Appends a new ray (from a source's start or an incident call).
+ * Returns -1 once the simulation cannot take more (out of memory, or the
+ * sources' rays past ATL_OP_MAX_SOURCE_RAYS, which sets sim->error):
+ * the caller stops emitting. */
+int atl__op_emit(atl_op_sim *sim, const atl_op_ray *r);
+
+/* The most rays all light sources together may emit: a scene that asks
+ * for more (a beam a million units wide at a high ray density) is
+ * refused with a message rather than left to exhaust the memory. */
+#define ATL_OP_MAX_SOURCE_RAYS 5000000L
 /* A ray from p1 through p2 with the given powers, inheriting lineage
  * and wavelength from parent (NULL for a source ray). */
 atl_op_ray atl__op_ray_make(atl_op_pt p1, atl_op_pt p2, double bs, double bp,

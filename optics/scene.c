@@ -387,7 +387,7 @@ int atl__op_scene_load(json_object *doc, atl_op_scene **out, char **err) {
   if (rc == 0 && json_object_object_get_ex(doc, "objs", &objs) && objs &&
       !json_object_is_type(objs, json_type_array))
     rc = fail(err, "scene: \"objs\" must be an array of objects");
-  size_t n = objs ? json_object_array_length(objs) : 0;
+  size_t n = rc == 0 && objs ? json_object_array_length(objs) : 0;
   for (size_t i = 0; rc == 0 && i < n; i++) {
     char where[32];
     snprintf(where, sizeof(where), "objs[%zu]", i);

@@ -44,20 +44,39 @@ static int push_ray(atl_op_sim *sim, const atl_op_ray *r) {
   return 0;
 }
 
-void atl__op_emit(atl_op_sim *sim, const atl_op_ray *r) {
+static void set_error(atl_op_sim *sim, const char *msg) {
+  if (!sim->error)
+    sim->error = strdup(msg);
+}
+
+int atl__op_emit(atl_op_sim *sim, const atl_op_ray *r) {
+  if (sim->error)
+    return -1;
   if (sim->nstaged < 0) {
     /* During onSimulationStart rays go straight into the array. */
-    if (push_ray(sim, r) < 0)
-      sim->error = sim->error ? sim->error : strdup("out of memory");
+    if (sim->emitted >= ATL_OP_MAX_SOURCE_RAYS) {
+      char msg[256];
+      snprintf(msg, sizeof(msg),
+               "the light sources would emit more than %ld rays; lower the "
+               "scene's ray density or make the sources smaller",
+               ATL_OP_MAX_SOURCE_RAYS);
+      set_error(sim, msg);
+      return -1;
+    }
+    if (push_ray(sim, r) < 0) {
+      set_error(sim, "out of memory");
+      return -1;
+    }
     sim->emitted++;
-    return;
+    return 0;
   }
   if (grow((void **)&sim->staged, &sim->staged_cap, sim->nstaged + 1,
            sizeof(*sim->staged)) < 0) {
-    sim->error = sim->error ? sim->error : strdup("out of memory");
-    return;
+    set_error(sim, "out of memory");
+    return -1;
   }
   sim->staged[sim->nstaged++] = *r;
+  return 0;
 }
 
 atl_op_ray atl__op_ray_make(atl_op_pt p1, atl_op_pt p2, double bs, double bp,
@@ -98,7 +117,7 @@ static void record(atl_op_sim *sim, const atl_op_ray *r, atl_op_pt end,
     return;
   if (grow((void **)&sim->segs, &sim->segs_cap, sim->nsegs + 1,
            sizeof(*sim->segs)) < 0) {
-    sim->error = sim->error ? sim->error : strdup("out of memory");
+    set_error(sim, "out of memory");
     return;
   }
   atl_op_segment *g = &sim->segs[sim->nsegs++];
@@ -305,8 +324,8 @@ int atl__op_sim_run(atl_op_scene *s, long ray_limit, int rec,
         nr.depth = depth;
       nr.parent = seg;
       nr.source = r->source;
-      if (push_ray(sim, &nr) < 0 && !sim->error)
-        sim->error = strdup("out of memory");
+      if (push_ray(sim, &nr) < 0)
+        set_error(sim, "out of memory");
     }
     sim->nstaged = 0;
     sim->total_truncation += res.truncation;
@@ -317,7 +336,7 @@ int atl__op_sim_run(atl_op_scene *s, long ray_limit, int rec,
   free(n.merging);
   if (!sim->error)
     validate(sim);
-  return sim->error ? -ENOMEM : 0;
+  return sim->error ? -EINVAL : 0;
 }
 
 void atl__op_sim_free(atl_op_sim *sim) {

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The optics simulator's figures (issue 7), each the median of several
+# rounds:
+#
+#  1. conformance: every scene of Ray Optics Simulation's test suite that
+#     has an expected CSV (87 upstream; tests/data/ray-optics-scenes has
+#     60 of them), each simulated by its own atelier-optics process with
+#     --csv, timed from the shell around all of them: whole-process time.
+#     Target: <= 4.4 s for the 87 (5x the JS app's 21.9 s of warm
+#     simulation, _derived/csv-scenes-index.csv); the 60 here are scaled
+#     by the app's time for the same 60.
+#  2. per segment: the simulator's own time (--json simulate_ms) over the
+#     segments it processed, summed over those scenes. ray_tracing_shapely
+#     takes about 38 us a segment (../shared/anchors/ray-optics.md);
+#     target >= 100x faster.
+#  3. large: a PointSource of 100,000 rays into 20 glass objects, and a
+#     scene of about 1,000,000 segments: time and peak RSS. Target: 1 M
+#     segments in <= 1.5 s with peak RSS <= 600 MB.
+#
+#   bench/run-optics.sh [BUILD_DIR] [ROUNDS]
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-build}" && pwd)
+rounds=${2:-5}
+data=$top/tests/data/ray-optics-scenes
+cli=$build/atelier-optics
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+median() { sort -n | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+range() { sort -n | awk 'NR==1{lo=$1} {hi=$1} END{printf "%s-%s", lo, hi}'; }
+now() { date +%s.%N; }
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); rounds=$rounds"
+
+# --- 1. conformance scenes, whole process ------------------------------------
+find "$data" -name '*.csv' ! -path '*/_derived/*' | sort | sed 's/\.csv$/.json/' >"$tmp/scenes"
+n=$(wc -l <"$tmp/scenes")
+pending=0
+: >"$tmp/ok"
+while read -r s; do
+  if "$cli" "$s" --csv >/dev/null 2>"$tmp/err"; then echo "$s" >>"$tmp/ok"
+  else pending=$((pending + 1)); fi
+done <"$tmp/scenes"
+ok=$(wc -l <"$tmp/ok")
+echo "conformance: $ok of $n CSV scenes simulate ($pending do not yet: types not implemented)"
+: >"$tmp/whole"
+for r in $(seq "$rounds"); do
+  t0=$(now)
+  while read -r s; do "$cli" "$s" --csv >/dev/null; done <"$tmp/ok"
+  t1=$(now)
+  awk "BEGIN{print $t1 - $t0}" >>"$tmp/whole"
+done
+# The JS app's warm simulation time for the same scenes.
+js_ms=$(python3 - "$data" "$tmp/ok" <<'EOF'
+import csv, sys, os
+data, ok = sys.argv[1], sys.argv[2]
+names = {os.path.relpath(l.strip(), data) for l in open(ok)}
+rows = csv.DictReader(open(os.path.join(data, "_derived", "csv-scenes-index.csv")))
+print(sum(float(r["sim_ms_warm_median"]) for r in rows if r["scene"] in names))
+EOF
+)
+whole=$(median <"$tmp/whole")
+echo "conformance: $ok scenes, whole process $whole s median ($(range <"$tmp/whole")); the JS app's warm simulation of the same scenes: $(awk "BEGIN{printf \"%.2f\", $js_ms/1000}") s, ratio $(awk "BEGIN{printf \"%.1f\", $js_ms/1000/$whole}")x"
+
+# --- 2. per segment ------------------------------------------------------------
+: >"$tmp/perseg"
+for r in $(seq "$rounds"); do
+  while read -r s; do "$cli" "$s" --json; done <"$tmp/ok" | python3 -c '
+import sys, json
+text = sys.stdin.read()
+dec, i, ms, segs = json.JSONDecoder(), 0, 0.0, 0
+while i < len(text):
+    while i < len(text) and text[i].isspace(): i += 1
+    if i >= len(text): break
+    o, i = dec.raw_decode(text, i)
+    ms += o["simulate_ms"]; segs += o["processed_rays"]
+print(ms * 1000 / segs, segs)' >>"$tmp/perseg"
+done
+us=$(cut -d' ' -f1 "$tmp/perseg" | median)
+segs=$(head -1 "$tmp/perseg" | cut -d' ' -f2)
+echo "per segment: $(awk "BEGIN{printf \"%.3f\", $us}") us median over $segs segments; ray_tracing_shapely ~38 us: $(awk "BEGIN{printf \"%.0f\", 38/$us}")x"
+
+# --- 3. large scenes -------------------------------------------------------------
+python3 - "$tmp" <<'EOF'
+import json, math, sys
+tmp = sys.argv[1]
+# 100,000 rays from a point into 20 glass blocks on a ring around it.
+objs = [{"type": "PointSource", "x": 0, "y": 0, "brightness": 1}]
+for k in range(20):
+    a = 2 * math.pi * k / 20
+    cx, cy = 300 * math.cos(a), 300 * math.sin(a)
+    ux, uy = math.cos(a), math.sin(a)
+    vx, vy = -uy, ux
+    pts = [(cx - 20 * ux - 40 * vx, cy - 20 * uy - 40 * vy),
+           (cx + 20 * ux - 40 * vx, cy + 20 * uy - 40 * vy),
+           (cx + 20 * ux + 40 * vx, cy + 20 * uy + 40 * vy),
+           (cx - 20 * ux + 40 * vx, cy - 20 * uy + 40 * vy)]
+    objs.append({"type": "Glass", "path": [{"x": x, "y": y, "arc": False} for x, y in pts],
+                 "refIndex": 1.5})
+doc = {"version": 5, "rayModeDensity": 200, "objs": objs}
+json.dump(doc, open(tmp + "/large.json", "w"))
+EOF
+if "$cli" "$tmp/large.json" --json >"$tmp/large.out" 2>"$tmp/large.err"; then
+  : >"$tmp/large_t"
+  for r in $(seq "$rounds"); do
+    /usr/bin/time -f '%e %M' "$cli" "$tmp/large.json" --json 2>>"$tmp/large_t" >"$tmp/large.out"
+  done
+  segs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["processed_rays"])' "$tmp/large.out")
+  t=$(cut -d' ' -f1 "$tmp/large_t" | median)
+  rss=$(cut -d' ' -f2 "$tmp/large_t" | median)
+  echo "large: 100,000 rays into 20 glass blocks: $segs segments, $t s whole process median ($(cut -d' ' -f1 "$tmp/large_t" | range)), peak RSS $((rss / 1024)) MB; per million segments $(awk "BEGIN{printf \"%.2f\", $t * 1e6 / $segs}") s"
+else
+  echo "large: not run yet ($(head -c 200 "$tmp/large.err"))"
+fi
