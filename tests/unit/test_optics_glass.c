@@ -255,7 +255,7 @@ Test(optics_glass, load_errors) {
   expect_error("{\"type\": \"SphericalLens\", \"p1\": {\"x\": 180, \"y\": "
                "220}, \"p2\": {\"x\": 220, \"y\": 380}, \"params\": {\"d\": "
                "60, \"r1\": 10, \"r2\": -200}}",
-               "SphericalLens", "invalid lens parameters");
+               "objs[0] (SphericalLens): ", "invalid lens parameters");
   expect_error("{\"type\": \"SphericalLens\", \"p1\": {\"x\": 180, \"y\": "
                "220}, \"p2\": {\"x\": 220, \"y\": 380}, \"defBy\": "
                "\"DFfdBfd\", \"params\": {\"d\": 60, \"r1\": 10, \"r2\": 1}}",
