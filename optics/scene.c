@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "glass.h"
 #include "module.h"
 #include "op.h"
 
@@ -40,6 +41,13 @@ static const atl_op_class *const classes[] = {
     &atl__op_aperture,
     &atl__op_diffraction_grating,
     &atl__op_concave_grating,
+    /* The glass family (glass.h). */
+    &atl__op_glass_poly,
+    &atl__op_circle_glass,
+    &atl__op_plane_glass,
+    &atl__op_spherical_lens,
+    &atl__op_curve_glass,
+    &atl__op_ideal_lens,
 };
 
 const atl_op_class *atl__op_class_find(const char *type) {
@@ -209,6 +217,23 @@ static double module_random(void *user) {
   return atl__op_arc4_next(&((atl_op_scene *)user)->rng);
 }
 
+/* A class's init names only its type ("Glass: ..."); the message gets
+ * the object's place in the document instead, as the loader's own. */
+static void name_object(char **err, const char *where, const char *type) {
+  size_t n = strlen(type);
+  const char *rest = *err;
+  if (strncmp(rest, type, n) == 0 && rest[n] == ':')
+    rest += n + 1;
+  else
+    rest = NULL;
+  char *named = NULL;
+  if (asprintf(&named, "%s:%s%s", where, rest ? "" : " ", rest ? rest : *err) <
+      0)
+    return; /* keep the message without the place */
+  free(*err);
+  *err = named;
+}
+
 /* Loads one object (where names it for messages); module objects are
  * expanded in place, so the optical order is upstream's. */
 static int load_obj(atl_op_scene *s, json_object *j, int doc_index,
@@ -266,8 +291,11 @@ static int load_obj(atl_op_scene *s, json_object *j, int doc_index,
   int rc = 0;
   for (const atl_op_field *f = c->fields; rc == 0 && f && f->name; f++)
     rc = read_field(o, j, f, w, err);
-  if (rc == 0 && c->init)
+  if (rc == 0 && c->init) {
     rc = c->init(o, s, err);
+    if (rc == -EINVAL && err && *err)
+      name_object(err, w, type);
+  }
   if (rc == 0)
     rc = push_obj(s, o);
   if (rc != 0)
