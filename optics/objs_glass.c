@@ -126,6 +126,10 @@ static int pieces_build(path_glass *pg) {
       pc->s1 = a->p;
       pc->s2 = b->p;
     }
+    /* The box: every vertex, and an arc's whole circle. */
+    atl__op_box_add(&pg->g.base, a->p, 0);
+    if (pc->kind == PIECE_ARC)
+      atl__op_box_add(&pg->g.base, pc->center, sqrt(pc->r_sq));
   }
   return 0;
 }

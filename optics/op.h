@@ -131,7 +131,15 @@ struct atl_op_obj {
   int doc_index; /* in the document's top-level objs */
   char *error;   /* an object's own error (e.g. invalid lens), or NULL */
   char *warning;
+  /* A box around every point intersect can return (lo x, lo y, hi x,
+   * hi y), when has_box: the ray loop skips the object for a ray that
+   * misses the box. A class sets it in init where its test is dear. */
+  int has_box;
+  double box[4];
 };
+
+/* Grows o's box to hold the disc of radius r around p (r = 0: the point). */
+void atl__op_box_add(atl_op_obj *o, atl_op_pt p, double r);
 
 /* Scene settings, as upstream's Scene.serializableDefaults. */
 struct atl_op_scene {
@@ -161,6 +169,7 @@ struct atl_op_sim {
    * upstream pushes newRays. */
   atl_op_ray *staged;
   long nstaged, staged_cap;
+  double (*boxes)[4];   /* the optical objects' boxes, grown by a pad */
   atl_op_segment *segs; /* NULL when not recording */
   long nsegs, segs_cap;
   int record;

@@ -152,17 +152,65 @@ static void merge_add(nearest_t *n, atl_op_obj *o) {
   n->merging[n->nmerging++] = o;
 }
 
+void atl__op_box_add(atl_op_obj *o, atl_op_pt p, double r) {
+  if (!o->has_box) {
+    o->has_box = 1;
+    o->box[0] = o->box[2] = p.x;
+    o->box[1] = o->box[3] = p.y;
+  }
+  /* Comparisons, not fmin/fmax: those are libm calls here. */
+  o->box[0] = p.x - r < o->box[0] ? p.x - r : o->box[0];
+  o->box[1] = p.y - r < o->box[1] ? p.y - r : o->box[1];
+  o->box[2] = p.x + r > o->box[2] ? p.x + r : o->box[2];
+  o->box[3] = p.y + r > o->box[3] ? p.y + r : o->box[3];
+}
+
+/* A ray as the box test wants it: its origin and reciprocal direction,
+ * computed once for all the objects it is tested against. */
+typedef struct {
+  double o[2], inv[2];
+} box_ray;
+
+static box_ray box_ray_make(const atl_op_ray *r) {
+  box_ray b = {{r->p1.x, r->p1.y},
+               {1 / (r->p2.x - r->p1.x), 1 / (r->p2.y - r->p1.y)}};
+  return b;
+}
+
+/* Whether the half-line meets the box (already grown by a pad that covers
+ * the roundings of the objects' own tests, which may place a hit a few
+ * ulps outside the exact shape): the box only ever skips objects the ray
+ * cannot reach. A direction along an axis gives an infinite reciprocal
+ * and slab ends of +-inf, or NaN for an origin on the slab's edge, which
+ * the comparisons below treat as "meets". */
+static int ray_meets_box(const box_ray *b, const double box[4]) {
+  double t0 = 0, t1 = INFINITY;
+  for (int k = 0; k < 2; k++) {
+    double a = (box[k] - b->o[k]) * b->inv[k];
+    double c = (box[k + 2] - b->o[k]) * b->inv[k];
+    double lo = a < c ? a : c, hi = a < c ? c : a;
+    t0 = lo > t0 ? lo : t0;
+    t1 = hi < t1 ? hi : t1;
+  }
+  return !(t0 > t1);
+}
+
 static void find_nearest(atl_op_sim *sim, const atl_op_ray *r, nearest_t *n) {
   atl_op_scene *s = sim->scene;
   double ls2 = ATL_OP_MIN_SEG_SQ * s->length_scale * s->length_scale;
   double best = INFINITY;
+  box_ray br = box_ray_make(r);
   n->obj = -1;
   n->nmerging = 0;
   n->undefined = 0;
   for (int i = 0; i < s->noptical; i++) {
     atl_op_obj *o = s->optical[i];
     atl_op_pt p;
-    if (!o->cls->intersect || !o->cls->intersect(o, sim, r, &p))
+    if (!o->cls->intersect)
+      continue;
+    if (o->has_box && !ray_meets_box(&br, sim->boxes[i]))
+      continue;
+    if (!o->cls->intersect(o, sim, r, &p))
       continue;
     double d = atl__op_dist2(r->p1, p);
     int near_same = n->obj >= 0 && atl__op_dist2(p, n->point) < ls2;
@@ -191,6 +239,28 @@ static void find_nearest(atl_op_sim *sim, const atl_op_ray *r, nearest_t *n) {
       n->nmerging = 0;
     }
   }
+}
+
+/* The objects' boxes grown by the pad the box test needs. */
+static int boxes_make(atl_op_sim *sim) {
+  atl_op_scene *s = sim->scene;
+  sim->boxes = calloc((size_t)s->noptical + 1, sizeof(*sim->boxes));
+  if (!sim->boxes)
+    return -ENOMEM;
+  for (int i = 0; i < s->noptical; i++) {
+    const atl_op_obj *o = s->optical[i];
+    if (!o->has_box)
+      continue;
+    double m = 0;
+    for (int k = 0; k < 4; k++)
+      m = fabs(o->box[k]) > m ? fabs(o->box[k]) : m;
+    double pad = 1e-6 * fabs(s->length_scale) + 1e-9 * m;
+    sim->boxes[i][0] = o->box[0] - pad;
+    sim->boxes[i][1] = o->box[1] - pad;
+    sim->boxes[i][2] = o->box[2] + pad;
+    sim->boxes[i][3] = o->box[3] + pad;
+  }
+  return 0;
 }
 
 static void start(atl_op_sim *sim) {
@@ -256,6 +326,8 @@ int atl__op_sim_run(atl_op_scene *s, long ray_limit, int rec,
   sim->scene = s;
   sim->record = rec;
   sim->ray_limit = ray_limit;
+  if (boxes_make(sim) < 0)
+    set_error(sim, "out of memory");
   start(sim);
   double max_depth = s->max_ray_depth;
   if (isnan(max_depth))
@@ -346,6 +418,7 @@ void atl__op_sim_free(atl_op_sim *sim) {
   free(sim->alive);
   free(sim->staged);
   free(sim->segs);
+  free(sim->boxes);
   free(sim->error);
   free(sim->warning);
   free(sim);
