@@ -188,6 +188,9 @@ static int two_point_glass_init(atl_op_obj *o, atl_op_scene *s, char **err) {
                         ? "p1 is the centre, p2 a point on the circle"
                         : "they are two points of the boundary line"),
            -EINVAL;
+  /* A circle's box (a half-plane has none: every ray may meet it). */
+  if (o->cls == &atl__op_circle_glass)
+    atl__op_box_add(o, c->p1, sqrt(atl__op_dist2(c->p1, c->p2)));
   return atl__op_glass_check(&c->g, err);
 }
 

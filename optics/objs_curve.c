@@ -321,6 +321,9 @@ static int curve_init(atl_op_obj *o, atl_op_scene *s, char **err) {
     for (int k = 0; k < 3; k++)
       c->d[k] = atl__op_pt(3 * (c->p[k + 1].x - c->p[k].x),
                            3 * (c->p[k + 1].y - c->p[k].y));
+    /* A Bezier curve lies in the hull of its control points. */
+    for (int k = 0; k < 4; k++)
+      atl__op_box_add(o, c->p[k], 0);
     c->xmax = bz_max(c, 0);
     c->ymax = bz_max(c, 1);
     cg->mod_len +=
