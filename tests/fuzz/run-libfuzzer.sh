@@ -33,6 +33,10 @@ sources() {
     render) (cd "$src" && ls render/*.c | grep -v -e farm -e worker -e cli -e png) ;;
     # The optics simulator: its library's files, not the CLI.
     optics_scene) (cd "$src" && ls optics/*.c | grep -v -e cli) ;;
+    optics_mathexpr) echo optics/jsnum.c optics/mathexpr.c \
+      optics/mathexpr_eval.c optics/mathexpr_tex.c ;;
+    optics_module) echo optics/jsnum.c optics/mathexpr.c \
+      optics/mathexpr_eval.c optics/mathexpr_tex.c optics/module.c ;;
     scene) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c \
       daemon/util.c plugins/scene/scene.c plugins/scene/scene_state.c \
       plugins/scene/scene_objects.c plugins/scene/scene_describe.c \
@@ -40,7 +44,8 @@ sources() {
   esac
 }
 status=0
-for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene stream fcgi render optics_scene}; do
+for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene stream fcgi render \
+    optics_scene optics_mathexpr optics_module}; do
   files=
   for f in $(sources $t) tests/fuzz/fuzz_$t.c; do files="$files $src/$f"; done
   # shellcheck disable=SC2086
