@@ -17,7 +17,7 @@ cc=${CLANG:-clang}
 command -v "$cc" >/dev/null || { echo "clang not found: apt-get install clang libclang-rt-14-dev"; exit 1; }
 mkdir -p "$out"
 flags="-g -O1 -std=gnu17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-  -D_GNU_SOURCE -I$src/include -I$src/daemon -I$src/plugins/scene -I$src/fcgi -I$src/render -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto)"
+  -D_GNU_SOURCE -I$src/include -I$src/daemon -I$src/plugins/scene -I$src/fcgi -I$src/render -I$src/optics -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto)"
 libs="$(pkg-config --libs json-c libpcre2-8 inih libcrypto) -lpthread -lm"
 sources() {
   case $1 in
@@ -28,6 +28,7 @@ sources() {
       daemon/providers/openai.c daemon/providers/anthropic.c \
       daemon/providers/gemini.c ;;
     fcgi) echo fcgi/match.c ;;
+    optics_expr) echo optics/expr.c optics/expr_parse.c optics/expr_deriv.c ;;
     # The tracer's own files: everything in render/ but the farm, its
     # worker, the CLI and PNG encoding.
     render) (cd "$src" && ls render/*.c | grep -v -e farm -e worker -e cli -e png) ;;
@@ -38,7 +39,7 @@ sources() {
   esac
 }
 status=0
-for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene stream fcgi render}; do
+for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene stream fcgi render optics_expr}; do
   files=
   for f in $(sources $t) tests/fuzz/fuzz_$t.c; do files="$files $src/$f"; done
   # shellcheck disable=SC2086
