@@ -12,6 +12,7 @@
 #define ATL_OPTICS_OP_H
 
 #include <json-c/json.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -140,6 +141,36 @@ struct atl_op_obj {
 
 /* Grows o's box to hold the disc of radius r around p (r = 0: the point). */
 void atl__op_box_add(atl_op_obj *o, atl_op_pt p, double r);
+
+/* A ray as the box test wants it: its origin and reciprocal direction,
+ * computed once for all the boxes it is tested against. */
+typedef struct {
+  double o[2], inv[2];
+} atl_op_boxray;
+
+static inline atl_op_boxray atl__op_boxray(const atl_op_ray *r) {
+  atl_op_boxray b = {{r->p1.x, r->p1.y},
+                     {1 / (r->p2.x - r->p1.x), 1 / (r->p2.y - r->p1.y)}};
+  return b;
+}
+
+/* Whether the half-line meets the box (lo x, lo y, hi x, hi y), already
+ * grown by a pad that covers the roundings of the hit tests it guards, so
+ * that it only ever skips what the ray cannot reach. A direction along an
+ * axis gives an infinite reciprocal and slab ends of +-inf, or NaN for an
+ * origin on the slab's edge, which the comparisons treat as "meets". */
+static inline int atl__op_ray_meets_box(const atl_op_boxray *b,
+                                        const double box[4]) {
+  double t0 = 0, t1 = INFINITY;
+  for (int k = 0; k < 2; k++) {
+    double a = (box[k] - b->o[k]) * b->inv[k];
+    double c = (box[k + 2] - b->o[k]) * b->inv[k];
+    double lo = a < c ? a : c, hi = a < c ? c : a;
+    t0 = lo > t0 ? lo : t0;
+    t1 = hi < t1 ? hi : t1;
+  }
+  return !(t0 > t1);
+}
 
 /* Scene settings, as upstream's Scene.serializableDefaults. */
 struct atl_op_scene {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "custom.h"
 #include "glass.h"
 #include "module.h"
 #include "op.h"
@@ -48,6 +49,14 @@ static const atl_op_class *const classes[] = {
     &atl__op_spherical_lens,
     &atl__op_curve_glass,
     &atl__op_ideal_lens,
+    /* The equation-driven objects (custom.h). */
+    &atl__op_custom_surface,
+    &atl__op_custom_arc_surface,
+    &atl__op_custom_param_surface,
+    &atl__op_custom_mirror,
+    &atl__op_param_mirror,
+    &atl__op_custom_glass,
+    &atl__op_param_glass,
 };
 
 const atl_op_class *atl__op_class_find(const char *type) {

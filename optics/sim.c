@@ -165,41 +165,11 @@ void atl__op_box_add(atl_op_obj *o, atl_op_pt p, double r) {
   o->box[3] = p.y + r > o->box[3] ? p.y + r : o->box[3];
 }
 
-/* A ray as the box test wants it: its origin and reciprocal direction,
- * computed once for all the objects it is tested against. */
-typedef struct {
-  double o[2], inv[2];
-} box_ray;
-
-static box_ray box_ray_make(const atl_op_ray *r) {
-  box_ray b = {{r->p1.x, r->p1.y},
-               {1 / (r->p2.x - r->p1.x), 1 / (r->p2.y - r->p1.y)}};
-  return b;
-}
-
-/* Whether the half-line meets the box (already grown by a pad that covers
- * the roundings of the objects' own tests, which may place a hit a few
- * ulps outside the exact shape): the box only ever skips objects the ray
- * cannot reach. A direction along an axis gives an infinite reciprocal
- * and slab ends of +-inf, or NaN for an origin on the slab's edge, which
- * the comparisons below treat as "meets". */
-static int ray_meets_box(const box_ray *b, const double box[4]) {
-  double t0 = 0, t1 = INFINITY;
-  for (int k = 0; k < 2; k++) {
-    double a = (box[k] - b->o[k]) * b->inv[k];
-    double c = (box[k + 2] - b->o[k]) * b->inv[k];
-    double lo = a < c ? a : c, hi = a < c ? c : a;
-    t0 = lo > t0 ? lo : t0;
-    t1 = hi < t1 ? hi : t1;
-  }
-  return !(t0 > t1);
-}
-
 static void find_nearest(atl_op_sim *sim, const atl_op_ray *r, nearest_t *n) {
   atl_op_scene *s = sim->scene;
   double ls2 = ATL_OP_MIN_SEG_SQ * s->length_scale * s->length_scale;
   double best = INFINITY;
-  box_ray br = box_ray_make(r);
+  atl_op_boxray br = atl__op_boxray(r);
   n->obj = -1;
   n->nmerging = 0;
   n->undefined = 0;
@@ -208,7 +178,7 @@ static void find_nearest(atl_op_sim *sim, const atl_op_ray *r, nearest_t *n) {
     atl_op_pt p;
     if (!o->cls->intersect)
       continue;
-    if (o->has_box && !ray_meets_box(&br, sim->boxes[i]))
+    if (o->has_box && !atl__op_ray_meets_box(&br, sim->boxes[i]))
       continue;
     if (!o->cls->intersect(o, sim, r, &p))
       continue;
@@ -390,12 +360,15 @@ int atl__op_sim_run(atl_op_scene *s, long ray_limit, int rec,
       atl__op_undefined(sim, r, n.obj, -1);
     if (res.absorbed)
       sim->alive[j] = 0;
+    /* Read before appending: the appends may move the array, and an
+     * object may emit several rays (a custom surface does). */
+    int source = r->source;
     for (long k = 0; k < sim->nstaged; k++) {
       atl_op_ray nr = sim->staged[k];
       if (nr.depth < 0)
         nr.depth = depth;
       nr.parent = seg;
-      nr.source = r->source;
+      nr.source = source;
       if (push_ray(sim, &nr) < 0)
         set_error(sim, "out of memory");
     }
