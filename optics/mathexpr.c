@@ -317,7 +317,7 @@ static atl_op_xnode_t *parse_or(pstate_t *p);
 
 /* Deeper than the limit is an error rather than a stack overflow. */
 static int enter(pstate_t *p) {
-  if (++p->depth > ATL_OP_EXPR_MAX_DEPTH) {
+  if (++p->depth > ATL_OP_MEXPR_MAX_DEPTH) {
     perr(p, "Expression nested too deeply (more than 200 levels)", NULL);
     return -1;
   }
@@ -731,9 +731,9 @@ int atl__op_xparse(const char *src, size_t len, atl_op_xnode_t **root,
                    char **err) {
   *root = NULL;
   *err = NULL;
-  if (len > ATL_OP_EXPR_MAX_LEN) {
+  if (len > ATL_OP_MEXPR_MAX_LEN) {
     *err = atl__op_xfmt("Expression longer than %d characters",
-                        ATL_OP_EXPR_MAX_LEN);
+                        ATL_OP_MEXPR_MAX_LEN);
     return -EINVAL;
   }
   pstate_t p = {.s = src, .len = len};

@@ -40,8 +40,8 @@ typedef struct {
 /* The longest source text compile accepts, and the deepest nesting of
  * parentheses, calls and operators. Both keep hostile input from taking
  * the stack or the heap. */
-#define ATL_OP_EXPR_MAX_LEN 65536
-#define ATL_OP_EXPR_MAX_DEPTH 200
+#define ATL_OP_MEXPR_MAX_LEN 65536
+#define ATL_OP_MEXPR_MAX_DEPTH 200
 
 /* Compiles src[0..len) (it need not be NUL-terminated). On success returns
  * 0 and *out is a new expression the caller releases with

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "glass.h"
+#include "grin.h"
 #include "module.h"
 #include "op.h"
 
@@ -48,6 +49,11 @@ static const atl_op_class *const classes[] = {
     &atl__op_spherical_lens,
     &atl__op_curve_glass,
     &atl__op_ideal_lens,
+    /* The gradient-index glasses (grin.h). */
+    &atl__op_grin_glass,
+    &atl__op_circle_grin_glass,
+    &atl__op_curve_grin_glass,
+    &atl__op_param_grin_glass,
 };
 
 const atl_op_class *atl__op_class_find(const char *type) {
@@ -380,6 +386,13 @@ static int load_settings(atl_op_scene *s, json_object *doc, char **err) {
     if (!json_object_is_type(v, json_type_boolean))
       return fail(err, "scene: \"simulateColors\" must be true or false");
     s->simulate_colors = json_object_get_boolean(v);
+  }
+  /* How overlapping gradient-index glasses combine their equations
+   * (grin.c says why the results do not depend on it here). */
+  if (json_object_object_get_ex(doc, "symbolicBodyMerging", &v) && v) {
+    if (!json_object_is_type(v, json_type_boolean))
+      return fail(err, "scene: \"symbolicBodyMerging\" must be true or false");
+    s->symbolic_body_merging = json_object_get_boolean(v);
   }
   if (json_object_object_get_ex(doc, "randomSeed", &v) && v) {
     if (!json_object_is_type(v, json_type_string))
