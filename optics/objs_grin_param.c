@@ -380,6 +380,28 @@ static int param_sample(param_grin *pg, char **err) {
   return rc;
 }
 
+/* validateCurve: the object's own warning (not the simulation's) when
+ * the curve is not closed or not positively oriented (clockwise on
+ * screen, by the shoelace sum), as upstream shows it. */
+static void param_validate(param_grin *pg) {
+  const char *w = NULL;
+  const atl_op_pt *p = pg->path;
+  int n = pg->n;
+  if (n < 2 || fabs(p[0].x - p[n - 1].x) >= 1e-10 ||
+      fabs(p[0].y - p[n - 1].y) >= 1e-10) {
+    w = "the curve is not closed, so inside and outside are not defined";
+  } else {
+    double area = 0;
+    for (int i = 0; i + 1 < n; i++)
+      area += (p[i].x - p[i + 1].x) * (p[i].y + p[i + 1].y);
+    if (!(n >= 3 && area > 0))
+      w = "the curve is not positively oriented (clockwise on screen), so "
+          "rays refract the wrong way";
+  }
+  if (w)
+    pg->gr.g.base.warning = strdup(w);
+}
+
 static int param_init(atl_op_obj *o, atl_op_scene *s, char **err) {
   (void)s;
   param_grin *pg = (param_grin *)o;
@@ -393,6 +415,7 @@ static int param_init(atl_op_obj *o, atl_op_scene *s, char **err) {
   int rc = param_sample(pg, err);
   if (rc != 0)
     return rc;
+  param_validate(pg);
   pg->nbox = pg->n > 1 ? (pg->n - 2) / CHUNK + 1 : 0;
   pg->box = calloc((size_t)pg->nbox + 1, sizeof(*pg->box));
   if (!pg->box)
