@@ -28,6 +28,7 @@ sources() {
       daemon/providers/openai.c daemon/providers/anthropic.c \
       daemon/providers/gemini.c ;;
     fcgi) echo fcgi/match.c ;;
+    optics_expr) echo optics/expr.c optics/expr_parse.c optics/expr_deriv.c ;;
     # The tracer's own files: everything in render/ but the farm, its
     # worker, the CLI and PNG encoding.
     render) (cd "$src" && ls render/*.c | grep -v -e farm -e worker -e cli -e png) ;;
@@ -45,7 +46,7 @@ sources() {
 }
 status=0
 for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene stream fcgi render \
-    optics_scene optics_mathexpr optics_module}; do
+    optics_scene optics_mathexpr optics_module optics_expr}; do
   files=
   for f in $(sources $t) tests/fuzz/fuzz_$t.c; do files="$files $src/$f"; done
   # shellcheck disable=SC2086
