@@ -757,14 +757,14 @@ int atl__op_xparse(const char *src, size_t len, atl_op_xnode_t **root,
   return 0;
 }
 
-int atl__op_expr_compile(const char *src, size_t len, atl_op_expr_t **out,
-                         char **err) {
+int atl__op_mexpr_compile(const char *src, size_t len, atl_op_mexpr_t **out,
+                          char **err) {
   *out = NULL;
   atl_op_xnode_t *root;
   int rc = atl__op_xparse(src, len, &root, err);
   if (rc < 0)
     return rc;
-  atl_op_expr_t *e = calloc(1, sizeof(*e));
+  atl_op_mexpr_t *e = calloc(1, sizeof(*e));
   if (e == NULL) {
     atl__op_xnode_free(root);
     *err = strdup("Out of memory");
@@ -776,13 +776,13 @@ int atl__op_expr_compile(const char *src, size_t len, atl_op_expr_t **out,
   return 0;
 }
 
-void atl__op_expr_free(atl_op_expr_t *e) {
+void atl__op_mexpr_free(atl_op_mexpr_t *e) {
   if (e == NULL || --e->refs > 0)
     return;
   atl__op_xnode_free(e->root);
   free(e);
 }
 
-bool atl__op_expr_is_empty(const atl_op_expr_t *e) {
+bool atl__op_mexpr_is_empty(const atl_op_mexpr_t *e) {
   return e->root == NULL;
 }
