@@ -285,6 +285,25 @@ int atl__op_param_init(atl_op_obj *o, atl_op_param_curve *pc, atl_op_scene *s,
   return rc;
 }
 
+void atl__op_param_validate(atl_op_obj *o, const atl_op_param_curve *pc) {
+  const atl_op_pt *v = pc->pl.v;
+  int n = pc->pl.nv;
+  const char *w = NULL;
+  if (n < 2 || !(fabs(v[0].x - v[n - 1].x) < 1e-10) ||
+      !(fabs(v[0].y - v[n - 1].y) < 1e-10)) {
+    w = "the curve is not closed, so inside and outside are not defined";
+  } else {
+    double area = 0;
+    for (int i = 0; i + 1 < n; i++)
+      area += (v[i].x - v[i + 1].x) * (v[i].y + v[i + 1].y);
+    if (!(n >= 3 && area > 0))
+      w = "the curve is not positively oriented (clockwise on screen), so "
+          "rays refract the wrong way";
+  }
+  if (w && !o->warning)
+    o->warning = strdup(w);
+}
+
 /* The normal of segment a-b against the ray's direction (rx, ry), from
  * the segment's unit tangent (upstream's "basic normal"). */
 static void seg_normal(double rx, double ry, double tnx, double tny, double *nx,

@@ -118,6 +118,12 @@ typedef struct {
 int atl__op_param_init(atl_op_obj *o, atl_op_param_curve *pc, atl_op_scene *s,
                        char **err);
 
+/* ParamGlass's validateCurve: o's own warning (not the simulation's) when
+ * the curve is not closed or not positively oriented (clockwise on
+ * screen, by the shoelace sum), so inside and outside are not what the
+ * user meant. */
+void atl__op_param_validate(atl_op_obj *o, const atl_op_param_curve *pc);
+
 /* One crossing of a ray with a sampled curve (getRayIntersections). */
 typedef struct {
   atl_op_pt p;

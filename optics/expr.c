@@ -54,6 +54,7 @@ enum {
   I_NEG,
   I_INV,
   I_POW,
+  I_SQ,
   I_CALL
 };
 
@@ -142,6 +143,9 @@ void atl__op_ast_free(atl_op_ast_t *a) {
 /* ------------------------------------------------------------------ */
 /* JavaScript's Math, where C's differs. */
 
+/* Math.pow: ECMAScript's NaN cases, then V8's pow, which is fdlibm's with
+ * its shortcuts for the exponents 1, -1, 2 and 0.5 (where glibc's pow may
+ * round differently); otherwise glibc's pow, within an ulp of fdlibm's. */
 static double js_pow(double a, double b) {
   if (isnan(b))
     return NAN;
@@ -149,6 +153,14 @@ static double js_pow(double a, double b) {
     return 1;
   if ((a == 1 || a == -1) && isinf(b))
     return NAN;
+  if (b == 1)
+    return a;
+  if (b == -1)
+    return 1 / a;
+  if (b == 2)
+    return a * a;
+  if (b == 0.5 && !signbit(a))
+    return sqrt(a);
   return pow(a, b);
 }
 
@@ -366,6 +378,9 @@ static double run(const ins_t *code, size_t n, const double *vals) {
     case I_INV:
       st[sp - 1] = 1.0 / st[sp - 1];
       break;
+    case I_SQ:
+      st[sp - 1] *= st[sp - 1];
+      break;
     case I_POW:
       sp--, st[sp - 1] = js_pow(st[sp - 1], st[sp]);
       break;
@@ -470,6 +485,16 @@ static void gen_node(gen_t *g, const atl_op_node_t *nd) {
   case ATL_OP_N_POW:
     gen(g, kid[0]);
     gen(g, kid[1]);
+    /* Math.pow(a, 1) is a and Math.pow(a, 2) is a * a (see js_pow); both
+     * are frequent in derivatives, and a call to pow is slow. */
+    if (!g->rc && !g->a->nodes[kid[1]].hasvar &&
+        (g->code[g->n - 1].v == 1 || g->code[g->n - 1].v == 2)) {
+      int sq = g->code[g->n - 1].v == 2;
+      g->n--, g->sp--;
+      if (sq)
+        put(g, (ins_t){.op = I_SQ}, 0);
+      break;
+    }
     put(g, (ins_t){.op = I_POW}, -1);
     break;
   case ATL_OP_N_CALL:

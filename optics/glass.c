@@ -70,18 +70,22 @@ atl_op_result atl__op_glass_refract(atl_op_glass *g, atl_op_sim *sim,
                                     atl_op_ray *r, long ray_index,
                                     atl_op_pt hit, atl_op_pt normal, double n1,
                                     atl_op_obj *const *merging, int nmerging,
-                                    atl_op_obj *body) {
+                                    int body) {
   atl_op_result res = {0};
   /* Coinciding glass surfaces act as one whose relative index is the
    * product of theirs, each taken in the direction the ray crosses it. */
   for (int i = 0; i < nmerging; i++) {
     atl_op_obj *m = merging[i];
     double type = m->cls->incident_type(m, sim, r);
-    if (type == 1)
+    if (type == 1) {
       n1 *= m->cls->ref_index(m, sim, hit, r);
-    else if (type == -1)
+      if (m->cls->exit)
+        m->cls->exit(m, sim, r);
+    } else if (type == -1) {
       n1 /= m->cls->ref_index(m, sim, hit, r);
-    else if (type != 0)
+      if (m->cls->enter)
+        m->cls->enter(m, sim, r);
+    } else if (type != 0)
       return atl__op_glass_undefined();
   }
   /* A negative index refracts to the normal's other side: the formulas
@@ -102,7 +106,8 @@ atl_op_result atl__op_glass_refract(atl_op_glass *g, atl_op_sim *sim,
   if (sq1 < 0) {
     r->p1 = hit;
     r->p2 = mirrored;
-    r->body = body;
+    if (body) /* upstream restores a set body only */
+      r->body = body;
     r->kind = ATL_OP_TIR;
     return res;
   }
@@ -194,14 +199,11 @@ static int two_point_glass_init(atl_op_obj *o, atl_op_scene *s, char **err) {
   return atl__op_glass_check(&c->g, err);
 }
 
-/* CircleObjMixin.checkRayIntersectsShape: the nearer of the line's two
- * crossings that lie ahead of the ray, past the minimal segment. */
-static int circle_intersect(atl_op_obj *o, atl_op_sim *sim, const atl_op_ray *r,
-                            atl_op_pt *hit) {
-  two_point_glass *c = (two_point_glass *)o;
+int atl__op_circle_hit(atl_op_sim *sim, const atl_op_ray *r, atl_op_pt c1,
+                       atl_op_pt c2, atl_op_pt *hit) {
   atl_op_pt x[2];
   double min_sq = atl__op_min_sq(sim);
-  atl__op_line_circle(r->p1, r->p2, c->p1, atl__op_dist2(c->p1, c->p2), x);
+  atl__op_line_circle(r->p1, r->p2, c1, atl__op_dist2(c1, c2), x);
   int ok[2];
   double lsq[2];
   for (int i = 0; i < 2; i++) {
@@ -216,6 +218,12 @@ static int circle_intersect(atl_op_obj *o, atl_op_sim *sim, const atl_op_ray *r,
     }
   }
   return 0;
+}
+
+static int circle_intersect(atl_op_obj *o, atl_op_sim *sim, const atl_op_ray *r,
+                            atl_op_pt *hit) {
+  two_point_glass *c = (two_point_glass *)o;
+  return atl__op_circle_hit(sim, r, c->p1, c->p2, hit);
 }
 
 /* Inside or outside by where the midpoint of the ray's segment to the

@@ -55,12 +55,15 @@ void atl__op_fresnel(double n1, double cos1, double cos2, double *rs,
  * their own. Reflects totally, or refracts in place and emits the
  * partial reflection (thinned out by the ray's index when weak).
  * body is the gradient-index glass the ray was in before the merging
- * (upstream's bodyMergingObj), which the reflected ray keeps. */
+ * (upstream's bodyMergingObj, 0 when unset), which the reflected ray
+ * keeps, and which a totally reflected ray gets back when it was set.
+ * Each merging glass the ray leaves or enters hears of it (its exit or
+ * enter hook), as upstream's onRayExit and onRayEnter. */
 atl_op_result atl__op_glass_refract(atl_op_glass *g, atl_op_sim *sim,
                                     atl_op_ray *r, long ray_index,
                                     atl_op_pt hit, atl_op_pt normal, double n1,
                                     atl_op_obj *const *merging, int nmerging,
-                                    atl_op_obj *body);
+                                    int body);
 
 /* onRayIncident for a glass whose incident type (1 inside to outside,
  * -1 outside to inside, 0 overlapping surfaces of its own, NaN
@@ -71,6 +74,12 @@ atl_op_result atl__op_glass_incident(atl_op_glass *g, atl_op_sim *sim,
                                      atl_op_pt hit, atl_op_pt normal,
                                      double type, atl_op_obj *const *merging,
                                      int nmerging);
+
+/* CircleObjMixin.checkRayIntersectsShape for the circle with centre c1
+ * through c2: the nearer of the line's two crossings that lie ahead of
+ * the ray, past the minimal segment. */
+int atl__op_circle_hit(atl_op_sim *sim, const atl_op_ray *r, atl_op_pt c1,
+                       atl_op_pt c2, atl_op_pt *hit);
 
 /* Checks every glass's init makes: a nonzero, finite refIndex and a
  * finite cauchyB; 0 or -EINVAL with *err naming the field. */
@@ -140,6 +149,33 @@ void atl__op_lens_get_dr1r2(const atl_op_vertex *v, double *d, double *r1,
                             double *r2);
 void atl__op_lens_get_dffdbfd(const atl_op_vertex *v, double n, double *d,
                               double *ffd, double *bfd);
+
+/* --- Cubic Bezier curves (objs_curve.c), as bezier-js computes them --- */
+
+/* A curve: its control points, its derivative's and the largest x and y
+ * over it (bezier-js bbox's maxima, which CurveGlass's reach uses). */
+typedef struct {
+  atl_op_pt p[4];
+  atl_op_pt d[3];
+  double xmax, ymax;
+} atl_op_bezier;
+
+/* Fills d, xmax and ymax from p. */
+void atl__op_bezier_make(atl_op_bezier *c);
+/* bezier-js compute: the point at t of the curve of order 2 or 3 with
+ * control points p (the derivative's are order 2). */
+atl_op_pt atl__op_bezier_at(const atl_op_pt *p, int order, double t);
+/* bezier-js lineIntersects: the parameters where the curve crosses the
+ * segment a-b, in its order; returns how many (at most 3). */
+int atl__op_bezier_line(const atl_op_bezier *c, atl_op_pt a, atl_op_pt b,
+                        double *out);
+/* Curve i of a CurveGlass-style "points" array (n entries of {a1, c1,
+ * c2}, the last joining the first), made: -1, or the index of the entry
+ * that is not three points. */
+int atl__op_bezier_read(json_object *points, int i, int n, atl_op_bezier *c);
+/* bezier-js bbox along x (dim 0) or y (dim 1): *lo and *hi. */
+void atl__op_bezier_bounds(const atl_op_bezier *c, int dim, double *lo,
+                           double *hi);
 
 extern const atl_op_class atl__op_glass_poly, atl__op_circle_glass,
     atl__op_plane_glass, atl__op_spherical_lens, atl__op_curve_glass,

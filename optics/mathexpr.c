@@ -317,7 +317,7 @@ static atl_op_xnode_t *parse_or(pstate_t *p);
 
 /* Deeper than the limit is an error rather than a stack overflow. */
 static int enter(pstate_t *p) {
-  if (++p->depth > ATL_OP_MJS_MAX_DEPTH) {
+  if (++p->depth > ATL_OP_MEXPR_MAX_DEPTH) {
     perr(p, "Expression nested too deeply (more than 200 levels)", NULL);
     return -1;
   }
@@ -731,9 +731,9 @@ int atl__op_xparse(const char *src, size_t len, atl_op_xnode_t **root,
                    char **err) {
   *root = NULL;
   *err = NULL;
-  if (len > ATL_OP_MJS_MAX_LEN) {
+  if (len > ATL_OP_MEXPR_MAX_LEN) {
     *err = atl__op_xfmt("Expression longer than %d characters",
-                        ATL_OP_MJS_MAX_LEN);
+                        ATL_OP_MEXPR_MAX_LEN);
     return -EINVAL;
   }
   pstate_t p = {.s = src, .len = len};
@@ -757,14 +757,14 @@ int atl__op_xparse(const char *src, size_t len, atl_op_xnode_t **root,
   return 0;
 }
 
-int atl__op_mjs_compile(const char *src, size_t len, atl_op_mjs_t **out,
-                        char **err) {
+int atl__op_mexpr_compile(const char *src, size_t len, atl_op_mexpr_t **out,
+                          char **err) {
   *out = NULL;
   atl_op_xnode_t *root;
   int rc = atl__op_xparse(src, len, &root, err);
   if (rc < 0)
     return rc;
-  atl_op_mjs_t *e = calloc(1, sizeof(*e));
+  atl_op_mexpr_t *e = calloc(1, sizeof(*e));
   if (e == NULL) {
     atl__op_xnode_free(root);
     *err = strdup("Out of memory");
@@ -776,13 +776,13 @@ int atl__op_mjs_compile(const char *src, size_t len, atl_op_mjs_t **out,
   return 0;
 }
 
-void atl__op_mjs_free(atl_op_mjs_t *e) {
+void atl__op_mexpr_free(atl_op_mexpr_t *e) {
   if (e == NULL || --e->refs > 0)
     return;
   atl__op_xnode_free(e->root);
   free(e);
 }
 
-bool atl__op_mjs_is_empty(const atl_op_mjs_t *e) {
+bool atl__op_mexpr_is_empty(const atl_op_mexpr_t *e) {
   return e->root == NULL;
 }

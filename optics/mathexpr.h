@@ -19,7 +19,7 @@
 
 typedef double (*atl_op_random_cb)(void *user);
 
-typedef struct atl_op_mjs atl_op_mjs_t;
+typedef struct atl_op_mexpr atl_op_mexpr_t;
 typedef struct atl_op_scope atl_op_scope_t;
 
 /* The result of an evaluation. UNDEF is the result of an empty expression
@@ -40,20 +40,20 @@ typedef struct {
 /* The longest source text compile accepts, and the deepest nesting of
  * parentheses, calls and operators. Both keep hostile input from taking
  * the stack or the heap. */
-#define ATL_OP_MJS_MAX_LEN 65536
-#define ATL_OP_MJS_MAX_DEPTH 200
+#define ATL_OP_MEXPR_MAX_LEN 65536
+#define ATL_OP_MEXPR_MAX_DEPTH 200
 
 /* Compiles src[0..len) (it need not be NUL-terminated). On success returns
  * 0 and *out is a new expression the caller releases with
- * atl__op_mjs_free. On a syntax error returns -EINVAL and *err is a
+ * atl__op_mexpr_free. On a syntax error returns -EINVAL and *err is a
  * malloc()ed message (mathjs's wording where there is one, with the
  * 1-based character position), which the caller frees. */
-int atl__op_mjs_compile(const char *src, size_t len, atl_op_mjs_t **out,
-                        char **err);
+int atl__op_mexpr_compile(const char *src, size_t len, atl_op_mexpr_t **out,
+                          char **err);
 
 /* Releases one reference to e (NULL is allowed). A function assigned while
  * evaluating e holds its own reference, so a scope may outlive e. */
-void atl__op_mjs_free(atl_op_mjs_t *e);
+void atl__op_mexpr_free(atl_op_mexpr_t *e);
 
 /* Evaluates e in scope. Assignments in e write into scope. `random()` calls
  * the callback bound with atl__op_scope_set_random once per call, after its
@@ -61,12 +61,12 @@ void atl__op_mjs_free(atl_op_mjs_t *e);
  * them). Returns 0 with *out set, or -EINVAL with a malloc()ed *err (an
  * undefined symbol, a complex result, a call with the wrong number of
  * arguments, a recursion or work limit). */
-int atl__op_mjs_eval(const atl_op_mjs_t *e, atl_op_scope_t *scope,
-                     atl_op_value_t *out, char **err);
+int atl__op_mexpr_eval(const atl_op_mexpr_t *e, atl_op_scope_t *scope,
+                       atl_op_value_t *out, char **err);
 
 /* True when e is empty (only white space): mathjs evaluates it to
  * undefined. */
-bool atl__op_mjs_is_empty(const atl_op_mjs_t *e);
+bool atl__op_mexpr_is_empty(const atl_op_mexpr_t *e);
 
 /* Scopes. A new scope is empty; the caller frees it with
  * atl__op_scope_free. A copy shares nothing with the original (functions
@@ -105,8 +105,9 @@ int atl__op_texdefs_add(atl_op_texdefs_t *d, const char *var, char **err);
  * asin as "\arcsin" ...). On success *out is a malloc()ed string the
  * caller frees. Errors (syntax, inlining too deep or too large) return
  * -EINVAL with *err. */
-int atl__op_mjs_to_tex(const char *src, size_t len, const atl_op_scope_t *scope,
-                       const atl_op_texdefs_t *defs, char **out, char **err);
+int atl__op_mexpr_to_tex(const char *src, size_t len,
+                         const atl_op_scope_t *scope,
+                         const atl_op_texdefs_t *defs, char **out, char **err);
 
 /* Writes v as mathjs's format() does by default (shortest digits, fixed
  * notation for exponents -3..4, else "1.5e+5"). buf holds 40 bytes. */

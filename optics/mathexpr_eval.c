@@ -26,7 +26,7 @@ typedef struct {
   char *name;
   bkind_t kind;
   double num;
-  atl_op_mjs_t *owner;       /* B_FUNC: a reference on the definition */
+  atl_op_mexpr_t *owner;     /* B_FUNC: a reference on the definition */
   const atl_op_xnode_t *def; /* B_FUNC: the FNDEF node */
   atl_op_scope_t *defscope;  /* B_FUNC: where it was defined */
   atl_op_random_cb cb;       /* B_RANDOM */
@@ -50,7 +50,7 @@ atl_op_scope_t *atl__op_scope_new(void) {
 static void binding_clear(binding_t *b) {
   free(b->name);
   if (b->kind == B_FUNC)
-    atl__op_mjs_free(b->owner);
+    atl__op_mexpr_free(b->owner);
 }
 
 void atl__op_scope_free(atl_op_scope_t *s) {
@@ -102,7 +102,7 @@ static binding_t *slot(atl_op_scope_t *s, const char *name) {
   binding_t *b = find(s, name);
   if (b) {
     if (b->kind == B_FUNC)
-      atl__op_mjs_free(b->owner);
+      atl__op_mexpr_free(b->owner);
     char *keep = b->name;
     memset(b, 0, sizeof(*b));
     b->name = keep;
@@ -733,7 +733,7 @@ static int eval(ectx_t *c, const atl_op_xnode_t *n, atl_op_value_t *out) {
 
 /* Function definitions are evaluated here because they need the owning
  * expression, which keeps the body alive. */
-static int eval_top(ectx_t *c, const atl_op_mjs_t *e, atl_op_value_t *out) {
+static int eval_top(ectx_t *c, const atl_op_mexpr_t *e, atl_op_value_t *out) {
   const atl_op_xnode_t *n = e->root;
   if (n->kind != XN_FNDEF)
     return eval(c, n, out);
@@ -741,7 +741,7 @@ static int eval_top(ectx_t *c, const atl_op_mjs_t *e, atl_op_value_t *out) {
   if (b == NULL)
     return fail(c, NULL);
   b->kind = B_FUNC;
-  b->owner = (atl_op_mjs_t *)e;
+  b->owner = (atl_op_mexpr_t *)e;
   b->owner->refs++;
   b->def = n;
   b->defscope = c->scope;
@@ -758,8 +758,8 @@ static int has_inner_fndef(const atl_op_xnode_t *n, int top) {
   return 0;
 }
 
-int atl__op_mjs_eval(const atl_op_mjs_t *e, atl_op_scope_t *scope,
-                     atl_op_value_t *out, char **err) {
+int atl__op_mexpr_eval(const atl_op_mexpr_t *e, atl_op_scope_t *scope,
+                       atl_op_value_t *out, char **err) {
   *err = NULL;
   if (e->root == NULL) {
     *out = (atl_op_value_t){ATL_OP_VAL_UNDEF, NAN};

@@ -61,7 +61,7 @@ struct atl_op_xnode {
   uint32_t nparams;
 };
 
-struct atl_op_mjs {
+struct atl_op_mexpr {
   int refs;
   atl_op_xnode_t *root; /* NULL for an empty expression */
 };

@@ -1,4 +1,4 @@
-/* Equation templates (mathexpr.h, atl__op_mjs_to_tex): upstream's
+/* Equation templates (mathexpr.h, atl__op_mexpr_to_tex): upstream's
  * ModuleObj.expandEquation. It parses the text with mathjs, replaces the
  * symbols bound to numbers and inlines the `vars` functions (transform),
  * then prints with toTex (parenthesis "keep", implicit "hide") and a
@@ -630,8 +630,9 @@ static void tex(sbuf_t *b, const atl_op_xnode_t *n) {
   }
 }
 
-int atl__op_mjs_to_tex(const char *src, size_t len, const atl_op_scope_t *scope,
-                       const atl_op_texdefs_t *defs, char **out, char **err) {
+int atl__op_mexpr_to_tex(const char *src, size_t len,
+                         const atl_op_scope_t *scope,
+                         const atl_op_texdefs_t *defs, char **out, char **err) {
   *out = NULL;
   *err = NULL;
   atl_op_xnode_t *root;

@@ -17,7 +17,7 @@
 /* Compiled templates, by text: a loop evaluates the same ones many times. */
 typedef struct centry {
   struct centry *next;
-  atl_op_mjs_t *e;
+  atl_op_mexpr_t *e;
   char text[];
 } centry_t;
 
@@ -101,15 +101,15 @@ static unsigned hash(const char *s, size_t n) {
 
 /* The compiled expression for src[0..n), from the cache or compiled now.
  * The cache owns it. */
-static atl_op_mjs_t *compiled(mod_t *m, const char *src, size_t n,
-                              const char *what) {
+static atl_op_mexpr_t *compiled(mod_t *m, const char *src, size_t n,
+                                const char *what) {
   unsigned h = hash(src, n) % CACHE_SLOTS;
   for (centry_t *c = m->cache[h]; c; c = c->next)
     if (strlen(c->text) == n && memcmp(c->text, src, n) == 0)
       return c->e;
-  atl_op_mjs_t *e;
+  atl_op_mexpr_t *e;
   char *err = NULL;
-  int rc = atl__op_mjs_compile(src, n, &e, &err);
+  int rc = atl__op_mexpr_compile(src, n, &e, &err);
   if (rc < 0) {
     merr(m,
          "%s \"%.*s\" does not parse: %s. Write a mathjs expression such "
@@ -120,7 +120,7 @@ static atl_op_mjs_t *compiled(mod_t *m, const char *src, size_t n,
   }
   centry_t *c = malloc(sizeof(*c) + n + 1);
   if (c == NULL) {
-    atl__op_mjs_free(e);
+    atl__op_mexpr_free(e);
     oom(m);
     return NULL;
   }
@@ -135,11 +135,11 @@ static atl_op_mjs_t *compiled(mod_t *m, const char *src, size_t n,
 /* Evaluates src[0..n) in scope. */
 static int evaluate(mod_t *m, const char *src, size_t n, atl_op_scope_t *scope,
                     const char *what, atl_op_value_t *v) {
-  atl_op_mjs_t *e = compiled(m, src, n, what);
+  atl_op_mexpr_t *e = compiled(m, src, n, what);
   if (e == NULL)
     return m->g->rc;
   char *err = NULL;
-  if (atl__op_mjs_eval(e, scope, v, &err) < 0) {
+  if (atl__op_mexpr_eval(e, scope, v, &err) < 0) {
     const char *hint = strncmp(err, "Undefined symbol", 16) == 0
                            ? ". Define it as a module param, a var, a loop "
                              "variable or a control point (x_1, y_1, ...)"
@@ -232,8 +232,8 @@ static int expand_string(mod_t *m, const char *s, atl_op_scope_t *scope,
         break;
       }
       char *tex = NULL, *err = NULL;
-      if (atl__op_mjs_to_tex(q, (size_t)(close - q), scope, m->defs, &tex,
-                             &err) < 0) {
+      if (atl__op_mexpr_to_tex(q, (size_t)(close - q), scope, m->defs, &tex,
+                               &err) < 0) {
         rc = merr(m, "equation ``%.*s``: %s",
                   (int)((close - q) > 200 ? 200 : (close - q)), q,
                   err ? err : "out of memory");
@@ -728,7 +728,7 @@ static void mod_free(mod_t *m) {
   for (int i = 0; i < CACHE_SLOTS; i++)
     for (centry_t *c = m->cache[i], *n; c; c = n) {
       n = c->next;
-      atl__op_mjs_free(c->e);
+      atl__op_mexpr_free(c->e);
       free(c);
     }
   atl__op_texdefs_free(m->defs);

@@ -19,11 +19,8 @@
 /* bezier-js's tolerance for "approximately equal". */
 #define BZ_EPS 0.000001
 
-typedef struct {
-  atl_op_pt p[4];
-  atl_op_pt d[3];    /* the derivative's control points */
-  double xmax, ymax; /* of its bounding box */
-} bezier;
+/* The curve type is shared with CurveGrinGlass (glass.h). */
+typedef atl_op_bezier bezier;
 
 typedef struct {
   atl_op_glass g;
@@ -155,9 +152,9 @@ static int droots(const double *p, int n, double *out) {
   return 0;
 }
 
-/* The largest coordinate (dim 0: x, 1: y) over the curve: at an end or
- * where the derivative or the second derivative vanishes. */
-static double bz_max(const bezier *c, int dim) {
+/* The smallest and largest coordinate (dim 0: x, 1: y) over the curve:
+ * at an end or where the derivative or the second derivative vanishes. */
+void atl__op_bezier_bounds(const bezier *c, int dim, double *lo, double *hi) {
   double v1[3], v2[2], t[5];
   for (int i = 0; i < 3; i++)
     v1[i] = dim ? c->d[i].y : c->d[i].x;
@@ -165,15 +162,40 @@ static double bz_max(const bezier *c, int dim) {
     v2[i] = 2 * (v1[i + 1] - v1[i]);
   int n = droots(v1, 3, t);
   n += droots(v2, 2, t + n);
-  double best = -INFINITY;
+  double best = -INFINITY, least = INFINITY;
   for (int i = -2; i < n; i++) {
     double u = i == -2 ? 0 : i == -1 ? 1 : t[i];
     if (!in_unit(u))
       continue;
     atl_op_pt p = bz_point(c->p, 3, u);
     best = fmax(best, dim ? p.y : p.x);
+    least = fmin(least, dim ? p.y : p.x);
   }
-  return best;
+  *lo = least;
+  *hi = best;
+}
+
+static double bz_max(const bezier *c, int dim) {
+  double lo, hi;
+  atl__op_bezier_bounds(c, dim, &lo, &hi);
+  return hi;
+}
+
+void atl__op_bezier_make(bezier *c) {
+  for (int k = 0; k < 3; k++)
+    c->d[k] = atl__op_pt(3 * (c->p[k + 1].x - c->p[k].x),
+                         3 * (c->p[k + 1].y - c->p[k].y));
+  c->xmax = bz_max(c, 0);
+  c->ymax = bz_max(c, 1);
+}
+
+atl_op_pt atl__op_bezier_at(const atl_op_pt *p, int order, double t) {
+  return bz_point(p, order, t);
+}
+
+int atl__op_bezier_line(const bezier *c, atl_op_pt a, atl_op_pt b,
+                        double *out) {
+  return bz_line(c, a, b, out);
 }
 
 /* Upstream's countIntersections(p3, p4): the crossings of the curves
@@ -284,6 +306,18 @@ static int point_of(json_object *o, const char *key, atl_op_pt *out) {
   return isfinite(out->x) && isfinite(out->y);
 }
 
+int atl__op_bezier_read(json_object *j, int i, int n, bezier *c) {
+  json_object *e = json_object_array_get_idx(j, (size_t)i);
+  json_object *e2 = json_object_array_get_idx(j, (size_t)((i + 1) % n));
+  if (!point_of(e, "a1", &c->p[0]) || !point_of(e, "c1", &c->p[1]) ||
+      !point_of(e, "c2", &c->p[2]))
+    return i;
+  if (!point_of(e2, "a1", &c->p[3]))
+    return (i + 1) % n;
+  atl__op_bezier_make(c);
+  return -1;
+}
+
 static int curve_init(atl_op_obj *o, atl_op_scene *s, char **err) {
   (void)s;
   curve_glass *cg = (curve_glass *)o;
@@ -303,14 +337,8 @@ static int curve_init(atl_op_obj *o, atl_op_scene *s, char **err) {
   if (!cg->curves)
     return -ENOMEM;
   for (int i = 0; i < n; i++) {
-    json_object *e = json_object_array_get_idx(j, (size_t)i);
-    json_object *e2 = json_object_array_get_idx(j, (size_t)((i + 1) % n));
     bezier *c = &cg->curves[i];
-    int bad = !point_of(e, "a1", &c->p[0]) || !point_of(e, "c1", &c->p[1]) ||
-                      !point_of(e, "c2", &c->p[2])
-                  ? i
-              : !point_of(e2, "a1", &c->p[3]) ? (i + 1) % n
-                                              : -1;
+    int bad = atl__op_bezier_read(j, i, n, c);
     if (bad >= 0)
       return asprintf(err,
                       "CurveGlass: \"points\"[%d] must have points "
@@ -318,14 +346,9 @@ static int curve_init(atl_op_obj *o, atl_op_scene *s, char **err) {
                       "\"y\": number}",
                       bad),
              -EINVAL;
-    for (int k = 0; k < 3; k++)
-      c->d[k] = atl__op_pt(3 * (c->p[k + 1].x - c->p[k].x),
-                           3 * (c->p[k + 1].y - c->p[k].y));
     /* A Bezier curve lies in the hull of its control points. */
     for (int k = 0; k < 4; k++)
       atl__op_box_add(o, c->p[k], 0);
-    c->xmax = bz_max(c, 0);
-    c->ymax = bz_max(c, 1);
     cg->mod_len +=
         fabs(c->xmax) > fabs(c->ymax) ? fabs(c->xmax) : fabs(c->ymax);
   }

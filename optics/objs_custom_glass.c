@@ -231,7 +231,11 @@ static const atl_op_field param_glass_fields[] = {
 static int param_glass_init(atl_op_obj *o, atl_op_scene *s, char **err) {
   param_glass *c = (param_glass *)o;
   int rc = atl__op_glass_check(&c->g, err);
-  return rc ? rc : atl__op_param_init(o, &c->pc, s, err);
+  if (rc == 0)
+    rc = atl__op_param_init(o, &c->pc, s, err);
+  if (rc == 0)
+    atl__op_param_validate(o, &c->pc);
+  return rc;
 }
 
 static void param_glass_destroy(atl_op_obj *o) {

@@ -127,6 +127,21 @@ static double wrap(double a) {
   return fmod(fmod(a + PI, 2 * PI) + 2 * PI, 2 * PI) - PI;
 }
 
+/* An outgoing ray into the other medium: the merged glasses on the
+ * incident side hear that it leaves them, then those on the other side
+ * that it enters them (upstream's onRayExit and onRayEnter, through which
+ * the gradient-index glasses keep the ray's body). */
+static void cross_media(atl_op_sim *sim, atl_op_ray *ray,
+                        atl_op_obj *const *merging, const signed char *side,
+                        int n) {
+  for (int i = 0; i < n; i++)
+    if (side[i] == 1 && merging[i]->cls->exit)
+      merging[i]->cls->exit(merging[i], sim, ray);
+  for (int i = 0; i < n; i++)
+    if (side[i] == -1 && merging[i]->cls->enter)
+      merging[i]->cls->enter(merging[i], sim, ray);
+}
+
 atl_op_result atl__op_out_rays_handle(const atl_op_out_rays *out,
                                       atl_op_sim *sim, atl_op_ray *r,
                                       atl_op_pt hit, atl_op_pt normal,
@@ -140,14 +155,22 @@ atl_op_result atl__op_out_rays_handle(const atl_op_out_rays *out,
   /* The glasses whose surface coincides with this one: those the ray
    * leaves (its side) give n_0, those it enters n_1. */
   double n0 = 1, n1 = 1;
+  signed char side_stack[32], *side = side_stack;
+  if (nmerging > 32 && !(side = malloc((size_t)nmerging))) {
+    res.absorbed = 1;
+    return res;
+  }
   for (int i = 0; i < nmerging; i++) {
     atl_op_obj *m = merging[i];
     double type = m->cls->incident_type(m, sim, r);
     if (type != 1 && type != -1) {
       /* An edge or a corner of a glass: where the ray goes is undefined. */
+      if (side != side_stack)
+        free(side);
       res.absorbed = res.undefined = 1;
       return res;
     }
+    side[i] = (signed char)type;
     if (type == 1)
       n0 *= m->cls->ref_index(m, sim, hit, r);
     else
@@ -168,6 +191,8 @@ atl_op_result atl__op_out_rays_handle(const atl_op_out_rays *out,
   if (nv > V_BASE + 16 || out->n > 4) {
     heap = malloc(sizeof(double) * nv * 2 + sizeof(atl_op_ray) * 2 * out->n);
     if (!heap) {
+      if (side != side_stack)
+        free(side);
       res.absorbed = 1;
       return res;
     }
@@ -217,15 +242,20 @@ atl_op_result atl__op_out_rays_handle(const atl_op_out_rays *out,
         res.truncation += bs + bp;
       if (i == 0 && j == 0) {
         /* The first outgoing ray is the incident one, changed in place. */
+        if (kind == ATL_OP_REFRACT)
+          cross_media(sim, r, merging, side, nmerging);
         r->p1 = hit, r->p2 = p2, r->bs = bs, r->bp = bp;
         r->kind = kind;
         if (!keep)
           res.absorbed = 1;
-      } else if (keep) {
+      } else {
         atl_op_ray nr = atl__op_ray_make(hit, p2, bs, bp, &orig, kind);
         nr.body = orig.body;
         nr.gap = orig.gap;
-        news[nnew++] = nr;
+        if (kind == ATL_OP_REFRACT)
+          cross_media(sim, &nr, merging, side, nmerging);
+        if (keep)
+          news[nnew++] = nr;
       }
     }
   }
@@ -237,6 +267,8 @@ atl_op_result atl__op_out_rays_handle(const atl_op_out_rays *out,
       break;
   }
   free(heap);
+  if (side != side_stack)
+    free(side);
   return res;
 }
 

@@ -42,8 +42,11 @@ typedef struct {
   double wavelength; /* nm; set only when the scene simulates colours */
   int depth;         /* interactions so far (scene maxRayDepth) */
   unsigned gap : 1, is_new : 1;
-  /* The gradient-index glass the ray is inside, if any (body merging). */
-  atl_op_obj *body;
+  /* The gradient-index medium the ray is in (upstream's bodyMergingObj):
+   * 0 while unset, otherwise a handle into the simulation's table of
+   * merged bodies (grin.h), which the GRIN glasses own. A plain handle,
+   * so that rays stay plain values that the loop may copy. */
+  int body;
   /* Lineage: the segment the ray continues (-1 for a source ray), how it
    * was made, and the light source it comes from (index into the
    * scene's optical objects). */
@@ -96,6 +99,7 @@ typedef struct {
 #define ATL_OP_OPTICAL 1u
 #define ATL_OP_GLASS 2u /* a BaseGlass: refracts, merges surfaces */
 #define ATL_OP_MERGES_WITH_GLASS 4u
+#define ATL_OP_GRIN 8u /* a BaseGrinGlass (grin.h): rays step through it */
 
 /* A class of scene objects (an upstream sceneObjs type). Each hook may be
  * NULL where upstream's default does nothing. */
@@ -123,6 +127,12 @@ typedef struct {
   double (*incident_type)(atl_op_obj *o, atl_op_sim *sim, const atl_op_ray *r);
   double (*ref_index)(atl_op_obj *o, atl_op_sim *sim, atl_op_pt p,
                       const atl_op_ray *r);
+  /* Glasses: onRayEnter and onRayExit, called by whichever glass handles
+   * a merged surface for every glass of it that the ray enters or leaves
+   * (NULL for ordinary glasses, which need nothing; the gradient-index
+   * glasses update the ray's body). */
+  void (*enter)(atl_op_obj *o, atl_op_sim *sim, atl_op_ray *r);
+  void (*exit)(atl_op_obj *o, atl_op_sim *sim, atl_op_ray *r);
   void (*destroy)(atl_op_obj *o);
 } atl_op_class;
 
@@ -180,7 +190,8 @@ struct atl_op_scene {
   int simulate_colors;
   char *color_mode;
   double max_ray_depth; /* INFINITY by default */
-  char *random_seed;    /* NULL: seeded from the clock */
+  int symbolic_body_merging;
+  char *random_seed; /* NULL: seeded from the clock */
   atl_op_arc4_t rng;
   json_object *doc; /* the document as loaded (a reference) */
   /* Every object, top-level ones and the expansions of modules; the
@@ -212,6 +223,9 @@ struct atl_op_sim {
   long emitted;
   long kinds[ATL_OP_PASS + 1]; /* processed segments by how they were made */
   int stopped;                 /* the ray limit was reached */
+  /* The merged gradient-index bodies rays carry (grin.c owns them;
+   * NULL until a GRIN glass needs one). */
+  struct atl_op_bodies *bodies;
   char *error, *warning;
 };
 
@@ -259,6 +273,9 @@ void atl__op_brightness_scale(atl_op_sim *sim, double scale);
 /* Upstream's declareUndefinedBehavior. */
 void atl__op_undefined(atl_op_sim *sim, const atl_op_ray *r, int obj_a,
                        int obj_b);
+
+/* grin.c: frees the simulation's table of merged bodies. */
+void atl__op_bodies_free(struct atl_op_bodies *b);
 
 /* The classes, by family (objs_*.c). */
 extern const atl_op_class atl__op_single_ray, atl__op_point_source,

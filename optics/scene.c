@@ -15,6 +15,7 @@
 
 #include "custom.h"
 #include "glass.h"
+#include "grin.h"
 #include "module.h"
 #include "op.h"
 
@@ -49,6 +50,11 @@ static const atl_op_class *const classes[] = {
     &atl__op_spherical_lens,
     &atl__op_curve_glass,
     &atl__op_ideal_lens,
+    /* The gradient-index glasses (grin.h). */
+    &atl__op_grin_glass,
+    &atl__op_circle_grin_glass,
+    &atl__op_curve_grin_glass,
+    &atl__op_param_grin_glass,
     /* The equation-driven objects (custom.h). */
     &atl__op_custom_surface,
     &atl__op_custom_arc_surface,
@@ -389,6 +395,13 @@ static int load_settings(atl_op_scene *s, json_object *doc, char **err) {
     if (!json_object_is_type(v, json_type_boolean))
       return fail(err, "scene: \"simulateColors\" must be true or false");
     s->simulate_colors = json_object_get_boolean(v);
+  }
+  /* How overlapping gradient-index glasses combine their equations
+   * (grin.c says why the results do not depend on it here). */
+  if (json_object_object_get_ex(doc, "symbolicBodyMerging", &v) && v) {
+    if (!json_object_is_type(v, json_type_boolean))
+      return fail(err, "scene: \"symbolicBodyMerging\" must be true or false");
+    s->symbolic_body_merging = json_object_get_boolean(v);
   }
   if (json_object_object_get_ex(doc, "randomSeed", &v) && v) {
     if (!json_object_is_type(v, json_type_string))

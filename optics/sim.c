@@ -392,6 +392,7 @@ void atl__op_sim_free(atl_op_sim *sim) {
   free(sim->staged);
   free(sim->segs);
   free(sim->boxes);
+  atl__op_bodies_free(sim->bodies);
   free(sim->error);
   free(sim->warning);
   free(sim);

@@ -21,9 +21,9 @@ static double rng(void *user) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *src = (const char *)data;
-  atl_op_mjs_t *e = NULL;
+  atl_op_mexpr_t *e = NULL;
   char *err = NULL;
-  if (atl__op_mjs_compile(src, size, &e, &err) < 0) {
+  if (atl__op_mexpr_compile(src, size, &e, &err) < 0) {
     if (err == NULL)
       abort(); /* every failure explains itself */
     free(err);
@@ -36,13 +36,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   atl__op_scope_set_bool(s, "flag", true);
   atl__op_scope_set_random(s, "random", rng, &draws);
   atl_op_value_t v1, v2;
-  int r1 = atl__op_mjs_eval(e, s, &v1, &err);
+  int r1 = atl__op_mexpr_eval(e, s, &v1, &err);
   free(err);
   err = NULL;
   unsigned before = draws;
   /* A copy evaluates the same way as long as nothing was assigned. */
   atl_op_scope_t *c = atl__op_scope_copy(s);
-  int r2 = atl__op_mjs_eval(e, c, &v2, &err);
+  int r2 = atl__op_mexpr_eval(e, c, &v2, &err);
   free(err);
   err = NULL;
   if (r1 == 0 && r2 == 0 && draws == before && before == 0 &&
@@ -54,12 +54,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (atl__op_texdefs_add(d, "f(a, b) = a^2 + b*x_1", &err) != 1)
     abort();
   char *tex = NULL;
-  if (atl__op_mjs_to_tex(src, size, s, d, &tex, &err) == 0)
+  if (atl__op_mexpr_to_tex(src, size, s, d, &tex, &err) == 0)
     free(tex);
   else
     free(err);
   atl__op_texdefs_free(d);
   atl__op_scope_free(s);
-  atl__op_mjs_free(e);
+  atl__op_mexpr_free(e);
   return 0;
 }

@@ -293,3 +293,26 @@ Test(optics_custom, other_load_errors) {
                "0.1, \"step\": 1}]}",
                (const char *const[]){"unknown field \"step\"", NULL});
 }
+
+Test(optics_custom, param_glass_warns_of_open_or_reversed_curves) {
+  static const char *const curves[][2] = {
+      {"\\\\cos(t)", "\\\\sin(t)"},  /* a half circle: open */
+      {"\\\\cos(t)", "-\\\\sin(t)"}, /* the other way round */
+  };
+  static const char *const tmax[] = {"3.14", "6.283185307179586"};
+  for (int k = 0; k < 2; k++) {
+    char objs[512];
+    snprintf(objs, sizeof(objs),
+             "{\"type\": \"ParamGlass\", \"pieces\": [{\"eqnX\": \"%s\", "
+             "\"eqnY\": \"%s\", \"tMin\": 0, \"tMax\": %s, \"tStep\": 0.1}]}",
+             curves[k][0], curves[k][1], tmax[k]);
+    atl_op_scene *s = load(objs);
+    const char *w = s->objs[0]->warning;
+    cr_expect(w && strstr(w, k ? "oriented" : "closed"), "curve %d: %s", k,
+              w ? w : "no warning");
+    atl__op_scene_free(s);
+  }
+  atl_op_scene *s = load("{\"type\": \"ParamGlass\"}");
+  cr_expect_null(s->objs[0]->warning, "%s", s->objs[0]->warning);
+  atl__op_scene_free(s);
+}

@@ -361,6 +361,9 @@ Test(optics_expr, javascript_semantics) {
   /* evaluatex's sum starts from 0, so -0 + -0 is +0. */
   cr_assert(same(eval1("-x-x", X, 1, &v), 0.0));
   cr_assert(same(eval1("-x", X, 1, &v), -0.0));
+  cr_assert(same(eval1("x^{0.5}", X, 1, &(double){-0.0}), 0.0));
+  cr_assert(same(eval1("x^{0.5}", X, 1, &(double){2}), sqrt(2)));
+  cr_assert(same(eval1("x^{-1}+x^2", X, 1, &(double){3}), 1.0 / 3 + 9));
   cr_assert(same(eval1("round(-2.5)", NULL, 0, NULL), -2));
   cr_assert(same(eval1("round(2.5)", NULL, 0, NULL), 3));
   cr_assert(same(eval1("round(-0.2)", NULL, 0, NULL), -0.0));

@@ -22,14 +22,14 @@ static double counter_rng(void *user) {
 }
 
 static atl_op_value_t eval_in(const char *src, atl_op_scope_t *s) {
-  atl_op_mjs_t *e = NULL;
+  atl_op_mexpr_t *e = NULL;
   char *err = NULL;
-  cr_assert_eq(atl__op_mjs_compile(src, strlen(src), &e, &err), 0, "%s: %s",
+  cr_assert_eq(atl__op_mexpr_compile(src, strlen(src), &e, &err), 0, "%s: %s",
                src, err);
   atl_op_value_t v;
-  int rc = atl__op_mjs_eval(e, s, &v, &err);
+  int rc = atl__op_mexpr_eval(e, s, &v, &err);
   cr_assert_eq(rc, 0, "%s: %s", src, err ? err : "");
-  atl__op_mjs_free(e);
+  atl__op_mexpr_free(e);
   return v;
 }
 
@@ -43,14 +43,14 @@ static double num(const char *src) {
 
 /* The error message of src (compile or evaluation), malloc()ed. */
 static char *expr_error(const char *src) {
-  atl_op_mjs_t *e = NULL;
+  atl_op_mexpr_t *e = NULL;
   char *err = NULL;
-  if (atl__op_mjs_compile(src, strlen(src), &e, &err) < 0)
+  if (atl__op_mexpr_compile(src, strlen(src), &e, &err) < 0)
     return err;
   atl_op_scope_t *s = atl__op_scope_new();
   atl_op_value_t v;
-  int rc = atl__op_mjs_eval(e, s, &v, &err);
-  atl__op_mjs_free(e);
+  int rc = atl__op_mexpr_eval(e, s, &v, &err);
+  atl__op_mexpr_free(e);
   atl__op_scope_free(s);
   cr_assert_lt(rc, 0, "%s should fail", src);
   return err;
@@ -166,13 +166,13 @@ Test(optics_mathexpr, random_is_a_call) {
   cr_expect_eq(eval_in("random() + 10*random()", s).num, 1.25);
   cr_expect_eq(eval_in("random(random())", s).num, 0.375);
   cr_expect_eq(n, 4);
-  atl_op_mjs_t *e;
+  atl_op_mexpr_t *e;
   char *err;
-  atl__op_mjs_compile("random + 1", 10, &e, &err);
+  atl__op_mexpr_compile("random + 1", 10, &e, &err);
   atl_op_value_t v;
-  cr_expect_lt(atl__op_mjs_eval(e, s, &v, &err), 0);
+  cr_expect_lt(atl__op_mexpr_eval(e, s, &v, &err), 0);
   free(err);
-  atl__op_mjs_free(e);
+  atl__op_mexpr_free(e);
   atl__op_scope_free(s);
 }
 
@@ -201,8 +201,8 @@ Test(optics_mathexpr, latex) {
    * parentheses of the power's base, which LaTeX gets as braces. */
   cases[2].want = "{\\left( t+1\\right)}^{2}";
   for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-    int rc = atl__op_mjs_to_tex(cases[i].src, strlen(cases[i].src), s, d, &out,
-                                &err);
+    int rc = atl__op_mexpr_to_tex(cases[i].src, strlen(cases[i].src), s, d,
+                                  &out, &err);
     cr_assert_eq(rc, 0, "%s: %s", cases[i].src, err);
     cr_expect_str_eq(out, cases[i].want, "%s", cases[i].src);
     free(out);
