@@ -391,6 +391,19 @@ static int load_settings(atl_op_scene *s, json_object *doc, char **err) {
     rc = setting_num(doc, "maxRayDepth", INFINITY, &s->max_ray_depth, err);
   if (rc != 0)
     return rc;
+  /* The app would loop for ever on a density of zero or below (its
+   * sources step their angles backwards) and divide by a zero length
+   * scale: refuse them here. */
+  const struct {
+    const char *key;
+    double v;
+  } positive[] = {{"rayModeDensity", s->ray_mode_density},
+                  {"imageModeDensity", s->image_mode_density},
+                  {"lengthScale", s->length_scale}};
+  for (size_t i = 0; i < sizeof(positive) / sizeof(positive[0]); i++)
+    if (!(positive[i].v > 0) || !isfinite(positive[i].v))
+      return fail(err, "scene: \"%s\" must be a positive number, not %g",
+                  positive[i].key, positive[i].v);
   if (json_object_object_get_ex(doc, "simulateColors", &v) && v) {
     if (!json_object_is_type(v, json_type_boolean))
       return fail(err, "scene: \"simulateColors\" must be true or false");

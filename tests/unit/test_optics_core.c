@@ -79,6 +79,10 @@ Test(optics_load, errors_name_the_object_and_field) {
   load_error("{\"version\": 5, \"mode\": \"movie\"}",
              "\"mode\" is \"movie\"; it must be one of rays, extended");
   load_error("{\"version\": 5, \"objs\": {}}", "\"objs\" must be an array");
+  load_error("{\"version\": 5, \"rayModeDensity\": -265}",
+             "\"rayModeDensity\" must be a positive number, not -265");
+  load_error("{\"version\": 5, \"lengthScale\": 0}",
+             "\"lengthScale\" must be a positive number, not 0");
   load_error("{\"version\": 5, \"objs\": [{\"type\": \"Laser\"}]}",
              "objs[0]: unknown object type \"Laser\"");
   load_error("{\"version\": 5, \"objs\": [{\"p1\": {\"x\": 0, \"y\": 0}}]}",
