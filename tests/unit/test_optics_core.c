@@ -256,3 +256,57 @@ Test(optics_sim, random_beam_is_reproducible) {
   atl__op_sim_free(sim);
   atl__op_scene_free(s);
 }
+
+/* ray_tracing_shapely's reference prism (../shared/anchors/ray-optics.md
+ * section 8): a 45-45-90 glass prism, n = 1.5, and one ray; its 7
+ * segments, their kinds, end points and s/p powers, within 1e-6. The
+ * Python project stores a ray that leaves the scene as 10000 units long;
+ * ours keeps its direction, compared here at that length. */
+Test(optics_sim, reference_prism) {
+  static const struct {
+    atl_op_kind kind;
+    double x1, y1, x2, y2, bs, bp;
+  } want[] = {
+      {ATL_OP_SOURCE, 100, 80, 170, 80, 0.5, 0.5},
+      {ATL_OP_REFLECT, 170, 80, 170, -9920, 0.046007, 0.004233},
+      {ATL_OP_REFRACT, 170, 80, 235.9333, 100, 0.453993, 0.495767},
+      {ATL_OP_TIR, 235.9333, 100, 246.7261, 96.7261, 0.453993, 0.495767},
+      {ATL_OP_REFLECT, 246.7261, 96.7261, 245.7330, 100, 0.041773, 0.004197},
+      {ATL_OP_REFRACT, 246.7261, 96.7261, 10246.7261, 96.7261, 0.412220,
+       0.491569},
+      {ATL_OP_REFRACT, 245.7330, 100, -4108.4104, 9102.3016, 0.039580,
+       0.004075},
+  };
+  atl_op_scene *s;
+  atl_op_sim *sim = simulate(
+      "{\"version\": 5, \"objs\": [{\"type\": \"Glass\", \"path\": ["
+      "{\"x\": 200, \"y\": 50, \"arc\": false}, {\"x\": 250, \"y\": 100, "
+      "\"arc\": false}, {\"x\": 150, \"y\": 100, \"arc\": false}], "
+      "\"refIndex\": 1.5}, {\"type\": \"SingleRay\", \"p1\": {\"x\": 100, "
+      "\"y\": 80}, \"p2\": {\"x\": 250, \"y\": 80}, \"brightness\": 1}]}",
+      &s);
+  cr_assert_eq(sim->nsegs, 7);
+  /* The reference rounds its figures to 4 and 6 decimals. */
+  for (int i = 0; i < 7; i++) {
+    const atl_op_segment *g = &sim->segs[i];
+    double x2 = g->p2.x, y2 = g->p2.y;
+    if (g->hit_obj < 0) {
+      double dx = x2 - g->p1.x, dy = y2 - g->p1.y, l = sqrt(dx * dx + dy * dy);
+      x2 = g->p1.x + dx / l * 10000;
+      y2 = g->p1.y + dy / l * 10000;
+    }
+    cr_assert_eq(g->kind, want[i].kind, "segment %d", i);
+    cr_assert_float_eq(g->p1.x, want[i].x1, 1e-4, "segment %d", i);
+    cr_assert_float_eq(g->p1.y, want[i].y1, 1e-4, "segment %d", i);
+    cr_assert_float_eq(x2, want[i].x2, 1e-4, "segment %d: x2 %f", i, x2);
+    cr_assert_float_eq(y2, want[i].y2, 1e-4, "segment %d: y2 %f", i, y2);
+    cr_assert_float_eq(g->bs, want[i].bs, 1e-6, "segment %d", i);
+    cr_assert_float_eq(g->bp, want[i].bp, 1e-6, "segment %d", i);
+  }
+  /* The lineage: the TIR segment continues the refracted one, the last
+   * refraction comes from the reflection inside the prism. */
+  cr_assert_eq(sim->segs[3].parent, 2);
+  cr_assert_eq(sim->segs[6].parent, 4);
+  atl__op_sim_free(sim);
+  atl__op_scene_free(s);
+}
