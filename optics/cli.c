@@ -21,7 +21,9 @@ static void usage(FILE *f) {
         "  --json          a summary: segments by interaction, detectors,\n"
         "                  warnings, processed rays\n"
         "  --ray-limit N   stop after N processed rays (default 10000000;\n"
-        "                  0 for none)\n",
+        "                  0 for none)\n"
+        "  --write FILE    write the scene back in the app's format (fields\n"
+        "                  at their defaults left out; - for stdout)\n",
         f);
 }
 
@@ -130,10 +132,12 @@ int main(int argc, char **argv) {
       {"csv", optional_argument, NULL, 'c'},
       {"json", no_argument, NULL, 'j'},
       {"ray-limit", required_argument, NULL, 'l'},
+      {"write", required_argument, NULL, 'w'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   int want_csv = 0, want_json = 0, c;
+  const char *write_path = NULL;
   /* Upstream's scene tests run without a limit; a scene that loops for
    * ever (two facing mirrors and no maxRayDepth) must still end. Ten
    * million rays is ten times the largest test scene. */
@@ -171,6 +175,9 @@ int main(int argc, char **argv) {
         limit = LONG_MAX;
       break;
     }
+    case 'w':
+      write_path = optarg;
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -215,6 +222,22 @@ int main(int argc, char **argv) {
             err ? err : strerror(-rc));
     free(err);
     return 1;
+  }
+  if (write_path) {
+    json_object *out = atl__op_scene_write(s);
+    const char *out_text = json_object_to_json_string_ext(
+        out, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                 JSON_C_TO_STRING_NOSLASHESCAPE);
+    FILE *f = strcmp(write_path, "-") == 0 ? stdout : fopen(write_path, "w");
+    int ok = f && fputs(out_text, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && f != stdout && fclose(f) != 0)
+      ok = 0;
+    json_object_put(out);
+    if (!ok) {
+      fprintf(stderr, "atelier-optics: %s: %s\n", write_path, strerror(errno));
+      atl__op_scene_free(s);
+      return 1;
+    }
   }
   atl_op_sim *sim = NULL;
   rc = atl__op_sim_run(s, limit, 0, &sim);

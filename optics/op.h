@@ -241,6 +241,10 @@ struct atl_op_sim {
  * are wrong and what is expected. The scene keeps a reference to doc. */
 int atl__op_scene_load(json_object *doc, atl_op_scene **out, char **err);
 void atl__op_scene_free(atl_op_scene *s);
+/* scene_write.c: the scene as Ray Optics Simulation's Scene.toJSON would
+ * write it (fields at their defaults left out, the app's key order), a
+ * new document the caller puts. Loading it gives the same simulation. */
+json_object *atl__op_scene_write(const atl_op_scene *s);
 /* The mode-dependent ray density (upstream's scene.rayDensity). */
 double atl__op_ray_density(const atl_op_scene *s);
 /* The class of a type name, or NULL. */

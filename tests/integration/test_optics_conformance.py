@@ -14,12 +14,17 @@ scenes without an expected CSV (their CSVs are held back, or their
 expected output is a picture) must still load and simulate without an
 error or a warning when all their types are implemented.
 
+Every scene is also written back in the app's format (--write) and the
+written scene simulated again: it must give the same CSV, byte for byte.
+
 Prints "N passed, M failed, P pending" and exits 1 if anything failed.
 """
 import math
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 SRC = os.environ.get("ATL_TEST_SRCDIR",
@@ -56,10 +61,15 @@ def compare(actual, expected):
     return None
 
 
-def run(scene, csv):
+def run(scene, csv, write=None):
     args = [CLI, scene] + (["--csv"] if csv else [])
+    if write:
+        args += ["--write", write]
     p = subprocess.run(args, capture_output=True, text=True, timeout=300)
     return p.returncode, p.stdout, p.stderr
+
+
+TMP = tempfile.mkdtemp(prefix="atl-optics-")
 
 
 def main():
@@ -79,7 +89,8 @@ def main():
         expected_path = scene[:-5] + ".csv"
         has_csv = os.path.exists(expected_path)
         with_csv += has_csv
-        rc, out, err = run(scene, has_csv)
+        written = os.path.join(TMP, "written.json")
+        rc, out, err = run(scene, has_csv, written)
         if rc != 0 and any(m in err for m in PENDING_MARKERS):
             pending.append((name, err.strip().split(": ", 2)[-1]))
             continue
@@ -98,6 +109,11 @@ def main():
             if why:
                 failed.append((name, why))
                 continue
+        rc2, out2, err2 = run(written, has_csv)
+        if rc2 != 0 or out2 != out:
+            failed.append((name, "written back, it gives another result: "
+                           "exit %d %s" % (rc2, err2.strip()[:200])))
+            continue
         passed.append(name)
     for name, why in failed:
         print("FAIL %s: %s" % (name, why))
@@ -106,6 +122,7 @@ def main():
     print("%d passed, %d failed, %d pending (%d scenes, %d with an expected "
           "CSV; %.1f s)" % (len(passed), len(failed), len(pending),
                             len(scenes), with_csv, time.monotonic() - t0))
+    shutil.rmtree(TMP, ignore_errors=True)
     return 1 if failed else 0
 
 

@@ -310,3 +310,25 @@ Test(optics_sim, reference_prism) {
   atl__op_sim_free(sim);
   atl__op_scene_free(s);
 }
+
+/* Writing back: the type first, fields at their defaults left out (1 and
+ * 1.0 alike), the others kept as written, the scene's settings after the
+ * objects and only when they differ from the app's. */
+Test(optics_write, drops_defaults_keeps_the_rest) {
+  char *err;
+  atl_op_scene *s =
+      load("{\"version\": 5, \"name\": \"w\", \"rayModeDensity\": 0.1, "
+           "\"lengthScale\": 2, \"objs\": [{\"p2\": {\"x\": 1, \"y\": 0}, "
+           "\"type\": \"Mirror\", \"p1\": {\"x\": 0, \"y\": 0}, \"filter\": "
+           "false, \"bandwidth\": 10.0, \"wavelength\": 600}]}",
+           &err);
+  cr_assert_not_null(s, "%s", err);
+  json_object *out = atl__op_scene_write(s);
+  cr_assert_str_eq(
+      json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN),
+      "{\"version\":5,\"name\":\"w\",\"objs\":[{\"type\":\"Mirror\",\"p1\":{"
+      "\"x\":0,\"y\":0},\"p2\":{\"x\":1,\"y\":0},\"wavelength\":600}],"
+      "\"width\":1500,\"height\":900,\"lengthScale\":2}");
+  json_object_put(out);
+  atl__op_scene_free(s);
+}
