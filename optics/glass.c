@@ -130,6 +130,16 @@ atl_op_result atl__op_glass_refract(atl_op_glass *g, atl_op_sim *sim,
   r->p1 = hit;
   r->p2 = atl__op_pt(hit.x + n1 * rx + (n1 * cos1 - cos2) * nx,
                      hit.y + n1 * ry + (n1 * cos1 - cos2) * ny);
+  /* The Python project's grazing criteria, for the tools' queries. */
+  double ts = 1 - rs, tp = 1 - rp, b = r->bs + r->bp;
+  unsigned grazing = 0;
+  if (acos(fmin(1, fabs(cos1))) * (180 / PI) >= ATL_OP_GRAZING_ANGLE_DEG)
+    grazing |= ATL_OP_GRAZING_ANGLE;
+  if (ts > 1e-10 && tp / ts >= ATL_OP_GRAZING_POLAR_RATIO)
+    grazing |= ATL_OP_GRAZING_POLAR;
+  if (b > 1e-10 && (r->bs * ts + r->bp * tp) / b < ATL_OP_GRAZING_TRANSM_MIN)
+    grazing |= ATL_OP_GRAZING_TRANSM;
+  r->grazing = grazing;
   r->bs = r->bs * (1 - rs);
   r->bp = r->bp * (1 - rp);
   r->kind = ATL_OP_REFRACT;

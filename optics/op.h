@@ -42,6 +42,9 @@ typedef struct {
   double wavelength; /* nm; set only when the scene simulates colours */
   int depth;         /* interactions so far (scene maxRayDepth) */
   unsigned gap : 1, is_new : 1;
+  /* The grazing criteria (ATL_OP_GRAZING_*) the refraction that made
+   * this ray met; set by the glass, cleared before each interaction. */
+  unsigned grazing : 3;
   /* The gradient-index medium the ray is in (upstream's bodyMergingObj):
    * 0 while unset, otherwise a handle into the simulation's table of
    * merged bodies (grin.h), which the GRIN glasses own. A plain handle,
@@ -65,7 +68,24 @@ typedef struct {
   int source;
   atl_op_kind kind;
   int depth;
+  int tir_count; /* total internal reflections along the lineage */
+  unsigned gap : 1;
+  unsigned caused_tir : 1; /* its end point totally reflected the ray */
+  /* The grazing criteria the refraction that made this segment met
+   * (is_grazing_result), and those its end point's refraction met
+   * (caused_grazing): the Python project's flags, kept for the tools. */
+  unsigned grazing : 3, caused_grazing : 3;
 } atl_op_segment;
+
+/* The grazing criteria of a refraction, as ray_tracing_shapely flags
+ * them: an incidence angle of 85 degrees or more, p transmitted at least
+ * 10 times as strongly as s, or less than 10 % of the power transmitted. */
+#define ATL_OP_GRAZING_ANGLE 1u
+#define ATL_OP_GRAZING_POLAR 2u
+#define ATL_OP_GRAZING_TRANSM 4u
+#define ATL_OP_GRAZING_ANGLE_DEG 85.0
+#define ATL_OP_GRAZING_POLAR_RATIO 10.0
+#define ATL_OP_GRAZING_TRANSM_MIN 0.1
 
 typedef struct atl_op_scene atl_op_scene;
 typedef struct atl_op_sim atl_op_sim;

@@ -125,6 +125,14 @@ static void record(atl_op_sim *sim, const atl_op_ray *r, atl_op_pt end,
   g->bs = r->bs, g->bp = r->bp, g->wavelength = r->wavelength;
   g->parent = r->parent, g->hit_obj = hit_obj, g->source = r->source;
   g->kind = r->kind, g->depth = r->depth;
+  g->gap = r->gap;
+  g->grazing = r->grazing;
+  g->caused_tir = 0;
+  g->caused_grazing = 0;
+  g->tir_count = (r->parent >= 0 && r->parent < sim->nsegs - 1
+                      ? sim->segs[r->parent].tir_count
+                      : 0) +
+                 (r->kind == ATL_OP_TIR);
 }
 
 /* The nearest object the ray meets, as upstream decides it: hits within
@@ -352,10 +360,17 @@ int atl__op_sim_run(atl_op_scene *s, long ray_limit, int rec,
     atl_op_obj *o = s->optical[n.obj];
     sim->nstaged = 0;
     r->kind = ATL_OP_PASS;
+    r->grazing = 0;
     atl_op_result res =
         o->cls->incident(o, sim, r, j, n.point, n.merging, n.nmerging);
     r = &sim->rays[j]; /* (not moved: nothing was appended yet) */
     r->parent = seg;
+    /* The flags of the segment just recorded, from what its end did. */
+    if (sim->record && sim->segs && seg < sim->nsegs) {
+      if (r->kind == ATL_OP_TIR && !res.absorbed)
+        sim->segs[seg].caused_tir = 1;
+      sim->segs[seg].caused_grazing = r->grazing;
+    }
     if (res.undefined)
       atl__op_undefined(sim, r, n.obj, -1);
     if (res.absorbed)

@@ -307,6 +307,14 @@ Test(optics_sim, reference_prism) {
    * refraction comes from the reflection inside the prism. */
   cr_assert_eq(sim->segs[3].parent, 2);
   cr_assert_eq(sim->segs[6].parent, 4);
+  /* As the reference has them: segment 2 caused the TIR, the count goes
+   * on to its descendants, the source ray is the bundle's first (gap). */
+  for (int i = 0; i < 7; i++)
+    cr_assert_eq(sim->segs[i].caused_tir, i == 2, "segment %d", i);
+  static const int tirs[7] = {0, 0, 0, 1, 1, 1, 1};
+  for (int i = 0; i < 7; i++)
+    cr_assert_eq(sim->segs[i].tir_count, tirs[i], "segment %d", i);
+  cr_assert(sim->segs[0].gap);
   atl__op_sim_free(sim);
   atl__op_scene_free(s);
 }
@@ -330,5 +338,66 @@ Test(optics_write, drops_defaults_keeps_the_rest) {
       "\"x\":0,\"y\":0},\"p2\":{\"x\":1,\"y\":0},\"wavelength\":600}],"
       "\"width\":1500,\"height\":900,\"lengthScale\":2}");
   json_object_put(out);
+  atl__op_scene_free(s);
+}
+
+/* ray_tracing_shapely's grazing case: a ray at 85 degrees onto a slab of
+ * n = 1.5. The source segment's end caused an angle-grazing refraction,
+ * and the refracted segment (the third) is its result, from (643.01, 0). */
+Test(optics_sim, grazing_flags) {
+  double a = 85 * M_PI / 180;
+  char doc[1024];
+  snprintf(doc, sizeof(doc),
+           "{\"version\": 5, \"objs\": [{\"type\": \"Glass\", \"path\": ["
+           "{\"x\": -1000, \"y\": -100, \"arc\": false}, {\"x\": 1000, \"y\": "
+           "-100, \"arc\": false}, {\"x\": 1000, \"y\": 0, \"arc\": false}, "
+           "{\"x\": -1000, \"y\": 0, \"arc\": false}], \"refIndex\": 1.5}, "
+           "{\"type\": \"SingleRay\", \"p1\": {\"x\": -500, \"y\": 100}, "
+           "\"p2\": {\"x\": %.17g, \"y\": %.17g}}]}",
+           -500 + sin(a), 100 - cos(a));
+  atl_op_scene *s;
+  atl_op_sim *sim = simulate(doc, &s);
+  cr_assert_geq(sim->nsegs, 3);
+  int caused = 0, results = 0;
+  for (long i = 0; i < sim->nsegs; i++) {
+    caused += (sim->segs[i].caused_grazing & ATL_OP_GRAZING_ANGLE) != 0;
+    results += (sim->segs[i].grazing & ATL_OP_GRAZING_ANGLE) != 0;
+  }
+  cr_assert_eq(caused, 1);
+  cr_assert_eq(results, 1);
+  cr_assert(sim->segs[0].caused_grazing & ATL_OP_GRAZING_ANGLE);
+  cr_assert(sim->segs[2].grazing & ATL_OP_GRAZING_ANGLE);
+  cr_assert_eq(sim->segs[2].kind, ATL_OP_REFRACT);
+  cr_assert_float_eq(sim->segs[2].p1.x, 643.01, 0.005);
+  cr_assert_float_eq(sim->segs[2].p1.y, 0, 1e-9);
+  atl__op_sim_free(sim);
+  atl__op_scene_free(s);
+}
+
+/* Energy: in the new colour modes (no brightening of thinned-out weak
+ * reflections) the power a source sends equals what leaves the scene plus
+ * what was truncated, whatever the glass does with it. */
+Test(optics_sim, energy_is_conserved) {
+  atl_op_scene *s;
+  atl_op_sim *sim = simulate(
+      "{\"version\": 5, \"colorMode\": \"linear\", \"objs\": ["
+      "{\"type\": \"Glass\", \"path\": [{\"x\": 200, \"y\": 50, \"arc\": "
+      "false}, {\"x\": 250, \"y\": 100, \"arc\": false}, {\"x\": 150, \"y\": "
+      "100, \"arc\": false}], \"refIndex\": 1.5}, {\"type\": "
+      "\"PointSource\", \"x\": 201.3, \"y\": 85, \"brightness\": 0.05}]}",
+      &s);
+  double out = 0, in = 0;
+  for (long i = 0; i < sim->nsegs; i++) {
+    if (sim->segs[i].kind == ATL_OP_SOURCE)
+      in += sim->segs[i].bs + sim->segs[i].bp;
+    if (sim->segs[i].hit_obj < 0)
+      out += sim->segs[i].bs + sim->segs[i].bp;
+  }
+  cr_assert_gt(in, 0);
+  cr_assert_null(sim->warning, "%s", sim->warning);
+  cr_assert_float_eq(out + sim->total_truncation, in, 1e-9 * in,
+                     "in %.12g, out %.12g, truncated %.12g", in, out,
+                     sim->total_truncation);
+  atl__op_sim_free(sim);
   atl__op_scene_free(s);
 }
