@@ -3,6 +3,7 @@
  * and the rounding of (n + x) near 2^53 must be the same. */
 #include "arc4.h"
 
+#include <math.h>
 #include <stddef.h>
 
 /* Decodes one UTF-8 sequence at *p into a code point and advances *p. A
@@ -94,21 +95,25 @@ void atl__op_arc4_seed(atl_op_arc4_t *r, const char *seed) {
     (void)byte(r);
 }
 
+/* seedrandom's draw, in integers: its doubles n, x and d hold exact
+ * integers and powers of two all along (n stays below 2^61, and halving
+ * it drops only zero bits, as it was a multiple of 256), so the same
+ * steps in uint64_t and a final scaling by d's power of two give the very
+ * same double, without a floating-point division per step. */
 double atl__op_arc4_next(atl_op_arc4_t *r) {
-  double n = 0;
+  uint64_t n = 0, x = 0;
+  int e = 48; /* d = 2^e */
   for (int k = 0; k < 6; k++)
     n = n * 256 + byte(r);
-  double d = 281474976710656.0; /* 2^48 */
-  double x = 0;
-  while (n < 4503599627370496.0) { /* 2^52 */
+  while (n < (1ULL << 52)) {
     n = (n + x) * 256;
-    d *= 256;
+    e += 8;
     x = byte(r);
   }
-  while (n >= 9007199254740992.0) { /* 2^53 */
+  while (n >= (1ULL << 53)) {
     n /= 2;
-    d /= 2;
-    x = (double)((uint32_t)x >> 1);
+    e -= 1;
+    x >>= 1;
   }
-  return (n + x) / d;
+  return ldexp((double)(n + x), -e);
 }

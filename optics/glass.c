@@ -133,7 +133,8 @@ atl_op_result atl__op_glass_refract(atl_op_glass *g, atl_op_sim *sim,
   /* The Python project's grazing criteria, for the tools' queries. */
   double ts = 1 - rs, tp = 1 - rp, b = r->bs + r->bp;
   unsigned grazing = 0;
-  if (acos(fmin(1, fabs(cos1))) * (180 / PI) >= ATL_OP_GRAZING_ANGLE_DEG)
+  /* An incidence of 85 degrees or more: its cosine is at most cos 85. */
+  if (fabs(cos1) <= cos(ATL_OP_GRAZING_ANGLE_DEG * (PI / 180)))
     grazing |= ATL_OP_GRAZING_ANGLE;
   if (ts > 1e-10 && tp / ts >= ATL_OP_GRAZING_POLAR_RATIO)
     grazing |= ATL_OP_GRAZING_POLAR;

@@ -231,8 +231,10 @@ struct atl_op_sim {
    * upstream pushes newRays. */
   atl_op_ray *staged;
   long nstaged, staged_cap;
-  double (*boxes)[4];   /* the optical objects' boxes, grown by a pad */
-  atl_op_segment *segs; /* NULL when not recording */
+  double (*boxes)[4];      /* the optical objects' boxes, grown by a pad */
+  unsigned char *testable; /* per optical object: 0 never, 1 by box, 2 */
+  int *cand;               /* scratch: the objects a ray may meet */
+  atl_op_segment *segs;    /* NULL when not recording */
   long nsegs, segs_cap;
   int record;
   long processed; /* processedRayCount */

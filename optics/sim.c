@@ -181,13 +181,19 @@ static void find_nearest(atl_op_sim *sim, const atl_op_ray *r, nearest_t *n) {
   n->obj = -1;
   n->nmerging = 0;
   n->undefined = 0;
-  for (int i = 0; i < s->noptical; i++) {
+  /* The objects the ray may meet, in order, from compact per-object
+   * flags and boxes (the objects themselves are further away in memory),
+   * then their own tests. */
+  int nc = 0, *cand = sim->cand;
+  const unsigned char *test = sim->testable;
+  for (int i = 0; i < s->noptical; i++)
+    if (test[i] == 2 ||
+        (test[i] == 1 && atl__op_ray_meets_box(&br, sim->boxes[i])))
+      cand[nc++] = i;
+  for (int k = 0; k < nc; k++) {
+    int i = cand[k];
     atl_op_obj *o = s->optical[i];
     atl_op_pt p;
-    if (!o->cls->intersect)
-      continue;
-    if (o->has_box && !atl__op_ray_meets_box(&br, sim->boxes[i]))
-      continue;
     if (!o->cls->intersect(o, sim, r, &p))
       continue;
     double d = atl__op_dist2(r->p1, p);
@@ -223,10 +229,15 @@ static void find_nearest(atl_op_sim *sim, const atl_op_ray *r, nearest_t *n) {
 static int boxes_make(atl_op_sim *sim) {
   atl_op_scene *s = sim->scene;
   sim->boxes = calloc((size_t)s->noptical + 1, sizeof(*sim->boxes));
-  if (!sim->boxes)
+  sim->testable = calloc((size_t)s->noptical + 1, 1);
+  sim->cand = calloc((size_t)s->noptical + 1, sizeof(int));
+  if (!sim->boxes || !sim->testable || !sim->cand)
     return -ENOMEM;
   for (int i = 0; i < s->noptical; i++) {
     const atl_op_obj *o = s->optical[i];
+    /* 0: no intersection test; 1: test it if the ray meets its box; 2:
+     * always test it. */
+    sim->testable[i] = !o->cls->intersect ? 0 : o->has_box ? 1 : 2;
     if (!o->has_box)
       continue;
     double m = 0;
@@ -407,6 +418,8 @@ void atl__op_sim_free(atl_op_sim *sim) {
   free(sim->staged);
   free(sim->segs);
   free(sim->boxes);
+  free(sim->testable);
+  free(sim->cand);
   atl__op_bodies_free(sim->bodies);
   free(sim->error);
   free(sim->warning);
