@@ -14,11 +14,18 @@ scenes without an expected CSV (their CSVs are held back, or their
 expected output is a picture) must still load and simulate without an
 error or a warning when all their types are implemented.
 
+For the 87 scenes of the app's CSV tests, the number of segments
+processed and the first Detector's power, normal and shear must equal
+those the index _derived/csv-scenes-index.csv gives from the app (the
+readings to 1e-6 relative), the held-back scenes included.
+
 Every scene is also written back in the app's format (--write) and the
 written scene simulated again: it must give the same CSV, byte for byte.
 
 Prints "N passed, M failed, P pending" and exits 1 if anything failed.
 """
+import csv
+import json
 import math
 import os
 import shutil
@@ -61,12 +68,43 @@ def compare(actual, expected):
     return None
 
 
-def run(scene, csv, write=None):
-    args = [CLI, scene] + (["--csv"] if csv else [])
+def run(scene, want_csv, write=None, summary=False):
+    args = [CLI, scene] + (["--csv"] if want_csv else [])
     if write:
         args += ["--write", write]
+    if summary:
+        args += ["--json"]
     p = subprocess.run(args, capture_output=True, text=True, timeout=300)
     return p.returncode, p.stdout, p.stderr
+
+
+def split_summary(out):
+    """The CSV part and the parsed JSON summary of --csv --json output."""
+    i = out.find("{")
+    return out[:i].rstrip("\n"), json.loads(out[i:])
+
+
+def index_rows():
+    path = os.path.join(DATA, "_derived", "csv-scenes-index.csv")
+    with open(path) as f:
+        return {r["scene"]: r for r in csv.DictReader(f)}
+
+
+def check_index(row, summ):
+    """None if the run agrees with the app's figures in the index."""
+    want = int(row["ray_segments_processed"])
+    if summ["processed_rays"] != want:
+        return "%d segments processed, the app %d" % (
+            summ["processed_rays"], want)
+    if row["detector_power"]:
+        if not summ["detectors"]:
+            return "no detector reading"
+        d = summ["detectors"][0]
+        for k in ("power", "normal", "shear"):
+            e = float(row["detector_" + k])
+            if not abs(d[k] - e) <= 1e-6 * (abs(e) + 1e-3):
+                return "detector %s %r, the app %r" % (k, d[k], e)
+    return None
 
 
 TMP = tempfile.mkdtemp(prefix="atl-optics-")
@@ -84,13 +122,16 @@ def main():
                 scenes.append(os.path.join(root, f))
     scenes.sort()
     with_csv = 0
+    index = index_rows()
+    checked = 0
     for scene in scenes:
         name = os.path.relpath(scene, DATA)
         expected_path = scene[:-5] + ".csv"
         has_csv = os.path.exists(expected_path)
         with_csv += has_csv
         written = os.path.join(TMP, "written.json")
-        rc, out, err = run(scene, has_csv, written)
+        row = index.get(name)
+        rc, out, err = run(scene, has_csv, written, summary=row is not None)
         if rc != 0 and any(m in err for m in PENDING_MARKERS):
             pending.append((name, err.strip().split(": ", 2)[-1]))
             continue
@@ -100,6 +141,16 @@ def main():
         if "warning" in err:
             failed.append((name, err.strip()))
             continue
+        if row is not None:
+            out, summ = split_summary(out)
+            if summ["warnings"]:
+                failed.append((name, "warning: %s" % summ["warnings"]))
+                continue
+            why = check_index(row, summ)
+            if why:
+                failed.append((name, why))
+                continue
+            checked += 1
         if has_csv:
             if not out:
                 failed.append((name, "no CSV"))
@@ -120,8 +171,13 @@ def main():
     for name, why in pending:
         print("pending %s: %s" % (name, why))
     print("%d passed, %d failed, %d pending (%d scenes, %d with an expected "
-          "CSV; %.1f s)" % (len(passed), len(failed), len(pending),
-                            len(scenes), with_csv, time.monotonic() - t0))
+          "CSV, %d checked against the app's index; %.1f s)" % (
+              len(passed), len(failed), len(pending), len(scenes), with_csv,
+              checked, time.monotonic() - t0))
+    if checked != len(index) and not pending:
+        print("FAIL: %d of the index's %d scenes were checked" % (
+            checked, len(index)))
+        return 1
     shutil.rmtree(TMP, ignore_errors=True)
     return 1 if failed else 0
 
