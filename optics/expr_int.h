@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "expr.h"
+#include "fail.h"
 
 /* Node types. SUM and PROD have any number of children, evaluated from
  * the first as JavaScript's reduce does (0 + a + b + ..., 1 * a * b ...);
@@ -117,12 +118,6 @@ enum { ATL_OP_AST_NOMEM = 1, ATL_OP_AST_TOO_BIG, ATL_OP_AST_TOO_DEEP };
 uint32_t atl__op_ast_add(atl_op_ast_t *a, int type, int fn, double v,
                          uint32_t k, const uint32_t *kids, uint32_t nk);
 void atl__op_ast_free(atl_op_ast_t *a);
-
-/* Stores a malloc()ed message made from fmt in *err (when err is not
- * NULL) and returns rc; if even the message cannot be allocated, *err is
- * NULL. */
-int atl__op_fail(char **err, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* Reads latex into *a (initialised by the caller with its limit) and
  * stores the root's index in *root. Returns 0, -EINVAL with *err, or

@@ -265,18 +265,6 @@ static const atl_op_field param_grin_fields[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int fail(char **err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int fail(char **err, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  if (vasprintf(err, fmt, ap) < 0)
-    *err = NULL;
-  va_end(ap);
-  return -EINVAL;
-}
-
 static int push(param_grin *pg, int *cap, atl_op_pt p) {
   if (pg->n == *cap) {
     int c = *cap ? *cap * 2 : 256;
@@ -295,10 +283,11 @@ static int sample(param_grin *pg, int *cap, int i, atl_op_expr_t *const *fn,
                   double t, char **err) {
   double x = atl__op_expr_eval(fn[0], &t), y = atl__op_expr_eval(fn[1], &t);
   if (!isfinite(x) || !isfinite(y))
-    return fail(err,
-                "ParamGrinGlass: \"pieces\"[%d] gives a non-finite point "
-                "(%g, %g) at t = %.17g",
-                i, x, y, t);
+    return atl__op_fail(
+        err, -EINVAL,
+        "ParamGrinGlass: \"pieces\"[%d] gives a non-finite point "
+        "(%g, %g) at t = %.17g",
+        i, x, y, t);
   return push(pg, cap, atl__op_pt(pg->gr.origin.x + x, pg->gr.origin.y + y));
 }
 
@@ -318,53 +307,60 @@ static int param_sample(param_grin *pg, char **err) {
   static const char *const keys[] = {"eqnX", "eqnY", "tMin", "tMax", "tStep"};
   json_object *j = pg->pieces_json;
   if (!json_object_is_type(j, json_type_array))
-    return fail(err, "ParamGrinGlass: \"pieces\" must be an array of "
-                     "{\"eqnX\", \"eqnY\", \"tMin\", \"tMax\", \"tStep\"}");
+    return atl__op_fail(err, -EINVAL,
+                        "ParamGrinGlass: \"pieces\" must be an array of "
+                        "{\"eqnX\", \"eqnY\", \"tMin\", \"tMax\", \"tStep\"}");
   int np = (int)json_object_array_length(j), cap = 0, rc = 0;
   for (int i = 0; i < np && rc == 0; i++) {
     json_object *e = json_object_array_get_idx(j, (size_t)i), *v;
     if (!json_object_is_type(e, json_type_object))
-      return fail(err, "ParamGrinGlass: \"pieces\"[%d] must be an object", i);
+      return atl__op_fail(
+          err, -EINVAL, "ParamGrinGlass: \"pieces\"[%d] must be an object", i);
     json_object_object_foreach(e, key, val) {
       (void)val;
       int known = 0;
       for (int k = 0; k < 5; k++)
         known |= strcmp(key, keys[k]) == 0;
       if (!known)
-        return fail(err,
-                    "ParamGrinGlass: \"pieces\"[%d] has an unknown key "
-                    "\"%s\"; a piece has eqnX, eqnY, tMin, tMax and tStep",
-                    i, key);
+        return atl__op_fail(
+            err, -EINVAL,
+            "ParamGrinGlass: \"pieces\"[%d] has an unknown key "
+            "\"%s\"; a piece has eqnX, eqnY, tMin, tMax and tStep",
+            i, key);
     }
     double t0, t1, dt;
     if (!num_key(e, "tMin", &t0) || !num_key(e, "tMax", &t1) ||
         !num_key(e, "tStep", &dt))
-      return fail(err,
-                  "ParamGrinGlass: \"pieces\"[%d] needs numbers \"tMin\", "
-                  "\"tMax\" and \"tStep\"",
-                  i);
+      return atl__op_fail(
+          err, -EINVAL,
+          "ParamGrinGlass: \"pieces\"[%d] needs numbers \"tMin\", "
+          "\"tMax\" and \"tStep\"",
+          i);
     if (!(dt > 0))
-      return fail(err, "ParamGrinGlass: \"pieces\"[%d].tStep must be positive",
-                  i);
+      return atl__op_fail(
+          err, -EINVAL, "ParamGrinGlass: \"pieces\"[%d].tStep must be positive",
+          i);
     if (!(t0 < t1) || !isfinite(t0) || !isfinite(t1))
-      return fail(err,
-                  "ParamGrinGlass: \"pieces\"[%d] needs finite tMin < tMax", i);
+      return atl__op_fail(
+          err, -EINVAL,
+          "ParamGrinGlass: \"pieces\"[%d] needs finite tMin < tMax", i);
     atl_op_expr_t *fn[2] = {NULL, NULL};
     for (int k = 0; k < 2 && rc == 0; k++) {
       char *msg = NULL;
       if (!json_object_object_get_ex(e, keys[k], &v) ||
           !json_object_is_type(v, json_type_string)) {
-        rc = fail(err,
-                  "ParamGrinGlass: \"pieces\"[%d].%s must be an equation "
-                  "(a string) in t",
-                  i, keys[k]);
+        rc = atl__op_fail(
+            err, -EINVAL,
+            "ParamGrinGlass: \"pieces\"[%d].%s must be an equation "
+            "(a string) in t",
+            i, keys[k]);
         break;
       }
       rc = atl__op_expr_compile(json_object_get_string(v), tvar, 1, &fn[k],
                                 &msg);
       if (rc == -EINVAL) {
-        rc = fail(err, "ParamGrinGlass: \"pieces\"[%d].%s: %s", i, keys[k],
-                  msg ? msg : "out of memory");
+        rc = atl__op_fail(err, -EINVAL, "ParamGrinGlass: \"pieces\"[%d].%s: %s",
+                          i, keys[k], msg ? msg : "out of memory");
       }
       free(msg);
     }
@@ -406,10 +402,12 @@ static int param_init(atl_op_obj *o, atl_op_scene *s, char **err) {
   (void)s;
   param_grin *pg = (param_grin *)o;
   if (!pg->curve_type)
-    return fail(err, "ParamGrinGlass: \"curveType\" must be a string");
+    return atl__op_fail(err, -EINVAL,
+                        "ParamGrinGlass: \"curveType\" must be a string");
   if (strcmp(pg->curve_type, "cubicBezier") == 0)
-    return fail(err, "ParamGrinGlass: \"curveType\" \"cubicBezier\" is not "
-                     "supported yet");
+    return atl__op_fail(err, -EINVAL,
+                        "ParamGrinGlass: \"curveType\" \"cubicBezier\" is not "
+                        "supported yet");
   /* Upstream takes any other value as its default. */
   pg->smooth = strcmp(pg->curve_type, "polygonal") != 0;
   int rc = param_sample(pg, err);

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "arc4.h"
+#include "fail.h"
 
 typedef struct {
   double x, y;

@@ -106,20 +106,6 @@ static const char *const scene_keys[] = {
     "theme",
 };
 
-static int fail(char **err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int fail(char **err, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(err, fmt, ap) < 0)
-      *err = NULL;
-    va_end(ap);
-  }
-  return -EINVAL;
-}
-
 double atl__op_ray_density(const atl_op_scene *s) {
   return strcmp(s->mode, "rays") == 0 || strcmp(s->mode, "extended") == 0
              ? s->ray_mode_density
@@ -148,11 +134,13 @@ static int read_field(atl_op_obj *o, json_object *j, const atl_op_field *f,
   switch (f->type) {
   case ATL_OP_F_NUM:
     if (!num_of(v, (double *)p))
-      rc = fail(err, "%s: \"%s\" must be a number", where, f->name);
+      rc = atl__op_fail(err, -EINVAL, "%s: \"%s\" must be a number", where,
+                        f->name);
     break;
   case ATL_OP_F_BOOL:
     if (!v || !json_object_is_type(v, json_type_boolean))
-      rc = fail(err, "%s: \"%s\" must be true or false", where, f->name);
+      rc = atl__op_fail(err, -EINVAL, "%s: \"%s\" must be true or false", where,
+                        f->name);
     else
       *(int *)p = json_object_get_boolean(v);
     break;
@@ -163,16 +151,19 @@ static int read_field(atl_op_obj *o, json_object *j, const atl_op_field *f,
         !json_object_object_get_ex(v, "x", &x) ||
         !json_object_object_get_ex(v, "y", &y) || !num_of(x, &pt->x) ||
         !num_of(y, &pt->y))
-      rc = fail(err,
-                "%s: \"%s\" must be a point {\"x\": number, \"y\": number}%s",
-                where, f->name, have ? "" : " (it has no default)");
+      rc = atl__op_fail(
+          err, -EINVAL,
+          "%s: \"%s\" must be a point {\"x\": number, \"y\": number}%s", where,
+          f->name, have ? "" : " (it has no default)");
     else if (!isfinite(pt->x) || !isfinite(pt->y))
-      rc = fail(err, "%s: \"%s\" must have finite coordinates", where, f->name);
+      rc = atl__op_fail(err, -EINVAL, "%s: \"%s\" must have finite coordinates",
+                        where, f->name);
     break;
   }
   case ATL_OP_F_STR:
     if (v && !json_object_is_type(v, json_type_string))
-      rc = fail(err, "%s: \"%s\" must be a string", where, f->name);
+      rc = atl__op_fail(err, -EINVAL, "%s: \"%s\" must be a string", where,
+                        f->name);
     else if (v && !(*(char **)p = strdup(json_object_get_string(v))))
       rc = -ENOMEM;
     break;
@@ -255,15 +246,17 @@ static int load_obj(atl_op_scene *s, json_object *j, int doc_index,
                     const char *where, int depth, char **err) {
   json_object *t;
   if (!json_object_is_type(j, json_type_object))
-    return fail(err, "%s: must be an object", where);
+    return atl__op_fail(err, -EINVAL, "%s: must be an object", where);
   if (!json_object_object_get_ex(j, "type", &t) ||
       !json_object_is_type(t, json_type_string))
-    return fail(err, "%s: needs a \"type\" (a string such as \"Mirror\")",
-                where);
+    return atl__op_fail(err, -EINVAL,
+                        "%s: needs a \"type\" (a string such as \"Mirror\")",
+                        where);
   const char *type = json_object_get_string(t);
   if (strcmp(type, "ModuleObj") == 0) {
     if (depth > 8)
-      return fail(err, "%s: modules nested deeper than 8", where);
+      return atl__op_fail(err, -EINVAL, "%s: modules nested deeper than 8",
+                          where);
     json_object *objs = NULL;
     int rc = atl__op_module_expand(s->doc, j, module_random, s, &objs, err);
     if (rc < 0)
@@ -280,7 +273,8 @@ static int load_obj(atl_op_scene *s, json_object *j, int doc_index,
   }
   const atl_op_class *c = atl__op_class_find(type);
   if (!c)
-    return fail(err, "%s: unknown object type \"%s\"", where, type);
+    return atl__op_fail(err, -EINVAL, "%s: unknown object type \"%s\"", where,
+                        type);
   json_object_object_foreach(j, key, val) {
     (void)val;
     if (!field_known(c, key)) {
@@ -291,8 +285,9 @@ static int load_obj(atl_op_scene *s, json_object *j, int doc_index,
         strcat(known, known[0] ? ", " : "");
         strcat(known, f->name);
       }
-      return fail(err, "%s (%s): unknown field \"%s\"; %s has %s", where, type,
-                  key, type, known[0] ? known : "no fields");
+      return atl__op_fail(err, -EINVAL,
+                          "%s (%s): unknown field \"%s\"; %s has %s", where,
+                          type, key, type, known[0] ? known : "no fields");
     }
   }
   atl_op_obj *o = calloc(1, c->size);
@@ -326,7 +321,7 @@ static int setting_num(json_object *doc, const char *key, double def,
   if (!json_object_object_get_ex(doc, key, &v) || v == NULL)
     return 0;
   if (!num_of(v, out))
-    return fail(err, "scene: \"%s\" must be a number", key);
+    return atl__op_fail(err, -EINVAL, "scene: \"%s\" must be a number", key);
   return 0;
 }
 
@@ -336,7 +331,7 @@ static int setting_str(json_object *doc, const char *key, const char *def,
   const char *val = def;
   if (json_object_object_get_ex(doc, key, &v) && v != NULL) {
     if (!json_object_is_type(v, json_type_string))
-      return fail(err, "scene: \"%s\" must be a string", key);
+      return atl__op_fail(err, -EINVAL, "scene: \"%s\" must be a string", key);
     val = json_object_get_string(v);
   }
   if (allowed) {
@@ -349,8 +344,9 @@ static int setting_str(json_object *doc, const char *key, const char *def,
         strcat(list, list[0] ? ", " : "");
         strcat(list, *a);
       }
-      return fail(err, "scene: \"%s\" is \"%s\"; it must be one of %s", key,
-                  val, list);
+      return atl__op_fail(err, -EINVAL,
+                          "scene: \"%s\" is \"%s\"; it must be one of %s", key,
+                          val, list);
     }
   }
   *out = strdup(val);
@@ -361,15 +357,16 @@ static int load_settings(atl_op_scene *s, json_object *doc, char **err) {
   json_object *v;
   if (!json_object_object_get_ex(doc, "version", &v) ||
       !json_object_is_type(v, json_type_int) || json_object_get_int(v) != 5)
-    return fail(err, "scene: \"version\" must be 5 (Ray Optics Simulation's "
-                     "current format); older versions are not converted");
+    return atl__op_fail(err, -EINVAL,
+                        "scene: \"version\" must be 5 (Ray Optics Simulation's "
+                        "current format); older versions are not converted");
   json_object_object_foreach(doc, key, val) {
     (void)val;
     int ok = 0;
     for (size_t i = 0; i < sizeof(scene_keys) / sizeof(scene_keys[0]); i++)
       ok |= strcmp(scene_keys[i], key) == 0;
     if (!ok)
-      return fail(err, "scene: unknown key \"%s\"", key);
+      return atl__op_fail(err, -EINVAL, "scene: unknown key \"%s\"", key);
   }
   static const char *const modes[] = {"rays", "extended", "images", "observer",
                                       NULL};
@@ -402,23 +399,27 @@ static int load_settings(atl_op_scene *s, json_object *doc, char **err) {
                   {"lengthScale", s->length_scale}};
   for (size_t i = 0; i < sizeof(positive) / sizeof(positive[0]); i++)
     if (!(positive[i].v > 0) || !isfinite(positive[i].v))
-      return fail(err, "scene: \"%s\" must be a positive number, not %g",
-                  positive[i].key, positive[i].v);
+      return atl__op_fail(err, -EINVAL,
+                          "scene: \"%s\" must be a positive number, not %g",
+                          positive[i].key, positive[i].v);
   if (json_object_object_get_ex(doc, "simulateColors", &v) && v) {
     if (!json_object_is_type(v, json_type_boolean))
-      return fail(err, "scene: \"simulateColors\" must be true or false");
+      return atl__op_fail(err, -EINVAL,
+                          "scene: \"simulateColors\" must be true or false");
     s->simulate_colors = json_object_get_boolean(v);
   }
   /* How overlapping gradient-index glasses combine their equations
    * (grin.c says why the results do not depend on it here). */
   if (json_object_object_get_ex(doc, "symbolicBodyMerging", &v) && v) {
     if (!json_object_is_type(v, json_type_boolean))
-      return fail(err, "scene: \"symbolicBodyMerging\" must be true or false");
+      return atl__op_fail(
+          err, -EINVAL, "scene: \"symbolicBodyMerging\" must be true or false");
     s->symbolic_body_merging = json_object_get_boolean(v);
   }
   if (json_object_object_get_ex(doc, "randomSeed", &v) && v) {
     if (!json_object_is_type(v, json_type_string))
-      return fail(err, "scene: \"randomSeed\" must be a string or null");
+      return atl__op_fail(err, -EINVAL,
+                          "scene: \"randomSeed\" must be a string or null");
     s->random_seed = strdup(json_object_get_string(v));
     if (!s->random_seed)
       return -ENOMEM;
@@ -442,7 +443,8 @@ int atl__op_scene_load(json_object *doc, atl_op_scene **out, char **err) {
   if (err)
     *err = NULL;
   if (!json_object_is_type(doc, json_type_object))
-    return fail(err, "scene: the document must be a JSON object");
+    return atl__op_fail(err, -EINVAL,
+                        "scene: the document must be a JSON object");
   atl_op_scene *s = calloc(1, sizeof(*s));
   if (!s)
     return -ENOMEM;
@@ -451,7 +453,8 @@ int atl__op_scene_load(json_object *doc, atl_op_scene **out, char **err) {
   json_object *objs = NULL;
   if (rc == 0 && json_object_object_get_ex(doc, "objs", &objs) && objs &&
       !json_object_is_type(objs, json_type_array))
-    rc = fail(err, "scene: \"objs\" must be an array of objects");
+    rc = atl__op_fail(err, -EINVAL,
+                      "scene: \"objs\" must be an array of objects");
   size_t n = rc == 0 && objs ? json_object_array_length(objs) : 0;
   for (size_t i = 0; rc == 0 && i < n; i++) {
     char where[32];
