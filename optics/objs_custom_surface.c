@@ -81,6 +81,15 @@ int atl__op_out_rays_init(const atl_op_obj *o, atl_op_out_rays *out,
     char what[2][48];
     snprintf(what[0], sizeof(what[0]), "outRays[%d].eqnTheta", j);
     snprintf(what[1], sizeof(what[1]), "outRays[%d].eqnP", j);
+    if (!json_object_is_type(item, json_type_object)) {
+      rc = asprintf(err,
+                    "%s: \"outRays\"[%d] must be an object {\"eqnTheta\": "
+                    "..., \"eqnP\": ...}",
+                    o->cls->type, j) < 0
+               ? -ENOMEM
+               : -EINVAL;
+      break;
+    }
     json_object_object_foreach(item, key, val) {
       (void)val;
       if (strcmp(key, "eqnTheta") && strcmp(key, "eqnP")) {

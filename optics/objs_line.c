@@ -141,9 +141,17 @@ static const atl_op_field detector_fields[] = {
 };
 
 /* The bins of the irradiance map: ceil(length / binSize). */
+/* The most bins an irradiance map may have: the map and its CSV (some
+ * 66 bytes a row) must fit in memory. The app's tests use at most 198. */
+#define DETECTOR_MAX_BINS 1000000
+
+static double detector_bins_wanted(const detector *d) {
+  return ceil(sqrt(atl__op_dist2(d->p1, d->p2)) / d->bin_size);
+}
+
 static long detector_nbins(const detector *d) {
-  double n = ceil(sqrt(atl__op_dist2(d->p1, d->p2)) / d->bin_size);
-  return n > 0 && n < 1e8 ? (long)n : 0;
+  double n = detector_bins_wanted(d);
+  return n > 0 && n <= DETECTOR_MAX_BINS ? (long)n : 0;
 }
 
 static int detector_init(atl_op_obj *o, atl_op_scene *s, char **err) {
@@ -152,11 +160,11 @@ static int detector_init(atl_op_obj *o, atl_op_scene *s, char **err) {
     *err = strdup("Detector: \"binSize\" must be a positive number");
     return -EINVAL;
   }
-  if (d->irrad_map && detector_nbins(d) == 0 &&
-      atl__op_dist2(d->p1, d->p2) > 0) {
-    *err = strdup("Detector: too many bins (length / binSize above 1e8)");
-    return -EINVAL;
-  }
+  if (d->irrad_map && !(detector_bins_wanted(d) <= DETECTOR_MAX_BINS))
+    return atl__op_fail(err, -EINVAL,
+                        "Detector: its length over \"binSize\" gives %.3g "
+                        "bins; at most %d: raise binSize or shorten it",
+                        detector_bins_wanted(d), DETECTOR_MAX_BINS);
   return 0;
 }
 
