@@ -97,8 +97,10 @@ static void point_source_start(atl_op_obj *o, atl_op_sim *sim) {
   double i0 = strcmp(sc->mode, "observer") == 0 ? -s * 2 + 1e-6 : 0;
   double b = fmin(p->brightness / d, 1);
   for (double i = i0; i < PI * 2 - 1e-5; i = i + s)
-    emit(sim, atl__op_pt(p->x, p->y), atl__op_pt(p->x + sin(i), p->y + cos(i)),
-         b, p->wavelength, i == i0);
+    if (emit(sim, atl__op_pt(p->x, p->y),
+             atl__op_pt(p->x + sin(i), p->y + cos(i)), b, p->wavelength,
+             i == i0) < 0)
+      return; /* the rays' limit (sim->error says so) */
   atl__op_brightness_scale(sim, b / (p->brightness / d));
 }
 
@@ -148,8 +150,10 @@ static void angle_source_start(atl_op_obj *o, atl_op_sim *sim) {
   for (double i = start; i < end; i = i + s) {
     double r = sqrt(dx * dx + dy * dy);
     double ang = i + atan2(dy, dx);
-    emit(sim, a->p1, atl__op_pt(a->p1.x + r * cos(ang), a->p1.y + r * sin(ang)),
-         b, a->wavelength, i == i0);
+    if (emit(sim, a->p1,
+             atl__op_pt(a->p1.x + r * cos(ang), a->p1.y + r * sin(ang)), b,
+             a->wavelength, i == i0) < 0)
+      return;
   }
   atl__op_brightness_scale(sim, b / (a->brightness / d));
 }
