@@ -12,7 +12,7 @@
  * decimal exponent n, such that v = 0.d1d2...dk x 10^n. printf's %.*e
  * rounds correctly, so the first precision that reads back as v is the
  * shortest. */
-static int shortest(double v, char digits[20], int *n) {
+int atl__op_shortest(double v, char digits[24], int *n) {
   char tmp[40];
   for (int prec = 1; prec <= 17; prec++) {
     snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, v);
@@ -46,8 +46,8 @@ size_t atl__op_jsnum(double v, char *buf) {
     *o++ = '-';
     v = -v;
   }
-  char d[20];
-  int n, k = shortest(v, d, &n);
+  char d[24];
+  int n, k = atl__op_shortest(v, d, &n);
   if (k <= n && n <= 21) {
     /* An integer: the digits, then n - k zeros. */
     memcpy(o, d, (size_t)k);

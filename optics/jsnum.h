@@ -11,6 +11,11 @@
 /* The shortest text long enough for any double: "-1.2345678901234567e-308". */
 #define ATL_OP_JSNUM_MAX 32
 
+/* The shortest significand digits of a finite v > 0 that read back as v
+ * (NUL-terminated, at most 17) and n such that v = 0.d1d2...dk x 10^n;
+ * returns k. JavaScript's and mathjs's number text both start here. */
+int atl__op_shortest(double v, char digits[24], int *n);
+
 /* Writes v into buf (at least ATL_OP_JSNUM_MAX bytes), NUL-terminated, and
  * returns its length. NaN is "NaN", the infinities "Infinity" and
  * "-Infinity", and -0 is "0", as in JavaScript. */

@@ -7,6 +7,7 @@
  * the module scope do not), then the constants and functions below. A
  * scope copy keeps a reference on its source, so functions defined in the
  * source stay valid for as long as the copy lives. */
+#include "jsnum.h"
 #include "mathexpr_int.h"
 
 #include <errno.h>

@@ -18,36 +18,6 @@
 #define TEX_MAX_INLINE 32    /* nested inlined calls */
 #define TEX_MAX_LEN (4u << 20)
 
-int atl__op_shortest(double v, char digits[24], int *e) {
-  char buf[ATL_OP_JSNUM_MAX];
-  atl__op_jsnum(v, buf);
-  /* jsnum writes d[.ddd]e+x, or fixed digits with at most one dot. */
-  char *x = strchr(buf, 'e'), *dot = strchr(buf, '.');
-  const char *p = buf;
-  int k = 0;
-  if (x) {
-    *e = atoi(x + 1) + 1;
-    *x = '\0';
-  } else if (buf[0] == '0' && dot) {
-    /* 0.000ddd: the leading zeros after the dot lower the exponent. */
-    p = dot + 1;
-    int z = 0;
-    while (p[z] == '0')
-      z++;
-    *e = -z;
-    p += z;
-  } else {
-    *e = dot ? (int)(dot - buf) : (int)strlen(buf);
-  }
-  for (; *p && k < 23; p++)
-    if (*p >= '0' && *p <= '9')
-      digits[k++] = *p;
-  while (k > 1 && digits[k - 1] == '0')
-    k--;
-  digits[k] = '\0';
-  return k;
-}
-
 void atl__op_mathjs_format(double v, char *buf) {
   if (isnan(v)) {
     strcpy(buf, "NaN");
