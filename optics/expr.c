@@ -2,9 +2,6 @@
  * JavaScript's semantics, code generation with constant folding, and the
  * evaluator. The code is postfix over a value stack whose depth is known
  * at compilation, so evaluating allocates nothing. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* vasprintf */
-#endif
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -74,17 +71,6 @@ struct atl_op_expr {
   size_t ncode;
   uint8_t *uses; /* nvars flags */
 };
-
-int atl__op_fail(char **err, int rc, const char *fmt, ...) {
-  if (err == NULL)
-    return rc;
-  va_list ap;
-  va_start(ap, fmt);
-  if (vasprintf(err, fmt, ap) < 0)
-    *err = NULL;
-  va_end(ap);
-  return rc;
-}
 
 uint32_t atl__op_ast_add(atl_op_ast_t *a, int type, int fn, double v,
                          uint32_t k, const uint32_t *kids, uint32_t nk) {

@@ -6,7 +6,7 @@
  * postfix !, then symbols, calls, numbers and parentheses. The tree keeps
  * parentheses and the implicit flag, which the LaTeX writer needs. */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1 /* vasprintf */
+#define _GNU_SOURCE 1
 #endif
 #include "mathexpr_int.h"
 
@@ -15,16 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-char *atl__op_xfmt(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *s = NULL;
-  if (vasprintf(&s, fmt, ap) < 0)
-    s = NULL;
-  va_end(ap);
-  return s;
-}
 
 atl_op_xnode_t *atl__op_xnode_new(atl_op_xkind_t kind, uint32_t nargs) {
   atl_op_xnode_t *n = calloc(1, sizeof(*n));

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+#include "fail.h"
 #include "mathexpr.h"
 
 /* Node kinds, after mathjs's node classes. */
@@ -80,14 +81,7 @@ atl_op_xnode_t *atl__op_xnode_clone(const atl_op_xnode_t *n);
 /* A node with nargs zeroed child slots, or NULL. */
 atl_op_xnode_t *atl__op_xnode_new(atl_op_xkind_t kind, uint32_t nargs);
 
-/* The shortest significand digits of a finite v > 0 (NUL-terminated, at
- * most 17) and e such that v = 0.d1d2...dk x 10^e; returns k. */
-int atl__op_shortest(double v, char digits[24], int *e);
-
 /* mathjs's nearlyEqual with its default tolerances. */
 int atl__op_nearly_equal(double a, double b);
-
-/* A malloc()ed printf, or NULL. */
-char *atl__op_xfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -1,8 +1,9 @@
 /* ModuleObj expansion (module.h), after upstream's ModuleObj.expandObjs,
  * expandArray, expandObject, expandString and parseVariableRange. */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1 /* asprintf, vasprintf */
+#define _GNU_SOURCE 1 /* asprintf */
 #endif
+#include "fail.h"
 #include "module.h"
 
 #include <errno.h>
@@ -57,9 +58,7 @@ __attribute__((format(printf, 2, 3))) static int merr(mod_t *m, const char *fmt,
     return m->g->rc;
   va_list ap;
   va_start(ap, fmt);
-  char *msg = NULL;
-  if (vasprintf(&msg, fmt, ap) < 0)
-    msg = NULL;
+  char *msg = atl__op_vfmt(fmt, ap);
   va_end(ap);
   if (msg == NULL || asprintf(&m->g->err, "%s: %s%s%s", m->where, m->path,
                               m->plen ? ": " : "", msg) < 0)

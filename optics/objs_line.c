@@ -29,11 +29,9 @@ int atl__op_filter_passes(const atl_op_sim *sim, int filter, int invert,
 }
 
 int atl__op_obj_fail(const atl_op_obj *o, char **err, const char *fmt, ...) {
-  char *msg = NULL;
   va_list ap;
   va_start(ap, fmt);
-  if (vasprintf(&msg, fmt, ap) < 0)
-    msg = NULL;
+  char *msg = atl__op_vfmt(fmt, ap);
   va_end(ap);
   if (asprintf(err, "objs[%d] (%s): %s", o->doc_index, o->cls->type,
                msg ? msg : "invalid") < 0)

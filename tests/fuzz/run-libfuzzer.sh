@@ -28,15 +28,15 @@ sources() {
       daemon/providers/openai.c daemon/providers/anthropic.c \
       daemon/providers/gemini.c ;;
     fcgi) echo fcgi/match.c ;;
-    optics_expr) echo optics/expr.c optics/expr_parse.c optics/expr_deriv.c ;;
+    optics_expr) echo optics/fail.c optics/expr.c optics/expr_parse.c optics/expr_deriv.c ;;
     # The tracer's own files: everything in render/ but the farm, its
     # worker, the CLI and PNG encoding.
     render) (cd "$src" && ls render/*.c | grep -v -e farm -e worker -e cli -e png) ;;
     # The optics simulator: its library's files, not the CLI.
     optics_scene) (cd "$src" && ls optics/*.c | grep -v -e cli) ;;
-    optics_mathexpr) echo optics/jsnum.c optics/mathexpr.c \
+    optics_mathexpr) echo optics/fail.c optics/jsnum.c optics/mathexpr.c \
       optics/mathexpr_eval.c optics/mathexpr_tex.c ;;
-    optics_module) echo optics/jsnum.c optics/mathexpr.c \
+    optics_module) echo optics/fail.c optics/jsnum.c optics/mathexpr.c \
       optics/mathexpr_eval.c optics/mathexpr_tex.c optics/module.c ;;
     scene) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c \
       daemon/util.c plugins/scene/scene.c plugins/scene/scene_state.c \
