@@ -54,6 +54,9 @@ int opx_run_build(json_object *doc, long ray_limit, opx_run_t **out,
   rc = atl__op_sim_run(run->scene, ray_limit, 1, &run->sim);
   run->simulate_ms = now_ms() - t1;
   if (rc != 0) {
+    /* The simulation's own reason: too many source rays, out of memory. */
+    if (run->sim != NULL && run->sim->error != NULL)
+      *err = strdup(run->sim->error);
     opx_run_free(run);
     return rc;
   }
