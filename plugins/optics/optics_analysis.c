@@ -104,8 +104,9 @@ int opx_tool_simulate(atl_call_t *call) {
    * check_energy_conservation can never disagree. */
   json_object *check = opx_energy_check(&run->tree);
   json_object *energy = json_object_new_object();
-  static const char *const keys[] = {"emitted", "escaped", "absorbed"};
-  for (int k = 0; k < 3; k++) {
+  static const char *const keys[] = {"emitted", "escaped", "absorbed",
+                                     "unaccounted"};
+  for (int k = 0; k < 4; k++) {
     json_object *v;
     if (json_object_object_get_ex(check, keys[k], &v))
       json_object_object_add(energy, keys[k], json_object_get(v));
