@@ -35,6 +35,9 @@ typedef struct {
   double x0, y0, cw, chh;
   int nx, ny;
   int *cell_start, *items; /* the chunks of cell i: items[cell_start[i]..] */
+  /* The edges of half-planes (PlaneGlass), whose boundary is the whole
+   * line through the edge: no grid holds them, every query tests them. */
+  int *lines, nlines;
 } gindex;
 
 /* --- Distances ---------------------------------------------------------- */
@@ -247,8 +250,12 @@ int opx_geom_index_build(opx_geom_t *g) {
   if (!(len > 0))
     len = 1;
   x->edge_ch = malloc(((size_t)g->nedges + 1) * sizeof(int));
-  if (!x->edge_ch)
+  x->lines = malloc(((size_t)g->nedges + 1) * sizeof(int));
+  if (!x->edge_ch || !x->lines)
     return -ENOMEM;
+  for (int i = 0; i < g->nobjs; i++)
+    if (g->objs[i].outline.half_plane && g->objs[i].nedges == 1)
+      x->lines[x->nlines++] = g->objs[i].first_edge;
   for (int pass = 0; pass < 2; pass++) {
     x->nch = 0;
     for (int i = 0; i < g->nedges; i++) {
@@ -287,6 +294,7 @@ void opx_geom_index_free(void *index) {
   free(x->edge_ch);
   free(x->cell_start);
   free(x->items);
+  free(x->lines);
   free(x);
 }
 
@@ -312,36 +320,47 @@ static int found_add(int **found, int *n, int *cap, int *local, int ed) {
   return 0;
 }
 
+/* The distance from p to the whole line through edge e's ends. */
+static double line_dist(const atl_op_edge *e, atl_op_pt p) {
+  double sx = e->p2.x - e->p1.x, sy = e->p2.y - e->p1.y;
+  double l = sqrt(sx * sx + sy * sy);
+  return l > 0 ? fabs(sx * (p.y - e->p1.y) - sy * (p.x - e->p1.x)) / l
+               : sqrt(atl__op_dist2(p, e->p1));
+}
+
 int opx_geom_edges_at(const opx_geom_t *g, atl_op_pt p, double tol, int *out,
                       int max) {
   const gindex *x = g->index;
-  if (!x || !isfinite(p.x) || !isfinite(p.y) || x->nch == 0)
+  if (!x || !isfinite(p.x) || !isfinite(p.y))
     return 0;
   tol = tol > 0 ? tol : 0;
+  int local[32], *found = local, n = 0, cap = 32;
+  for (int i = 0; i < x->nlines; i++)
+    if (line_dist(g->edges[x->lines[i]].e, p) <= tol &&
+        found_add(&found, &n, &cap, local, x->lines[i]) < 0)
+      goto nomem;
   double gx1 = x->x0 + x->cw * x->nx, gy1 = x->y0 + x->chh * x->ny;
-  if (p.x + tol < x->x0 || p.x - tol > gx1 || p.y + tol < x->y0 ||
-      p.y - tol > gy1)
-    return 0;
   int i0 = cell_of(p.x - tol, x->x0, x->cw, x->nx);
   int i1 = cell_of(p.x + tol, x->x0, x->cw, x->nx);
   int j0 = cell_of(p.y - tol, x->y0, x->chh, x->ny);
   int j1 = cell_of(p.y + tol, x->y0, x->chh, x->ny);
-  int local[32], *found = local, n = 0, cap = 32;
+  /* Outside the grid: no cell. */
+  if (x->nch == 0 || p.x + tol < x->x0 || p.x - tol > gx1 ||
+      p.y + tol < x->y0 || p.y - tol > gy1)
+    j1 = j0 - 1;
   for (int j = j0; j <= j1; j++)
     for (int i = i0; i <= i1; i++) {
       size_t c = (size_t)j * (size_t)x->nx + (size_t)i;
       for (int k = x->cell_start[c]; k < x->cell_start[c + 1]; k++) {
         const chunk_t *ch = &x->ch[x->items[k]];
-        if (!box_near(ch->box, p, tol))
+        if (!box_near(ch->box, p, tol) ||
+            g->objs[g->edges[ch->edge].obj].outline.half_plane)
           continue;
         atl_op_pt q;
         int seg;
         if (chunk_near(ch, g->edges[ch->edge].e, p, &q, &seg) <= tol &&
-            found_add(&found, &n, &cap, local, ch->edge) < 0) {
-          if (found != local)
-            free(found);
-          return -ENOMEM;
-        }
+            found_add(&found, &n, &cap, local, ch->edge) < 0)
+          goto nomem;
       }
     }
   /* In the edges' order, whichever cells found them. */
@@ -355,6 +374,10 @@ int opx_geom_edges_at(const opx_geom_t *g, atl_op_pt p, double tol, int *out,
   if (found != local)
     free(found);
   return n;
+nomem:
+  if (found != local)
+    free(found);
+  return -ENOMEM;
 }
 
 /* Whether the rightward horizontal ray from p crosses the segment a-b,

@@ -361,6 +361,13 @@ Test(optics_geom, contains_polygon_and_half_plane) {
   cr_expect_eq(opx_geom_contains(geom, 1, atl__op_pt(50, 299), 1e-6), 0);
   cr_expect_eq(opx_geom_contains(geom, 1, atl__op_pt(50, 300.0000001), 1e-6),
                0);
+  /* Rays cross its boundary anywhere along the line, far past p1-p2. */
+  int e[4];
+  cr_assert_eq(opx_geom_edges_at(geom, atl__op_pt(-5000, 300), 1e-9, e, 4), 1);
+  cr_expect_eq(e[0], 3);
+  cr_expect_eq(opx_geom_edges_at(geom, atl__op_pt(-5000, 300.1), 1e-3, e, 4),
+               0);
+  cr_expect_eq(opx_geom_edges_at(geom, atl__op_pt(50, 300), 1e-9, e, 4), 1);
 }
 
 static int edges_at(atl_op_pt p, double tol, int *out) {
@@ -495,8 +502,12 @@ Test(optics_geom, edges_at_speed) {
   int e[8];
   long found = 0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  /* Half the points on edges (as segment ends are), half between them. */
   for (int k = 0; k < 1000000; k++) {
-    atl_op_pt q = atl__op_pt(150 + (k % 1000) * 0.1, 50 + (k / 1000) * 0.05);
+    atl_op_pt q =
+        k % 2 ? atl__op_pt(150 + (k % 1000) * 0.1, 50 + (k / 1000) * 0.05)
+              : atl__op_edge_point(geom->edges[(k / 2) % geom->nedges].e,
+                                   (k % 997) / 997.0);
     found += opx_geom_edges_at(geom, q, 1e-6, e, 8);
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -504,7 +515,7 @@ Test(optics_geom, edges_at_speed) {
       ((t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) / 1e3) / 1e6;
   cr_log_info("edges_at: %.3f us per query (%ld found)", us, found);
   cr_expect_lt(us, 1.0, "%.3f us per query", us);
-  cr_expect_gt(found, 0);
+  cr_expect_gt(found, 500000);
 }
 
 /* --- Angles to the normal ----------------------------------------------- */
