@@ -559,10 +559,7 @@ OUT = [
                  "required": ["x", "y", "width", "height"],
                  "additionalProperties": False,
                  "description": "The part of the scene shown (top-left x, "
-                 "y and size in scene units); default: fitted."},
-        "gap_rays": {"type": "boolean", "default": False,
-                     "description": "Also draw gap segments (Ray Optics "
-                     "never does)."}}, [])),
+                 "y and size in scene units); default: fitted."}}, [])),
     # Not a tool schema: what a stored object must be after an update.
     ("OBJECT", object_schema()),
 ]

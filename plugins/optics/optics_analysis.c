@@ -85,11 +85,9 @@ int opx_tool_simulate(atl_call_t *call) {
     return 0;
   const opx_run_t *run = e->run;
   const atl_op_sim *sim = run->sim;
-  long kinds[ATL_OP_PASS + 1] = {0}, gaps = 0;
-  for (long i = 0; i < sim->nsegs; i++) {
+  long kinds[ATL_OP_PASS + 1] = {0};
+  for (long i = 0; i < sim->nsegs; i++)
     kinds[sim->segs[i].kind]++;
-    gaps += sim->segs[i].gap;
-  }
   json_object *r = json_object_new_object();
   json_object_object_add(r, "segments", json_object_new_int64(sim->nsegs));
   json_object *by = json_object_new_object();
@@ -99,7 +97,6 @@ int opx_tool_simulate(atl_call_t *call) {
   json_object_object_add(r, "by_interaction", by);
   json_object_object_add(r, "total_internal_reflections",
                          json_object_new_int64(kinds[ATL_OP_TIR]));
-  json_object_object_add(r, "gap_segments", json_object_new_int64(gaps));
   /* The balance comes from the lineage check, so the summary and
    * check_energy_conservation can never disagree. */
   json_object *check = opx_energy_check(&run->tree);

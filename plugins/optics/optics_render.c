@@ -148,11 +148,6 @@ static char *describe(const opx_run_t *run, const marks_t *m,
     }
   fprintf(f, "%s and %ld ray segment%s drawn", count[0] || g->nobjs ? ")" : "",
           drawn, drawn == 1 ? "" : "s");
-  long gaps = 0;
-  for (long i = 0; i < run->sim->nsegs; i++)
-    gaps += run->sim->segs[i].gap;
-  if (gaps > 0)
-    fprintf(f, " (%ld gap segment%s not drawn)", gaps, gaps == 1 ? "" : "s");
   fputs(".", f);
   if (m->rays != NULL) {
     long kinds[ATL_OP_PASS + 1] = {0};
@@ -210,8 +205,10 @@ int opx_tool_render(atl_call_t *call) {
       .rays = m.rays,
       .objs = m.objs,
       .edges = m.edges,
-      .draw_gaps = json_object_get_boolean(
-          json_object_object_get(call->args, "gap_rays"))};
+      /* Every segment, as Ray Optics Simulation draws in its rays mode:
+       * its gap flag marks where image detection must not join two
+       * segments, not segments to hide (ray_tracing_shapely hid them). */
+      .draw_gaps = 1};
   if (json_object_object_get_ex(call->args, "view", &v)) {
     static const char *const keys[] = {"x", "y", "width", "height"};
     for (int k = 0; k < 4; k++)
@@ -237,9 +234,7 @@ int opx_tool_render(atl_call_t *call) {
   }
   double view[4];
   opx_draw_view(run, &o, view);
-  long drawn = 0;
-  for (long i = 0; i < run->sim->nsegs; i++)
-    drawn += o.draw_gaps || !run->sim->segs[i].gap;
+  long drawn = run->sim->nsegs;
   const char *where = json_object_object_get_ex(call->args, "highlight", &v)
                           ? json_object_get_string(v)
                           : NULL;
