@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "custom.h"
+#include "outline.h"
 
 int atl__op_eqn_compile(const atl_op_obj *o, const char *what, const char *text,
                         const char *const *vars, size_t nvars,
@@ -114,6 +115,7 @@ void atl__op_poly_free(atl_op_poly *pl) {
   free(pl->v);
   free(pl->t);
   free(pl->box);
+  free(pl->piece_start);
   memset(pl, 0, sizeof(*pl));
 }
 
@@ -251,6 +253,17 @@ static int piece_init(const atl_op_obj *o, atl_op_param_curve *pc, int k,
   if (rc == 0)
     rc = atl__op_eqn_compile(o, what[1], atl__op_json_str(j, "eqnY"), tvar, 1,
                              &ey, err);
+  /* Where the piece starts, for the outline. */
+  if (rc == 0) {
+    int *ps =
+        realloc(pc->pl.piece_start, (size_t)(pc->pl.npieces + 1) * sizeof(*ps));
+    if (ps) {
+      pc->pl.piece_start = ps;
+      ps[pc->pl.npieces++] = pc->pl.nv;
+    } else {
+      rc = -ENOMEM;
+    }
+  }
   /* tMin, then tMin + tStep, ... while below tMax (the steps accumulate as
    * upstream adds them), then tMax. */
   if (rc == 0)
@@ -302,6 +315,18 @@ void atl__op_param_validate(atl_op_obj *o, const atl_op_param_curve *pc) {
   }
   if (w && !o->warning)
     o->warning = strdup(w);
+}
+
+int atl__op_param_outline(const atl_op_param_curve *pc, int closed,
+                          atl_op_outline *out) {
+  const atl_op_poly *pl = &pc->pl;
+  if (pl->nv < 2)
+    return 0;
+  int rc =
+      atl__op_outline_pieces(out, pl->v, pl->nv, pl->piece_start, pl->npieces);
+  if (rc == 0 && closed)
+    atl__op_outline_close(out);
+  return rc;
 }
 
 /* The normal of segment a-b against the ray's direction (rx, ry), from

@@ -47,6 +47,9 @@ typedef struct {
   int nv, nseg;
   int nrun;
   double (*box)[4];
+  /* The vertices where a parametric curve's pieces start (malloc'd; for
+   * the outline), npieces of them; NULL for other curves. */
+  int *piece_start, npieces;
 } atl_op_poly;
 
 /* Appends a vertex (growing the arrays); -ENOMEM on failure. */
@@ -123,6 +126,11 @@ int atl__op_param_init(atl_op_obj *o, atl_op_param_curve *pc, atl_op_scene *s,
  * screen, by the shoelace sum), so inside and outside are not what the
  * user meant. */
 void atl__op_param_validate(atl_op_obj *o, const atl_op_param_curve *pc);
+
+/* The curve's outline: one curve edge per piece (outline.h); closed when
+ * closed is set and the curve ends where it starts (ParamGlass). */
+int atl__op_param_outline(const atl_op_param_curve *pc, int closed,
+                          atl_op_outline *out);
 
 /* One crossing of a ray with a sampled curve (getRayIntersections). */
 typedef struct {

@@ -13,6 +13,7 @@
 
 #include "geom.h"
 #include "glass.h"
+#include "outline.h"
 
 #define PI 3.14159265358979323846
 
@@ -270,6 +271,13 @@ static double circle_incident_type(atl_op_obj *o, atl_op_sim *sim,
   return d > 0 ? 1 : d < 0 ? -1 : NAN;
 }
 
+static int circle_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const two_point_glass *c = (const two_point_glass *)o;
+  int rc = atl__op_outline_circle(out, c->p1, c->p2);
+  out->closed = rc == 0;
+  return rc;
+}
+
 const atl_op_class atl__op_circle_glass = {
     .type = "CircleGlass",
     .flags = ATL_OP_OPTICAL | ATL_OP_GLASS | ATL_OP_MERGES_WITH_GLASS,
@@ -280,6 +288,7 @@ const atl_op_class atl__op_circle_glass = {
     .incident = circle_incident,
     .incident_type = circle_incident_type,
     .ref_index = atl__op_glass_ref_index,
+    .outline = circle_outline,
 };
 
 /* --- PlaneGlass -------------------------------------------------------- */
@@ -322,6 +331,14 @@ static atl_op_result plane_incident(atl_op_obj *o, atl_op_sim *sim,
                                 nmerging);
 }
 
+/* The boundary line's stretch p1-p2; the glass is the half-plane on its
+ * right (outline.h), as plane_incident_type counts it. */
+static int plane_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const two_point_glass *p = (const two_point_glass *)o;
+  out->half_plane = 1;
+  return atl__op_outline_line(out, p->p1, p->p2);
+}
+
 const atl_op_class atl__op_plane_glass = {
     .type = "PlaneGlass",
     .flags = ATL_OP_OPTICAL | ATL_OP_GLASS | ATL_OP_MERGES_WITH_GLASS,
@@ -332,4 +349,5 @@ const atl_op_class atl__op_plane_glass = {
     .incident = plane_incident,
     .incident_type = plane_incident_type,
     .ref_index = atl__op_glass_ref_index,
+    .outline = plane_outline,
 };

@@ -173,6 +173,9 @@ int atl__op_bezier_line(const atl_op_bezier *c, atl_op_pt a, atl_op_pt b,
  * c2}, the last joining the first), made: -1, or the index of the entry
  * that is not three points. */
 int atl__op_bezier_read(json_object *points, int i, int n, atl_op_bezier *c);
+/* The outline of a closed chain of n curves (CurveGlass,
+ * CurveGrinGlass): one curve edge each (outline.h). */
+int atl__op_bezier_outline(const atl_op_bezier *c, int n, atl_op_outline *out);
 /* bezier-js bbox along x (dim 0) or y (dim 1): *lo and *hi. */
 void atl__op_bezier_bounds(const atl_op_bezier *c, int dim, double *lo,
                            double *hi);

@@ -7,6 +7,7 @@
 #include "geom.h"
 #include "objs.h"
 #include "op.h"
+#include "outline.h"
 
 static atl_op_result absorb(atl_op_obj *o, atl_op_sim *sim, atl_op_ray *r,
                             long ray_index, atl_op_pt hit,
@@ -33,6 +34,14 @@ static int circle_blocker_intersect(atl_op_obj *o, atl_op_sim *sim,
                             hit);
 }
 
+/* The circle about p1 through p2, a region rays can be inside. */
+static int circle_blocker_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const atl_op_line_filter *c = (const atl_op_line_filter *)o;
+  int rc = atl__op_outline_circle(out, c->p1, c->p2);
+  out->closed = rc == 0;
+  return rc;
+}
+
 const atl_op_class atl__op_circle_blocker = {
     .type = "CircleBlocker",
     .flags = ATL_OP_OPTICAL | ATL_OP_MERGES_WITH_GLASS,
@@ -41,6 +50,7 @@ const atl_op_class atl__op_circle_blocker = {
     .init = atl__op_line_filter_init,
     .intersect = circle_blocker_intersect,
     .incident = absorb,
+    .outline = circle_blocker_outline,
 };
 
 /* --- Aperture ------------------------------------------------------------- */
@@ -70,6 +80,14 @@ static int aperture_intersect(atl_op_obj *o, atl_op_sim *sim,
          atl__op_ray_segment(r, a->l.p2, a->p4, hit);
 }
 
+/* The two blocking parts, p1-p3 and p2-p4 (the hole between them has no
+ * edge). */
+static int aperture_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const aperture *a = (const aperture *)o;
+  int rc = atl__op_outline_line(out, a->l.p1, a->p3);
+  return rc < 0 ? rc : atl__op_outline_line(out, a->l.p2, a->p4);
+}
+
 const atl_op_class atl__op_aperture = {
     .type = "Aperture",
     .flags = ATL_OP_OPTICAL | ATL_OP_MERGES_WITH_GLASS,
@@ -78,4 +96,5 @@ const atl_op_class atl__op_aperture = {
     .init = atl__op_line_filter_init,
     .intersect = aperture_intersect,
     .incident = absorb,
+    .outline = aperture_outline,
 };

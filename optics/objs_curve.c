@@ -14,6 +14,7 @@
 
 #include "geom.h"
 #include "glass.h"
+#include "outline.h"
 
 #define PI 3.14159265358979323846
 /* bezier-js's tolerance for "approximately equal". */
@@ -360,6 +361,20 @@ static void curve_destroy(atl_op_obj *o) {
   free(((curve_glass *)o)->curves);
 }
 
+int atl__op_bezier_outline(const atl_op_bezier *c, int n, atl_op_outline *out) {
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++)
+    rc = atl__op_outline_bezier(out, c[i].p);
+  if (rc == 0)
+    atl__op_outline_close(out);
+  return rc;
+}
+
+static int curve_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const curve_glass *cg = (const curve_glass *)o;
+  return atl__op_bezier_outline(cg->curves, cg->n, out);
+}
+
 const atl_op_class atl__op_curve_glass = {
     .type = "CurveGlass",
     .flags = ATL_OP_OPTICAL | ATL_OP_GLASS | ATL_OP_MERGES_WITH_GLASS,
@@ -371,4 +386,5 @@ const atl_op_class atl__op_curve_glass = {
     .incident_type = curve_incident_type,
     .ref_index = atl__op_glass_ref_index,
     .destroy = curve_destroy,
+    .outline = curve_outline,
 };

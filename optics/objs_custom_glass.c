@@ -14,6 +14,7 @@
 
 #include "custom.h"
 #include "glass.h"
+#include "outline.h"
 
 /* --- CustomGlass -----------------------------------------------------------
  */
@@ -27,6 +28,7 @@ typedef struct {
   int smooth;
   atl_op_poly pl; /* closed: along f from p1 to p2, back along g */
   int hit_seg;    /* the segment of the last hit (upstream's tmp_i) */
+  int front_end;  /* the vertex where f ends and g begins */
 } custom_glass;
 
 static const atl_op_field custom_glass_fields[] = {
@@ -82,6 +84,7 @@ static int custom_glass_init(atl_op_obj *o, atl_op_scene *s, char **err) {
     rc = atl__op_poly_add(&c->pl, c->p1, 0, 0);
   if (rc == 0)
     rc = atl__op_frame_sample(c->p1, c->p2, step, front_y, f, &c->pl);
+  c->front_end = c->pl.nv - 1;
   if (rc == 0)
     rc = atl__op_frame_sample(c->p2, c->p1, step, back_y, &back, &c->pl);
   if (rc == 0 && back.below)
@@ -195,6 +198,21 @@ static atl_op_result custom_glass_incident(atl_op_obj *o, atl_op_sim *sim,
                                 merging, nmerging);
 }
 
+/* Two curve edges: from p1 along f, and back along g to p1. */
+static int custom_glass_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const custom_glass *c = (const custom_glass *)o;
+  const atl_op_poly *pl = &c->pl;
+  if (pl->nv < 3)
+    return 0;
+  int rc = atl__op_outline_curve(out, pl->v, pl->nv, 0, c->front_end + 1);
+  if (rc == 0)
+    rc = atl__op_outline_curve(out, pl->v, pl->nv, c->front_end,
+                               pl->nv - c->front_end + 1);
+  if (rc == 0)
+    atl__op_outline_close(out);
+  return rc;
+}
+
 const atl_op_class atl__op_custom_glass = {
     .type = "CustomGlass",
     .flags = ATL_OP_OPTICAL | ATL_OP_GLASS | ATL_OP_MERGES_WITH_GLASS,
@@ -206,6 +224,7 @@ const atl_op_class atl__op_custom_glass = {
     .incident_type = custom_glass_incident_type,
     .ref_index = atl__op_glass_ref_index,
     .destroy = custom_glass_destroy,
+    .outline = custom_glass_outline,
 };
 
 /* --- ParamGlass
@@ -315,6 +334,10 @@ static atl_op_result param_glass_incident(atl_op_obj *o, atl_op_sim *sim,
                                 merging, nmerging);
 }
 
+static int param_glass_outline(const atl_op_obj *o, atl_op_outline *out) {
+  return atl__op_param_outline(&((const param_glass *)o)->pc, 1, out);
+}
+
 const atl_op_class atl__op_param_glass = {
     .type = "ParamGlass",
     .flags = ATL_OP_OPTICAL | ATL_OP_GLASS | ATL_OP_MERGES_WITH_GLASS,
@@ -326,4 +349,5 @@ const atl_op_class atl__op_param_glass = {
     .incident_type = param_glass_incident_type,
     .ref_index = atl__op_glass_ref_index,
     .destroy = param_glass_destroy,
+    .outline = param_glass_outline,
 };

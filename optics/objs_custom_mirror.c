@@ -14,6 +14,7 @@
 
 #include "custom.h"
 #include "objs.h"
+#include "outline.h"
 
 /* --- CustomMirror ------------------------------------------------------------
  */
@@ -140,6 +141,12 @@ static atl_op_result custom_mirror_incident(atl_op_obj *o, atl_op_sim *sim,
   return res;
 }
 
+/* The sampled curve from p1 to p2, one curve edge. */
+static int custom_mirror_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const atl_op_poly *pl = &((const custom_mirror *)o)->pl;
+  return atl__op_outline_curve(out, pl->v, pl->nv, 0, pl->nv);
+}
+
 const atl_op_class atl__op_custom_mirror = {
     .type = "CustomMirror",
     .flags = ATL_OP_OPTICAL | ATL_OP_MERGES_WITH_GLASS,
@@ -149,6 +156,7 @@ const atl_op_class atl__op_custom_mirror = {
     .intersect = custom_mirror_intersect,
     .incident = custom_mirror_incident,
     .destroy = custom_mirror_destroy,
+    .outline = custom_mirror_outline,
 };
 
 /* --- ParamMirror
@@ -237,6 +245,10 @@ static atl_op_result param_mirror_incident(atl_op_obj *o, atl_op_sim *sim,
   return res;
 }
 
+static int param_mirror_outline(const atl_op_obj *o, atl_op_outline *out) {
+  return atl__op_param_outline(&((const param_mirror *)o)->pc, 0, out);
+}
+
 const atl_op_class atl__op_param_mirror = {
     .type = "ParamMirror",
     .flags = ATL_OP_OPTICAL | ATL_OP_MERGES_WITH_GLASS,
@@ -246,4 +258,5 @@ const atl_op_class atl__op_param_mirror = {
     .intersect = param_mirror_intersect,
     .incident = param_mirror_incident,
     .destroy = param_mirror_destroy,
+    .outline = param_mirror_outline,
 };

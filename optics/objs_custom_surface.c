@@ -14,6 +14,7 @@
 
 #include "custom.h"
 #include "objs.h"
+#include "outline.h"
 
 #define PI 3.14159265358979323846
 
@@ -366,6 +367,7 @@ const atl_op_class atl__op_custom_surface = {
     .intersect = custom_surface_intersect,
     .incident = custom_surface_incident,
     .destroy = surface_destroy,
+    .outline = atl__op_outline_p1p2,
 };
 
 /* --- CustomArcSurface
@@ -488,6 +490,12 @@ static atl_op_result arc_incident(atl_op_obj *o, atl_op_sim *sim, atl_op_ray *r,
                                  nmerging);
 }
 
+/* The arc p1-p3-p2, or the segment when the three are collinear. */
+static int arc_surface_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const surface *s = (const surface *)o;
+  return atl__op_outline_arc3(out, s->p1, s->p3, s->p2);
+}
+
 const atl_op_class atl__op_custom_arc_surface = {
     .type = "CustomArcSurface",
     .flags = ATL_OP_OPTICAL | ATL_OP_MERGES_WITH_GLASS,
@@ -497,6 +505,7 @@ const atl_op_class atl__op_custom_arc_surface = {
     .intersect = arc_intersect,
     .incident = arc_incident,
     .destroy = surface_destroy,
+    .outline = arc_surface_outline,
 };
 
 /* --- CustomParamSurface
@@ -582,6 +591,10 @@ static atl_op_result param_surface_incident(atl_op_obj *o, atl_op_sim *sim,
   return res;
 }
 
+static int param_surface_outline(const atl_op_obj *o, atl_op_outline *out) {
+  return atl__op_param_outline(&((const param_surface *)o)->pc, 0, out);
+}
+
 const atl_op_class atl__op_custom_param_surface = {
     .type = "CustomParamSurface",
     .flags = ATL_OP_OPTICAL | ATL_OP_MERGES_WITH_GLASS,
@@ -591,4 +604,5 @@ const atl_op_class atl__op_custom_param_surface = {
     .intersect = param_surface_intersect,
     .incident = param_surface_incident,
     .destroy = param_surface_destroy,
+    .outline = param_surface_outline,
 };

@@ -14,6 +14,7 @@
 
 #include "geom.h"
 #include "glass.h"
+#include "outline.h"
 
 enum { PIECE_NONE, PIECE_LINE, PIECE_ARC };
 
@@ -311,6 +312,23 @@ static void path_destroy(atl_op_obj *o) {
   /* The fields themselves (path_json, def_by, ...) are the loader's. */
 }
 
+/* The pieces as edges: segments, and arcs exactly (through the middle
+ * vertex); a path whose pieces chain round is closed. */
+static int path_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const path_glass *pg = (const path_glass *)o;
+  int rc = 0;
+  for (int i = 0; i < pg->n && rc == 0; i++) {
+    const piece *pc = &pg->pieces[i];
+    if (pc->kind == PIECE_ARC)
+      rc = atl__op_outline_arc3(out, pc->s1, pc->mid, pc->s2);
+    else if (pc->kind == PIECE_LINE)
+      rc = atl__op_outline_line(out, pc->s1, pc->s2);
+  }
+  if (rc == 0)
+    atl__op_outline_close(out);
+  return rc;
+}
+
 /* --- Glass ------------------------------------------------------------- */
 
 static const atl_op_field glass_fields[] = {
@@ -348,6 +366,7 @@ const atl_op_class atl__op_glass_poly = {
     .incident_type = path_incident_type,
     .ref_index = atl__op_glass_ref_index,
     .destroy = path_destroy,
+    .outline = path_outline,
 };
 
 /* --- SphericalLens ----------------------------------------------------- */
@@ -457,4 +476,5 @@ const atl_op_class atl__op_spherical_lens = {
     .incident_type = path_incident_type,
     .ref_index = atl__op_glass_ref_index,
     .destroy = path_destroy,
+    .outline = path_outline,
 };

@@ -19,6 +19,7 @@
 #include "geom.h"
 #include "objs.h"
 #include "op.h"
+#include "outline.h"
 
 /* What both gratings share; brightnesses is the JSON field as loaded,
  * b its numbers (owned, freed by grating_destroy). */
@@ -223,6 +224,7 @@ const atl_op_class atl__op_diffraction_grating = {
     .intersect = flat_grating_intersect,
     .incident = flat_grating_incident,
     .destroy = grating_destroy,
+    .outline = atl__op_outline_p1p2,
 };
 
 /* --- ConcaveDiffractionGrating -------------------------------------------- */
@@ -292,6 +294,12 @@ static atl_op_result concave_grating_incident(atl_op_obj *o, atl_op_sim *sim,
   return res;
 }
 
+/* The arc from p1 through p3 to p2, or the segment when collinear. */
+static int concave_grating_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const concave_grating *g = (const concave_grating *)o;
+  return atl__op_outline_arc3(out, g->p1, g->p3, g->p2);
+}
+
 const atl_op_class atl__op_concave_grating = {
     .type = "ConcaveDiffractionGrating",
     .flags = ATL_OP_OPTICAL,
@@ -302,4 +310,5 @@ const atl_op_class atl__op_concave_grating = {
     .intersect = concave_grating_intersect,
     .incident = concave_grating_incident,
     .destroy = grating_destroy,
+    .outline = concave_grating_outline,
 };

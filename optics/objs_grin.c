@@ -16,6 +16,7 @@
 
 #include "geom.h"
 #include "grin.h"
+#include "outline.h"
 
 /* --- GrinGlass --------------------------------------------------------- */
 
@@ -224,6 +225,18 @@ static void poly_destroy(atl_op_obj *o) {
   free(pg->v);
 }
 
+/* Straight edges between the vertices (arc flags are ignored, as the hit
+ * test ignores them), closed. */
+static int poly_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const poly_grin *pg = (const poly_grin *)o;
+  int rc = 0;
+  for (int i = 0; i < pg->n && rc == 0; i++)
+    rc = atl__op_outline_line(out, pg->v[i], pg->v[(i + 1) % pg->n]);
+  if (rc == 0 && pg->n >= 3)
+    atl__op_outline_close(out);
+  return rc;
+}
+
 const atl_op_class atl__op_grin_glass = {
     .type = "GrinGlass",
     .flags =
@@ -238,6 +251,7 @@ const atl_op_class atl__op_grin_glass = {
     .enter = atl__op_grin_enter,
     .exit = atl__op_grin_exit,
     .destroy = poly_destroy,
+    .outline = poly_outline,
 };
 
 /* --- CircleGrinGlass --------------------------------------------------- */
@@ -338,6 +352,13 @@ static void circle_destroy(atl_op_obj *o) {
   atl__op_grin_destroy(&((circle_grin *)o)->gr);
 }
 
+static int circle_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const circle_grin *c = (const circle_grin *)o;
+  int rc = atl__op_outline_circle(out, c->p1, c->p2);
+  out->closed = rc == 0;
+  return rc;
+}
+
 const atl_op_class atl__op_circle_grin_glass = {
     .type = "CircleGrinGlass",
     .flags =
@@ -352,4 +373,5 @@ const atl_op_class atl__op_circle_grin_glass = {
     .enter = atl__op_grin_enter,
     .exit = atl__op_grin_exit,
     .destroy = circle_destroy,
+    .outline = circle_outline,
 };

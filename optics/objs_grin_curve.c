@@ -23,6 +23,7 @@
 
 #include "geom.h"
 #include "grin.h"
+#include "outline.h"
 
 #define LUT_N 101 /* bezier-js getLUT(100): 101 samples */
 #define PIECES 10
@@ -344,6 +345,11 @@ static void curve_destroy(atl_op_obj *o) {
   free(cg->lut);
 }
 
+static int curve_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const curve_grin *cg = (const curve_grin *)o;
+  return atl__op_bezier_outline(cg->c, cg->n, out);
+}
+
 const atl_op_class atl__op_curve_grin_glass = {
     .type = "CurveGrinGlass",
     .flags =
@@ -358,4 +364,5 @@ const atl_op_class atl__op_curve_grin_glass = {
     .enter = atl__op_grin_enter,
     .exit = atl__op_grin_exit,
     .destroy = curve_destroy,
+    .outline = curve_outline,
 };

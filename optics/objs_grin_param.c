@@ -27,6 +27,7 @@
 
 #include "geom.h"
 #include "grin.h"
+#include "outline.h"
 
 #define CHUNK 16
 
@@ -39,6 +40,8 @@ typedef struct {
   int n;
   double (*box)[4]; /* per run of CHUNK segments: xmin, xmax, ymin, ymax */
   int nbox;
+  int *starts; /* the vertex where each piece starts (for the outline) */
+  int nstarts;
 } param_grin;
 
 /* One crossing of the ray with the path (getRayIntersections). */
@@ -364,6 +367,15 @@ static int param_sample(param_grin *pg, char **err) {
       }
       free(msg);
     }
+    if (rc == 0) {
+      int *st = realloc(pg->starts, (size_t)(i + 1) * sizeof(*st));
+      if (st) {
+        pg->starts = st;
+        st[pg->nstarts++] = pg->n;
+      } else {
+        rc = -ENOMEM;
+      }
+    }
     if (rc == 0)
       rc = sample(pg, &cap, i, fn, t0, err);
     for (double t = t0 + dt; rc == 0 && t < t1; t += dt)
@@ -443,7 +455,20 @@ static void param_destroy(atl_op_obj *o) {
   param_grin *pg = (param_grin *)o;
   atl__op_grin_destroy(&pg->gr);
   free(pg->path);
+  free(pg->starts);
   free(pg->box);
+}
+
+/* One curve edge per piece, closed when the curve ends where it starts. */
+static int param_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const param_grin *pg = (const param_grin *)o;
+  if (pg->n < 2)
+    return 0;
+  int rc =
+      atl__op_outline_pieces(out, pg->path, pg->n, pg->starts, pg->nstarts);
+  if (rc == 0)
+    atl__op_outline_close(out);
+  return rc;
 }
 
 const atl_op_class atl__op_param_grin_glass = {
@@ -460,4 +485,5 @@ const atl_op_class atl__op_param_grin_glass = {
     .enter = atl__op_grin_enter,
     .exit = atl__op_grin_exit,
     .destroy = param_destroy,
+    .outline = param_outline,
 };

@@ -11,6 +11,7 @@
 
 #include "geom.h"
 #include "glass.h"
+#include "outline.h"
 
 static double js_sign(double v) {
   return v > 0 ? 1 : v < 0 ? -1 : v;
@@ -191,4 +192,5 @@ const atl_op_class atl__op_ideal_lens = {
     .init = ideal_lens_init,
     .intersect = ideal_lens_intersect,
     .incident = ideal_lens_incident,
+    .outline = atl__op_outline_p1p2,
 };

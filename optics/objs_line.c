@@ -17,6 +17,7 @@
 #include "jsnum.h"
 #include "objs.h"
 #include "op.h"
+#include "outline.h"
 #include "optics.h"
 
 int atl__op_filter_passes(const atl_op_sim *sim, int filter, int invert,
@@ -91,6 +92,7 @@ const atl_op_class atl__op_blocker = {
     .init = atl__op_line_filter_init,
     .intersect = atl__op_line_filter_intersect,
     .incident = blocker_incident,
+    .outline = atl__op_outline_p1p2,
 };
 
 /* --- Mirror -------------------------------------------------------------- */
@@ -115,6 +117,7 @@ const atl_op_class atl__op_mirror = {
     .init = atl__op_line_filter_init,
     .intersect = atl__op_line_filter_intersect,
     .incident = mirror_incident,
+    .outline = atl__op_outline_p1p2,
 };
 
 /* --- Detector ------------------------------------------------------------ */
@@ -240,6 +243,7 @@ const atl_op_class atl__op_detector = {
     .intersect = detector_intersect,
     .incident = detector_incident,
     .destroy = detector_destroy,
+    .outline = atl__op_outline_p1p2,
 };
 
 int atl_optics_detector_reading(const atl_op_obj *o, double *power,
@@ -291,10 +295,37 @@ static const atl_op_field crop_box_fields[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* A point {x, y} of an inert object's JSON field; 0 when it is not one
+ * (these objects are not checked at load time). */
+static int json_point(json_object *j, atl_op_pt *out) {
+  json_object *x, *y;
+  if (!json_object_is_type(j, json_type_object) ||
+      !json_object_object_get_ex(j, "x", &x) ||
+      !json_object_object_get_ex(j, "y", &y))
+    return 0;
+  *out = atl__op_pt(json_object_get_double(x), json_object_get_double(y));
+  return isfinite(out->x) && isfinite(out->y);
+}
+
+/* The box's four sides, p1's corner first, as open line edges: a crop box
+ * frames the picture and bounds no region rays can be in. */
+static int crop_box_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const inert *b = (const inert *)o;
+  atl_op_pt p1, p4;
+  if (!json_point(b->a, &p1) || !json_point(b->b, &p4))
+    return 0;
+  atl_op_pt c[4] = {p1, atl__op_pt(p4.x, p1.y), p4, atl__op_pt(p1.x, p4.y)};
+  int rc = 0;
+  for (int i = 0; i < 4 && rc == 0; i++)
+    rc = atl__op_outline_line(out, c[i], c[(i + 1) % 4]);
+  return rc;
+}
+
 const atl_op_class atl__op_crop_box = {
     .type = "CropBox",
     .size = sizeof(inert),
     .fields = crop_box_fields,
+    .outline = crop_box_outline,
 };
 
 static const atl_op_field drawing_fields[] = {
@@ -319,8 +350,18 @@ static const atl_op_field line_arrow_fields[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* The arrow's line p1-p2. */
+static int line_arrow_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const inert *l = (const inert *)o;
+  atl_op_pt p1, p2;
+  if (!json_point(l->a, &p1) || !json_point(l->b, &p2))
+    return 0;
+  return atl__op_outline_line(out, p1, p2);
+}
+
 const atl_op_class atl__op_line_arrow = {
     .type = "LineArrow",
     .size = sizeof(inert),
     .fields = line_arrow_fields,
+    .outline = line_arrow_outline,
 };

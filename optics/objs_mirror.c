@@ -5,13 +5,16 @@
  * filter is on: a ray the filter lets through does not see the mirror.
  * Reflections are made in place, so the ray keeps its slot and is
  * processed again on the next pass, as upstream does. */
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "geom.h"
 #include "objs.h"
 #include "op.h"
+#include "outline.h"
 
 double atl__op_min_brightness(const atl_op_scene *s) {
   return strcmp(s->color_mode, "default") != 0 ? 1e-6 : 0.01;
@@ -105,6 +108,13 @@ static atl_op_result arc_mirror_incident(atl_op_obj *o, atl_op_sim *sim,
   return res;
 }
 
+/* The arc from p1 through p3 to p2 (a segment when they are collinear),
+ * as the hit test takes it. */
+static int arc_mirror_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const three_point_mirror *m = (const three_point_mirror *)o;
+  return atl__op_outline_arc3(out, m->l.p1, m->p3, m->l.p2);
+}
+
 const atl_op_class atl__op_arc_mirror = {
     .type = "ArcMirror",
     .flags = ATL_OP_OPTICAL | ATL_OP_MERGES_WITH_GLASS,
@@ -113,6 +123,7 @@ const atl_op_class atl__op_arc_mirror = {
     .init = atl__op_line_filter_init,
     .intersect = arc_mirror_intersect,
     .incident = arc_mirror_incident,
+    .outline = arc_mirror_outline,
 };
 
 /* --- ParabolicMirror ------------------------------------------------------ */
@@ -258,6 +269,31 @@ static atl_op_result parabolic_incident(atl_op_obj *o, atl_op_sim *sim,
   return res;
 }
 
+/* The parabola over |x| <= half as a curve, sampled evenly in x so that
+ * no chord strays from it by more than about 1e-8 of its size: a chord
+ * of length h on a curve of curvature k sags by h^2 k / 8, and the
+ * curvature is at most 2|a| at the vertex. A flat one is its segment. */
+static int parabolic_outline(const atl_op_obj *o, atl_op_outline *out) {
+  const three_point_mirror *m = (const three_point_mirror *)o;
+  if (parabola_flat(m))
+    return atl__op_outline_line(out, m->l.p1, m->l.p2);
+  parabola_frame f = parabola(m);
+  double size = fmax(f.half, fabs(f.a) * f.half * f.half);
+  double eps = 1e-8 * size;
+  double want = ceil(2 * f.half * sqrt(fabs(f.a) / (4 * eps)));
+  int n = !(want >= 8) ? 8 : want > 16384 ? 16384 : (int)want;
+  atl_op_pt *v = malloc((size_t)(n + 1) * sizeof(*v));
+  if (!v)
+    return -ENOMEM;
+  for (int i = 0; i <= n; i++) {
+    double x = -f.half + 2 * f.half * i / n;
+    v[i] = to_global(&f, x, f.a * x * x);
+  }
+  int rc = atl__op_outline_curve(out, v, n + 1, 0, n + 1);
+  free(v);
+  return rc;
+}
+
 const atl_op_class atl__op_parabolic_mirror = {
     .type = "ParabolicMirror",
     .flags = ATL_OP_OPTICAL | ATL_OP_MERGES_WITH_GLASS,
@@ -266,6 +302,7 @@ const atl_op_class atl__op_parabolic_mirror = {
     .init = atl__op_line_filter_init,
     .intersect = parabolic_intersect,
     .incident = parabolic_incident,
+    .outline = parabolic_outline,
 };
 
 /* --- IdealMirror ---------------------------------------------------------- */
@@ -348,6 +385,7 @@ const atl_op_class atl__op_ideal_mirror = {
     .init = ideal_mirror_init,
     .intersect = atl__op_line_filter_intersect,
     .incident = ideal_mirror_incident,
+    .outline = atl__op_outline_p1p2,
 };
 
 /* --- BeamSplitter --------------------------------------------------------- */
@@ -415,4 +453,5 @@ const atl_op_class atl__op_beam_splitter = {
     .init = beam_splitter_init,
     .intersect = atl__op_line_filter_intersect,
     .incident = beam_splitter_incident,
+    .outline = atl__op_outline_p1p2,
 };

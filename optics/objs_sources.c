@@ -8,6 +8,7 @@
 
 #include "geom.h"
 #include "op.h"
+#include "outline.h"
 
 #define PI 3.14159265358979323846
 
@@ -72,6 +73,7 @@ const atl_op_class atl__op_single_ray = {
     .size = sizeof(single_ray),
     .fields = single_ray_fields,
     .start = single_ray_start,
+    .outline = atl__op_outline_p1p2,
 };
 
 /* --- PointSource ----------------------------------------------------- */
@@ -164,6 +166,7 @@ const atl_op_class atl__op_angle_source = {
     .size = sizeof(angle_source),
     .fields = angle_source_fields,
     .start = angle_source_start,
+    .outline = atl__op_outline_p1p2,
 };
 
 /* --- Beam -------------------------------------------------------------- */
@@ -259,4 +262,5 @@ const atl_op_class atl__op_beam = {
     .size = sizeof(beam),
     .fields = beam_fields,
     .start = beam_start,
+    .outline = atl__op_outline_p1p2,
 };

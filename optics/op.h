@@ -33,6 +33,8 @@ typedef enum {
 } atl_op_kind;
 
 typedef struct atl_op_obj atl_op_obj;
+/* An object's outline (outline.h). */
+typedef struct atl_op_outline atl_op_outline;
 
 /* A ray: p1 its start, p2 another point along it (not necessarily at unit
  * distance). brightness_s and brightness_p are the powers of the two
@@ -155,6 +157,9 @@ typedef struct {
   void (*enter)(atl_op_obj *o, atl_op_sim *sim, atl_op_ray *r);
   void (*exit)(atl_op_obj *o, atl_op_sim *sim, atl_op_ray *r);
   void (*destroy)(atl_op_obj *o);
+  /* The lines, arcs and curves of the object (outline.h): fills out
+   * (zeroed by the caller); 0 or -ENOMEM. NULL: no edges. */
+  int (*outline)(const atl_op_obj *o, atl_op_outline *out);
 } atl_op_class;
 
 struct atl_op_obj {

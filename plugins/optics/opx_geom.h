@@ -53,21 +53,27 @@ typedef struct {
    * centroid, arcs exact. Others: area 0 and centroid the vertex average. */
   double area, perimeter; /* perimeter: total edge length (arcs exact) */
   atl_op_pt centroid;
-  atl_op_pt vertex_centroid; /* the average of the edges' p1: labels use it */
-  double box[4];             /* lo x, lo y, hi x, hi y of the outline */
-  int first_edge, nedges;    /* into opx_geom_t.edges */
+  /* The average of the edges' ends (for a closed outline the average of
+   * its edges' p1; an arc's middle is not a vertex): labels use it. */
+  atl_op_pt vertex_centroid;
+  /* lo x, lo y, hi x, hi y of the outline, arcs exact; an object with no
+   * edge (a point source) has the empty box (+inf, +inf, -inf, -inf). */
+  double box[4];
+  int first_edge, nedges; /* into opx_geom_t.edges */
 } opx_obj_t;
 
 typedef struct {
   int obj;              /* index into opx_geom_t.objs */
   int index;            /* the edge's index within its object */
   const atl_op_edge *e; /* into the object's outline */
-  char short_label[4];  /* "E", "NNW", ...; "" for an object with no
-                         * region (a mirror's one edge is "0") */
-  char long_label[48];  /* "North North West Edge" */
-  atl_op_pt mid;        /* the point halfway along the edge itself */
-  double length;        /* along the edge (arcs and curves exactly) */
-  atl_op_pt normal;     /* unit outward normal at mid (closed), else left */
+  /* "E", "NNW", ... for the edges of a region of two edges or more;
+   * otherwise (a mirror, a circle) the edge's index, "0", "1", ... with
+   * the long form "Edge 0" ("" past index 999). */
+  char short_label[4];
+  char long_label[48]; /* "North North West Edge" */
+  atl_op_pt mid;       /* the point halfway along the edge itself */
+  double length;       /* along the edge (arcs and curves exactly) */
+  atl_op_pt normal;    /* unit outward normal at mid (closed), else left */
 } opx_edge_t;
 
 typedef struct opx_geom opx_geom_t;
@@ -79,8 +85,9 @@ struct opx_geom {
   void *index; /* the module's spatial index; private */
 };
 
-/* Builds the geometry of scene s. names is the document's objs array
- * (each may carry "name"), or NULL. 0, or -ENOMEM. */
+/* Builds the geometry of scene s. doc_objs is the document's objs array
+ * (each may carry "name"), or NULL for the scene's own document. 0, or
+ * -ENOMEM. */
 int opx_geom_build(const atl_op_scene *s, json_object *doc_objs,
                    opx_geom_t **out);
 void opx_geom_free(opx_geom_t *g);
@@ -100,7 +107,8 @@ int opx_geom_edge_find(const opx_geom_t *g, int obj, const char *label);
 int opx_geom_contains(const opx_geom_t *g, int obj, atl_op_pt p, double tol);
 
 /* The edges (indices into g->edges) that pass within tol of p, at most
- * max of them written to out; returns how many there are. */
+ * max of them written to out in increasing order; returns how many there
+ * are (or -ENOMEM). A half-plane's edge counts along its whole line. */
 int opx_geom_edges_at(const opx_geom_t *g, atl_op_pt p, double tol, int *out,
                       int max);
 
