@@ -1,0 +1,645 @@
+/* The ray database's build (opx_db.h): a run's objects, edges and
+ * segments as SQLite tables, with the geometric joins (which segments are
+ * inside which objects, which touch which edges) computed beforehand.
+ *
+ * Where the data lives. The tables are written by a writer connection to
+ * a named in-memory file of SQLite's memdb VFS ("file:/opx-...?vfs=memdb":
+ * a name starting with '/' is shared by every connection of the process),
+ * and queries run on a second connection to the same file opened
+ * read-only; the writer is closed once the build is done, so the only
+ * connection left cannot write. Why not the alternatives: a shared-cache
+ * ":memory:" database shares one b-tree between its connections, read-only
+ * flag included, and table locks couple them; sqlite3_serialize() of a
+ * plain ":memory:" database copies every page, doubling the peak memory of
+ * a million-row build. With memdb the file is the only copy of the data
+ * and each connection keeps just a small page cache over it.
+ *
+ * Speed (bench/optics-db.c): one transaction, journal and syncs off,
+ * prepared statements bound column by column with static strings, and the
+ * indexes created after the rows. The joins, the geometric part, run on a
+ * second thread while this one inserts the rays. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opx_db_int.h"
+
+/* A segment inside an object, and a segment touching an edge. */
+typedef struct {
+  long ray;
+  int obj;
+} opx_memb;
+
+typedef struct {
+  long ray;
+  int edge; /* into geom->edges */
+  double angle;
+} opx_cross;
+
+/* The joins of segments [lo, hi), computed by one thread. */
+typedef struct {
+  const opx_run_t *run;
+  long lo, hi;
+  double tol, step;
+  const int *regions; /* the objects with a region */
+  int nregions;
+  const unsigned char *touchable; /* per edge: rays interact with it */
+  opx_memb *m;
+  long nm, capm;
+  opx_cross *c;
+  long nc, capc;
+  int rc;
+} opx_join;
+
+/* Indexes that pay for themselves in the typical queries (bench/README.md
+ * optics-db): rays by parent for lineage joins, the join tables by object
+ * and edge for "rays inside X" and "rays crossing edge E", and crossings
+ * by ray for joins from rays. */
+static const char *const indexes[] = {
+    "CREATE INDEX rays_parent ON rays(parent_id)",
+    "CREATE INDEX membership_object ON ray_object_membership(object_id)",
+    "CREATE INDEX crossing_edge ON ray_edge_crossing(object_id, edge_index)",
+    "CREATE INDEX crossing_ray ON ray_edge_crossing(ray_id)",
+};
+
+double opx_db_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int grow(void **p, long *cap, long need, size_t size) {
+  if (need <= *cap)
+    return 0;
+  long n = *cap > 0 ? *cap * 2 : 1024;
+  while (n < need)
+    n *= 2;
+  void *q = realloc(*p, (size_t)n * size);
+  if (q == NULL)
+    return -ENOMEM;
+  *p = q;
+  *cap = n;
+  return 0;
+}
+
+static int add_cross(opx_join *j, long ray, int edge, atl_op_pt at,
+                     atl_op_pt dir) {
+  for (long k = j->nc - 1; k >= 0 && j->c[k].ray == ray; k--)
+    if (j->c[k].edge == edge)
+      return 0; /* both ends on one edge: one row */
+  if (grow((void **)&j->c, &j->capc, j->nc + 1, sizeof(*j->c)) != 0)
+    return -ENOMEM;
+  double a = opx_geom_angle_to_normal(j->run->geom, edge, at, dir);
+  j->c[j->nc++] = (opx_cross){ray, edge, a};
+  return 0;
+}
+
+/* The edges at point p that rays interact with (not a source's line, nor
+ * a drawing's), added as crossings of ray. */
+static int cross_at(opx_join *j, long ray, atl_op_pt p, atl_op_pt dir) {
+  int found[64];
+  int n = opx_geom_edges_at(j->run->geom, p, j->tol, found, 64);
+  if (n > 64)
+    n = 64;
+  for (int k = 0; k < n; k++)
+    if (j->touchable[found[k]] && add_cross(j, ray, found[k], p, dir) != 0)
+      return -ENOMEM;
+  return 0;
+}
+
+static void *join_run(void *arg) {
+  opx_join *j = arg;
+  const opx_geom_t *g = j->run->geom;
+  const atl_op_segment *segs = j->run->sim->segs;
+  for (long i = j->lo; i < j->hi; i++) {
+    const atl_op_segment *s = &segs[i];
+    atl_op_pt dir = {s->p2.x - s->p1.x, s->p2.y - s->p1.y}, at;
+    if (s->hit_obj >= 0)
+      at = (atl_op_pt){(s->p1.x + s->p2.x) / 2, (s->p1.y + s->p2.y) / 2};
+    else {
+      /* A ray that left the scene has no midpoint: its membership is
+       * that of a point a little way along it. */
+      double l = hypot(dir.x, dir.y);
+      double f = l > 0 ? j->step / l : 0;
+      at = (atl_op_pt){s->p1.x + dir.x * f, s->p1.y + dir.y * f};
+    }
+    for (int k = 0; k < j->nregions; k++) {
+      const opx_obj_t *o = &g->objs[j->regions[k]];
+      if (o->outline.closed && !o->outline.half_plane &&
+          (at.x < o->box[0] || at.y < o->box[1] || at.x > o->box[2] ||
+           at.y > o->box[3]))
+        continue;
+      if (!opx_geom_contains(g, j->regions[k], at, j->tol))
+        continue;
+      if (grow((void **)&j->m, &j->capm, j->nm + 1, sizeof(*j->m)) != 0)
+        goto oom;
+      j->m[j->nm++] = (opx_memb){i, j->regions[k]};
+    }
+    if (cross_at(j, i, s->p1, dir) != 0 ||
+        (s->hit_obj >= 0 && cross_at(j, i, s->p2, dir) != 0))
+      goto oom;
+  }
+  return NULL;
+oom:
+  j->rc = -ENOMEM;
+  return NULL;
+}
+
+/* The tolerance of "a segment's end is on an edge", relative to the
+ * scene's size: far above the roundings of a hit point (about 1e-13 of
+ * the coordinates), far below any feature a scene draws. */
+#define OPX_DB_EDGE_TOL 1e-6
+
+/* The scene's size (the diagonal of the box around its objects and the
+ * segments' start points): the edge tolerance scales with it. */
+static double scene_size(const opx_run_t *run) {
+  double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+  for (int i = 0; i < run->geom->nobjs; i++) {
+    const opx_obj_t *o = &run->geom->objs[i];
+    if (o->nedges == 0)
+      continue;
+    lo[0] = fmin(lo[0], o->box[0]);
+    lo[1] = fmin(lo[1], o->box[1]);
+    hi[0] = fmax(hi[0], o->box[2]);
+    hi[1] = fmax(hi[1], o->box[3]);
+  }
+  for (long i = 0; i < run->sim->nsegs; i++) {
+    atl_op_pt p = run->sim->segs[i].p1;
+    lo[0] = fmin(lo[0], p.x);
+    lo[1] = fmin(lo[1], p.y);
+    hi[0] = fmax(hi[0], p.x);
+    hi[1] = fmax(hi[1], p.y);
+  }
+  double d = hypot(hi[0] - lo[0], hi[1] - lo[1]);
+  return isfinite(d) && d > 0 ? d : 1;
+}
+
+static int fail_sql(sqlite3 *w, const char *what, char **err) {
+  if (*err == NULL &&
+      asprintf(err, "ray database: %s: %s", what, sqlite3_errmsg(w)) < 0)
+    *err = NULL;
+  return -EIO;
+}
+
+static int exec(sqlite3 *w, const char *sql, char **err) {
+  if (sqlite3_exec(w, sql, NULL, NULL, NULL) != SQLITE_OK)
+    return fail_sql(w, sql, err);
+  return 0;
+}
+
+/* Rows go in by BATCH a statement (INSERT ... VALUES (...), (...), ...):
+ * a statement's own cost (step, reset, its transaction checks) then
+ * falls on a sixteenth of the rows. The rows past the last full batch go
+ * one by one. */
+#define BATCH 16
+
+typedef struct {
+  sqlite3 *w;
+  sqlite3_stmt *one, *many;
+  int ncols;
+  long cut; /* rows before cut go in batches */
+} opx_ins;
+
+/* Creates table t (generated columns computed on reading) and prepares
+ * its inserts of n rows. */
+static int create(sqlite3 *w, const opx_db_table *t, long n, opx_ins *in,
+                  char **err) {
+  char sql[8192], row[512], *many = NULL;
+  int ns = snprintf(sql, sizeof sql, "CREATE TABLE %s (", t->name);
+  int nr = snprintf(row, sizeof row, "(");
+  int first = 1;
+  for (const opx_db_col *c = t->cols; c->name != NULL; c++) {
+    ns += snprintf(sql + ns, sizeof sql - (size_t)ns, "%s%s %s",
+                   c == t->cols ? "" : ", ", c->name, c->type);
+    if (c->gen != NULL)
+      ns += snprintf(sql + ns, sizeof sql - (size_t)ns,
+                     " GENERATED ALWAYS AS (%s) VIRTUAL", c->gen);
+    else {
+      nr +=
+          snprintf(row + nr, sizeof row - (size_t)nr, "%s?", first ? "" : ",");
+      first = 0;
+    }
+  }
+  snprintf(sql + ns, sizeof sql - (size_t)ns, "%s)", t->constraints);
+  snprintf(row + nr, sizeof row - (size_t)nr, ")");
+  *in = (opx_ins){.w = w, .ncols = opx_db_nstored(t), .cut = n - n % BATCH};
+  if (exec(w, sql, err) != 0)
+    return -EIO;
+  /* The column list names the stored columns, in the table's order. */
+  char cols[2048];
+  int nc = 0;
+  for (const opx_db_col *c = t->cols; c->name != NULL; c++)
+    if (c->gen == NULL)
+      nc += snprintf(cols + nc, sizeof cols - (size_t)nc, "%s%s", nc ? "," : "",
+                     c->name);
+  size_t cap = strlen(cols) + (strlen(row) + 1) * BATCH + 64;
+  if ((many = malloc(cap)) == NULL)
+    return -ENOMEM;
+  int nm =
+      snprintf(many, cap, "INSERT INTO %s (%s) VALUES %s", t->name, cols, row);
+  int rc = sqlite3_prepare_v3(w, many, -1, SQLITE_PREPARE_PERSISTENT, &in->one,
+                              NULL);
+  for (int i = 1; i < BATCH; i++)
+    nm += snprintf(many + nm, cap - (size_t)nm, ",%s", row);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v3(w, many, -1, SQLITE_PREPARE_PERSISTENT, &in->many,
+                            NULL);
+  free(many);
+  return rc == SQLITE_OK ? 0 : fail_sql(w, "insert", err);
+}
+
+/* The statement row i is bound in, and its first parameter in *k. */
+static sqlite3_stmt *row_of(const opx_ins *in, long i, int *k) {
+  if (i < in->cut) {
+    *k = (int)(i % BATCH) * in->ncols + 1;
+    return in->many;
+  }
+  *k = 1;
+  return in->one;
+}
+
+/* Row i is bound: runs its statement when that is complete. */
+static int row_done(opx_ins *in, long i, char **err) {
+  sqlite3_stmt *st = in->one;
+  if (i < in->cut) {
+    if (i % BATCH != BATCH - 1)
+      return 0;
+    st = in->many;
+  }
+  int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  return rc == SQLITE_DONE ? 0 : fail_sql(in->w, "insert", err);
+}
+
+static void ins_free(opx_ins *in) {
+  sqlite3_finalize(in->one);
+  sqlite3_finalize(in->many);
+}
+
+/* Binds doubles that may be NaN (NULL in the table) or infinite. */
+static void bind_real(sqlite3_stmt *st, int k, double v) {
+  if (isnan(v))
+    sqlite3_bind_null(st, k);
+  else
+    sqlite3_bind_double(st, k, v);
+}
+
+static void bind_text(sqlite3_stmt *st, int k, const char *s) {
+  if (s == NULL)
+    sqlite3_bind_null(st, k);
+  else
+    sqlite3_bind_text(st, k, s, -1, SQLITE_STATIC);
+}
+
+/* An object's id and display name (two parameters), or NULLs. */
+static void bind_obj(sqlite3_stmt *st, int k, const opx_geom_t *g, int obj) {
+  if (obj < 0 || obj >= g->nobjs) {
+    sqlite3_bind_null(st, k);
+    sqlite3_bind_null(st, k + 1);
+  } else {
+    sqlite3_bind_int(st, k, obj);
+    bind_text(st, k + 1, g->objs[obj].display_name);
+  }
+}
+
+static int insert_objects(opx_ins *in, const opx_geom_t *g, char **err) {
+  for (int i = 0; i < g->nobjs; i++) {
+    const opx_obj_t *o = &g->objs[i];
+    int k;
+    sqlite3_stmt *st = row_of(in, i, &k);
+    sqlite3_bind_int(st, k++, i);
+    bind_text(st, k++, o->name);
+    bind_text(st, k++, o->display_name);
+    bind_text(st, k++, o->type);
+    bind_text(st, k++, opx_family_name(o->family));
+    bind_real(st, k++, o->ref_index);
+    sqlite3_bind_int(st, k++, o->nedges);
+    bind_real(st, k++, o->centroid.x);
+    bind_real(st, k++, o->centroid.y);
+    bind_real(st, k++, o->area);
+    bind_real(st, k++, o->perimeter);
+    if (row_done(in, i, err) != 0)
+      return -EIO;
+  }
+  return 0;
+}
+
+static int insert_edges(opx_ins *in, const opx_geom_t *g, char **err) {
+  static const char *const edge_types[] = {"line", "arc", "curve"};
+  for (int i = 0; i < g->nedges; i++) {
+    const opx_edge_t *e = &g->edges[i];
+    int k;
+    sqlite3_stmt *st = row_of(in, i, &k);
+    bind_obj(st, k, g, e->obj);
+    k += 2;
+    sqlite3_bind_int(st, k++, e->index);
+    bind_text(st, k++, e->short_label);
+    bind_text(st, k++, e->long_label);
+    bind_text(st, k++, edge_types[e->e->kind]);
+    bind_real(st, k++, e->e->p1.x);
+    bind_real(st, k++, e->e->p1.y);
+    bind_real(st, k++, e->e->p2.x);
+    bind_real(st, k++, e->e->p2.y);
+    bind_real(st, k++, e->mid.x);
+    bind_real(st, k++, e->mid.y);
+    bind_real(st, k++, e->length);
+    if (row_done(in, i, err) != 0)
+      return -EIO;
+  }
+  return 0;
+}
+
+/* The segment's flags as the rays' flags column packs them. */
+static int grazing_flags(const atl_op_segment *s) {
+  static const unsigned bits[3] = {ATL_OP_GRAZING_ANGLE, ATL_OP_GRAZING_POLAR,
+                                   ATL_OP_GRAZING_TRANSM};
+  int f = s->gap | s->caused_tir << 1;
+  for (int b = 0; b < 3; b++)
+    f |= ((s->grazing & bits[b]) != 0) << (2 + 2 * b) |
+         ((s->caused_grazing & bits[b]) != 0) << (3 + 2 * b);
+  return f;
+}
+
+/* The rays' stored columns, in the order of opx_db_schema.c's rays
+ * columns (the others are computed from these when read). */
+static int insert_rays(opx_ins *in, const opx_run_t *run, const int *source_obj,
+                       char **err) {
+  const opx_geom_t *g = run->geom;
+  const atl_op_segment *segs = run->sim->segs;
+  long n = run->sim->nsegs;
+  int colours = run->scene->simulate_colors;
+  for (long i = 0; i < n; i++) {
+    const atl_op_segment *s = &segs[i];
+    int k;
+    sqlite3_stmt *st = row_of(in, i, &k);
+    sqlite3_bind_int64(st, k++, i);
+    if (s->parent >= 0 && s->parent < n)
+      sqlite3_bind_int64(st, k++, s->parent);
+    else
+      sqlite3_bind_null(st, k++);
+    sqlite3_bind_int(st, k++, s->depth);
+    bind_text(st, k++, opx_kind_name(s->kind));
+    bind_obj(st, k, g, source_obj[i]);
+    k += 2;
+    bind_obj(st, k, g, s->hit_obj >= 0 ? run->end_obj[i] : -1);
+    k += 2;
+    bind_real(st, k++, s->p1.x);
+    bind_real(st, k++, s->p1.y);
+    if (s->hit_obj >= 0) {
+      bind_real(st, k++, s->p2.x);
+      bind_real(st, k++, s->p2.y);
+    } else {
+      /* Unbounded: p2 is one unit along the ray. */
+      double dx = s->p2.x - s->p1.x, dy = s->p2.y - s->p1.y, l = hypot(dx, dy);
+      bind_real(st, k++, l > 0 ? s->p1.x + dx / l : s->p2.x);
+      bind_real(st, k++, l > 0 ? s->p1.y + dy / l : s->p2.y);
+    }
+    bind_real(st, k++, s->bs);
+    bind_real(st, k++, s->bp);
+    bind_real(st, k++, colours ? s->wavelength : NAN);
+    sqlite3_bind_int(st, k++, s->tir_count);
+    sqlite3_bind_int(st, k++, grazing_flags(s));
+    if (row_done(in, i, err) != 0)
+      return -EIO;
+  }
+  return 0;
+}
+
+static int insert_joins(opx_ins *m, opx_ins *c, const opx_geom_t *g,
+                        const opx_join *j, char **err) {
+  for (long i = 0; i < j->nm; i++) {
+    int k;
+    sqlite3_stmt *st = row_of(m, i, &k);
+    sqlite3_bind_int64(st, k, j->m[i].ray);
+    bind_obj(st, k + 1, g, j->m[i].obj);
+    if (row_done(m, i, err) != 0)
+      return -EIO;
+  }
+  for (long i = 0; i < j->nc; i++) {
+    const opx_edge_t *e = &g->edges[j->c[i].edge];
+    int k;
+    sqlite3_stmt *st = row_of(c, i, &k);
+    sqlite3_bind_int64(st, k, j->c[i].ray);
+    bind_obj(st, k + 1, g, e->obj);
+    sqlite3_bind_int(st, k + 3, e->index);
+    bind_text(st, k + 4, e->short_label);
+    bind_real(st, k + 5, j->c[i].angle);
+    if (row_done(c, i, err) != 0)
+      return -EIO;
+  }
+  return 0;
+}
+
+/* One of the two files the tables live in, and its writer. */
+typedef struct {
+  sqlite3 *w;
+  char uri[96];
+  opx_ins ins[OPX_DB_NTABLES]; /* its tables' */
+  char *err;
+  int rc;
+} opx_file;
+
+/* The parts of a build, freed together. */
+typedef struct {
+  const opx_run_t *run;
+  opx_file main, joins;
+  int *regions, *source_obj;
+  unsigned char *touchable;
+  opx_join job;
+  pthread_t thread;
+  int threaded;
+} opx_build;
+
+static void file_close(opx_file *f) {
+  for (int i = 0; i < OPX_DB_NTABLES; i++)
+    ins_free(&f->ins[i]);
+  sqlite3_close(f->w);
+  free(f->err);
+}
+
+static void build_free(opx_build *b) {
+  if (b->threaded)
+    pthread_join(b->thread, NULL);
+  file_close(&b->main);
+  file_close(&b->joins);
+  free(b->regions);
+  free(b->source_obj);
+  free(b->touchable);
+  free(b->job.m);
+  free(b->job.c);
+}
+
+/* What the joins and the rows need from the geometry: the objects with a
+ * region, the edges rays meet, each segment's source as an object. */
+static int prepare(opx_build *b, const opx_run_t *run) {
+  const opx_geom_t *g = run->geom;
+  long n = run->sim->nsegs;
+  b->regions = malloc(sizeof(int) * (size_t)(g->nobjs + 1));
+  b->touchable = malloc((size_t)g->nedges + 1);
+  b->source_obj = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+  int *by_optical = malloc(sizeof(int) * (size_t)(run->scene->noptical + 1));
+  if (!b->regions || !b->touchable || !b->source_obj || !by_optical) {
+    free(by_optical);
+    return -ENOMEM;
+  }
+  int nr = 0;
+  for (int i = 0; i < g->nobjs; i++)
+    if (g->objs[i].outline.closed || g->objs[i].outline.half_plane)
+      b->regions[nr++] = i;
+  for (int i = 0; i < g->nedges; i++) {
+    opx_family_t f = g->objs[g->edges[i].obj].family;
+    b->touchable[i] = f != OPX_SOURCE && f != OPX_OTHER;
+  }
+  for (int i = 0; i < run->scene->noptical; i++)
+    by_optical[i] = opx_geom_index_of(g, run->scene->optical[i]);
+  for (long i = 0; i < n; i++) {
+    int s = run->sim->segs[i].source;
+    b->source_obj[i] = s >= 0 && s < run->scene->noptical ? by_optical[s] : -1;
+  }
+  free(by_optical);
+  double size = scene_size(run);
+  b->job = (opx_join){.run = run,
+                      .lo = 0,
+                      .hi = n,
+                      .tol = OPX_DB_EDGE_TOL * size,
+                      .step = 1e-3 * size,
+                      .regions = b->regions,
+                      .nregions = nr,
+                      .touchable = b->touchable};
+  return 0;
+}
+
+static atomic_ulong db_serial;
+
+/* Opens f's writer on a new memdb file and starts its transaction. */
+static int file_open(opx_file *f, const char *suffix, unsigned long serial) {
+  snprintf(f->uri, sizeof f->uri, "file:/opx-%ld-%lu%s?vfs=memdb",
+           (long)getpid(), serial, suffix);
+  /* One thread uses a writer at a time: no mutex. */
+  if (sqlite3_open_v2(f->uri, &f->w,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                          SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                      NULL) != SQLITE_OK)
+    return fail_sql(f->w, "open", &f->err);
+  /* memdb caps a file at 1 GiB by default; some million segments need
+   * more. */
+  sqlite3_int64 limit = (sqlite3_int64)4 << 30;
+  sqlite3_file_control(f->w, "main", SQLITE_FCNTL_SIZE_LIMIT, &limit);
+  /* Large pages: fewer of them to fill and link for a million rows. */
+  return exec(f->w,
+              "PRAGMA page_size=65536; PRAGMA journal_mode=OFF; "
+              "PRAGMA synchronous=OFF; PRAGMA cache_size=-16384; "
+              "PRAGMA temp_store=MEMORY; BEGIN",
+              &f->err);
+}
+
+/* The joins file: the geometric joins computed, then written. */
+static void *joins_work(void *arg) {
+  opx_build *b = arg;
+  opx_file *f = &b->joins;
+  join_run(&b->job);
+  if ((f->rc = b->job.rc) != 0)
+    return NULL;
+  const opx_geom_t *g = b->run->geom;
+  if ((f->rc = create(f->w, &opx_db_tables[OPX_T_MEMBERSHIP], b->job.nm,
+                      &f->ins[OPX_T_MEMBERSHIP], &f->err)) == 0 &&
+      (f->rc = create(f->w, &opx_db_tables[OPX_T_CROSSING], b->job.nc,
+                      &f->ins[OPX_T_CROSSING], &f->err)) == 0 &&
+      (f->rc = insert_joins(&f->ins[OPX_T_MEMBERSHIP], &f->ins[OPX_T_CROSSING],
+                            g, &b->job, &f->err)) == 0) {
+    for (size_t i = 1; i < sizeof indexes / sizeof *indexes && f->rc == 0; i++)
+      f->rc = exec(f->w, indexes[i], &f->err);
+    if (f->rc == 0)
+      f->rc = exec(f->w, "COMMIT", &f->err);
+  }
+  return NULL;
+}
+
+/* The main file: objects, edges and rays. */
+static int main_work(opx_build *b) {
+  opx_file *f = &b->main;
+  const opx_geom_t *g = b->run->geom;
+  long n = b->run->sim->nsegs;
+  if (create(f->w, &opx_db_tables[OPX_T_OBJECTS], g->nobjs,
+             &f->ins[OPX_T_OBJECTS], &f->err) != 0 ||
+      create(f->w, &opx_db_tables[OPX_T_EDGES], g->nedges, &f->ins[OPX_T_EDGES],
+             &f->err) != 0 ||
+      create(f->w, &opx_db_tables[OPX_T_RAYS], n, &f->ins[OPX_T_RAYS],
+             &f->err) != 0 ||
+      insert_objects(&f->ins[OPX_T_OBJECTS], g, &f->err) != 0 ||
+      insert_edges(&f->ins[OPX_T_EDGES], g, &f->err) != 0 ||
+      insert_rays(&f->ins[OPX_T_RAYS], b->run, b->source_obj, &f->err) != 0 ||
+      exec(f->w, indexes[0], &f->err) != 0 || exec(f->w, "COMMIT", &f->err))
+    return f->rc = -EIO;
+  return 0;
+}
+
+int opx_db_build(const opx_run_t *run, opx_db_t **out, char **err) {
+  *out = NULL;
+  *err = NULL;
+  opx_build b = {.run = run};
+  opx_db_t *db = calloc(1, sizeof(*db));
+  if (db == NULL || prepare(&b, run) != 0) {
+    free(db);
+    build_free(&b);
+    return -ENOMEM;
+  }
+  pthread_mutex_init(&db->lock, NULL);
+  db->nsegs = run->sim->nsegs;
+  unsigned long serial = atomic_fetch_add(&db_serial, 1);
+  int rc = file_open(&b.main, "", serial);
+  if (rc == 0)
+    rc = b.joins.rc = file_open(&b.joins, "-joins", serial);
+  if (rc == 0) {
+    /* The joins on a second thread while this one writes the rays; a
+     * small run is not worth a thread. */
+    if (db->nsegs >= 4096 &&
+        pthread_create(&b.thread, NULL, joins_work, &b) == 0)
+      b.threaded = 1;
+    else
+      joins_work(&b);
+    rc = main_work(&b);
+    if (b.threaded) {
+      pthread_join(b.thread, NULL);
+      b.threaded = 0;
+    }
+    if (rc == 0)
+      rc = b.joins.rc;
+  }
+  if (rc == 0) {
+    db->counts[OPX_T_OBJECTS] = run->geom->nobjs;
+    db->counts[OPX_T_EDGES] = run->geom->nedges;
+    db->counts[OPX_T_RAYS] = db->nsegs;
+    db->counts[OPX_T_MEMBERSHIP] = b.job.nm;
+    db->counts[OPX_T_CROSSING] = b.job.nc;
+    /* The reader opens the files before the writers close: a memdb file
+     * lives while a connection has it open. */
+    rc = opx_db_open_reader(db, b.main.uri, b.joins.uri, err);
+  } else {
+    char **why = b.main.err != NULL ? &b.main.err : &b.joins.err;
+    *err = *why;
+    *why = NULL;
+  }
+  build_free(&b);
+  if (rc != 0) {
+    opx_db_free(db);
+    if (*err == NULL && rc != -ENOMEM)
+      *err = strdup("ray database: the build failed");
+    return rc;
+  }
+  *out = db;
+  return 0;
+}
+
+void opx_db_free(opx_db_t *db) {
+  if (db == NULL)
+    return;
+  sqlite3_close(db->ro);
+  pthread_mutex_destroy(&db->lock);
+  free(db);
+}

@@ -1,0 +1,69 @@
+/* opx: the ray database's parts shared by its files: the tables'
+ * descriptions (opx_db_schema.c), the build (opx_db.c) and the guarded
+ * read-only connection queries run on (opx_db_query.c). Private to the
+ * module.
+ *
+ * Ownership: an opx_db_t owns its connection and its mutex; the table
+ * descriptions are static. */
+#ifndef ATL_OPX_DB_INT_H
+#define ATL_OPX_DB_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "opx_db.h"
+
+typedef struct {
+  const char *name, *type, *desc;
+  /* A column computed from the others when read (a VIRTUAL generated
+   * column): its expression; NULL for a stored column. */
+  const char *gen;
+} opx_db_col;
+
+typedef struct {
+  const char *name, *desc;
+  const opx_db_col *cols;  /* ends with a NULL name */
+  const char *constraints; /* appended to CREATE TABLE's column list */
+} opx_db_table;
+
+enum {
+  OPX_T_RAYS,
+  OPX_T_OBJECTS,
+  OPX_T_EDGES,
+  OPX_T_MEMBERSHIP,
+  OPX_T_CROSSING,
+  OPX_DB_NTABLES
+};
+extern const opx_db_table opx_db_tables[OPX_DB_NTABLES];
+/* The table's stored columns (those an INSERT gives). */
+int opx_db_nstored(const opx_db_table *t);
+
+/* The caps on one result, beyond the row cap: its JSON size, and one text
+ * cell's length (longer ones are cut, with a marker). */
+#define OPX_DB_MAX_BYTES (256 * 1024)
+#define OPX_DB_MAX_CELL 2048
+
+struct opx_db {
+  sqlite3 *ro; /* the read-only connection every query runs on */
+  long nsegs;
+  long counts[OPX_DB_NTABLES]; /* rows inserted per table */
+  /* One query at a time: the fields below are its state, which the
+   * authorizer and the progress handler fill. */
+  pthread_mutex_t lock;
+  double deadline_ms; /* CLOCK_MONOTONIC */
+  int timed_out;
+  int saw_select;   /* the authorizer saw SQLITE_SELECT */
+  char denied[128]; /* what the authorizer refused first, or "" */
+};
+
+/* Opens the read-only connection to the database at uri (the builder's
+ * shared in-memory file), attaches joins_uri as "joins", and arms it:
+ * limits, defensive mode, the authorizer and the progress handler. 0, or
+ * -EIO with *err. */
+int opx_db_open_reader(opx_db_t *db, const char *uri, const char *joins_uri,
+                       char **err);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+double opx_db_now_ms(void);
+
+#endif
