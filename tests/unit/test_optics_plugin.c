@@ -210,7 +210,11 @@ Test(optics_plugin, fresnel_tools) {
              "angle 41.81\xc2\xb0 for n1=1.5, n2=1.0. No light is "
              "transmitted; use tir_analysis for angles past the critical "
              "angle (it gives R = 1 and the phase shifts).");
-  EXPECT_ERR("critical_angle", "{\"n1\":1,\"n2\":1.5}", "placeholder");
+  EXPECT_ERR("critical_angle", "{\"n1\":1,\"n2\":1.5}",
+             "No TIR possible: n1=1.0 must be greater than n2=1.5. Total "
+             "internal reflection only happens going from the denser medium "
+             "into the rarer one: swap them (n1=1.5, n2=1.0), or use "
+             "fresnel_transmittances for light going this way.");
 }
 
 /* ---- render_optics ---- */
