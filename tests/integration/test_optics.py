@@ -59,7 +59,7 @@ CHECKS = Checks()
 check = CHECKS.add
 
 
-@check("the reference prism: 7 segments, 3 inside, 8 edge crossings")
+@check("the reference prism: 7 segments, 3 inside, 10 edge touches")
 def _(ctx):
     d = ctx["d"]
     sid = prism_session(d)
@@ -70,9 +70,13 @@ def _(ctx):
                                          "ray_object_membership WHERE "
                                          "object_name = 'Main Prism'"})
     assert q["rows"] == [[3]], q
-    q = ok(d, sid, "query_rays", {"sql": "SELECT COUNT(*) FROM "
-                                         "ray_edge_crossing"})
-    assert q["rows"] == [[8]], q
+    # ray_tracing_shapely lists 8: its exact predicates miss, by rounding,
+    # the total internal reflection's end on the E face and the partial
+    # reflection leaving from there (anchors/ray-optics.md 8).
+    q = ok(d, sid, "query_rays", {"sql": "SELECT edge_short_label, COUNT(*) "
+                                         "FROM ray_edge_crossing GROUP BY 1 "
+                                         "ORDER BY 1"})
+    assert q["rows"] == [["E", 3], ["S", 4], ["W", 3]], q
     e = ok(d, sid, "describe_edges", {"object": "Main Prism"})
     assert [x["short_label"] for x in e["edges"]] == ["E", "S", "W"], e
 
