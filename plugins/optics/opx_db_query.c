@@ -147,6 +147,45 @@ static int authorize(void *arg, int action, const char *a1, const char *a2,
   }
 }
 
+/* opx_object_name(id): the object's display name, or NULL. */
+static void object_name(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  const opx_db_t *db = sqlite3_user_data(ctx);
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER)
+    return;
+  sqlite3_int64 i = sqlite3_value_int64(argv[0]);
+  if (i >= 0 && i < db->nobjs)
+    sqlite3_result_text(ctx, db->names[i], -1, SQLITE_STATIC);
+}
+
+/* opx_edge_label(object, index): the edge's short label, or NULL. */
+static void edge_label(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  const opx_db_t *db = sqlite3_user_data(ctx);
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER ||
+      sqlite3_value_type(argv[1]) != SQLITE_INTEGER)
+    return;
+  sqlite3_int64 o = sqlite3_value_int64(argv[0]);
+  sqlite3_int64 e = sqlite3_value_int64(argv[1]);
+  if (o < 0 || o >= db->nobjs || e < 0 ||
+      e >= db->first_edge[o + 1] - db->first_edge[o])
+    return;
+  sqlite3_result_text(ctx, db->labels[db->first_edge[o] + e], -1,
+                      SQLITE_STATIC);
+}
+
+int opx_db_functions(sqlite3 *c, opx_db_t *db) {
+  /* Innocuous: the generated columns call them, and the reader does not
+   * trust its schema (SQLITE_DBCONFIG_TRUSTED_SCHEMA off). */
+  int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+  int rc = sqlite3_create_function(c, "opx_object_name", 1, flags, db,
+                                   object_name, NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function(c, "opx_edge_label", 2, flags, db, edge_label,
+                                 NULL, NULL);
+  return rc;
+}
+
 static int progress(void *arg) {
   opx_db_t *db = arg;
   if (opx_db_now_ms() < db->deadline_ms)
@@ -162,6 +201,8 @@ int opx_db_open_reader(opx_db_t *db, const char *uri, const char *joins_uri,
   /* The page cache is small: the pages are in memory already. */
   int rc =
       sqlite3_open_v2(uri, &ro, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+  if (rc == SQLITE_OK)
+    rc = opx_db_functions(ro, db);
   if (rc == SQLITE_OK)
     rc = sqlite3_exec(ro,
                       "PRAGMA query_only=1; PRAGMA cache_size=-8192; "
