@@ -287,9 +287,13 @@ static int compile(opx_db_t *db, const char *sql, sqlite3_stmt **st,
   db->timed_out = 0;
   *st = NULL;
   if (sqlite3_prepare_v3(db->ro, sql, -1, 0, st, &tail) != SQLITE_OK) {
+    const char *msg = sqlite3_errmsg(db->ro);
     if (db->denied[0] != '\0')
       return fail(err, "not allowed: %s; " READ_ONLY, db->denied);
-    return fail(err, "SQL error: %s; " HINT, sqlite3_errmsg(db->ro));
+    /* A write to a view fails before the authorizer is asked. */
+    if (strncmp(msg, "cannot modify", 13) == 0)
+      return fail(err, "not allowed: writes (%s); " READ_ONLY, msg);
+    return fail(err, "SQL error: %s; " HINT, msg);
   }
   if (*st == NULL)
     return fail(err, "SQL error: the query is empty; " HINT);
@@ -318,6 +322,17 @@ static int step_error(opx_db_t *db, char **err) {
   if (db->timed_out)
     return time_limit(err);
   return fail(err, "SQL error: %s; " HINT, sqlite3_errmsg(db->ro));
+}
+
+/* The length of s as JSON string content: json-c escapes quotes,
+ * backslashes and slashes in two bytes, control characters in up to six. */
+static size_t json_len(const char *s, size_t n) {
+  size_t len = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    len += c < 0x20 ? 6 : c == '"' || c == '\\' || c == '/' ? 2 : 1;
+  }
+  return len;
 }
 
 /* Text as a JSON string: at most OPX_DB_MAX_CELL bytes (cut at a
@@ -351,8 +366,8 @@ static json_object *text_cell(const unsigned char *s, int n, size_t *bytes) {
   if (keep < n)
     o += snprintf(buf + o, 64, "...[cut: %d bytes in all]", n);
   json_object *j = json_object_new_string_len(buf, o);
+  *bytes += json_len(buf, (size_t)o) + 3;
   free(buf);
-  *bytes += (size_t)o + 3;
   return j;
 }
 
@@ -397,7 +412,7 @@ static int collect(opx_db_t *db, sqlite3_stmt *st, int max_rows,
   for (int c = 0; c < ncols; c++) {
     const char *name = sqlite3_column_name(st, c);
     json_object_array_add(cols, json_object_new_string(name ? name : ""));
-    bytes += (name ? strlen(name) : 0) + 3;
+    bytes += (name ? json_len(name, strlen(name)) : 0) + 3;
   }
   long n = 0;
   int rc, by_rows = 0, by_bytes = 0;
