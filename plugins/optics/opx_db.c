@@ -2,11 +2,11 @@
  * segments as SQLite tables, with the geometric joins (which segments are
  * inside which objects, which touch which edges) computed beforehand.
  *
- * Where the data lives. The tables are written by a writer connection to
- * a named in-memory file of SQLite's memdb VFS ("file:/opx-...?vfs=memdb":
+ * Where the data lives. The tables are written by writer connections to
+ * named in-memory files of SQLite's memdb VFS ("file:/opx-...?vfs=memdb":
  * a name starting with '/' is shared by every connection of the process),
- * and queries run on a second connection to the same file opened
- * read-only; the writer is closed once the build is done, so the only
+ * and queries run on one more connection to the same files opened
+ * read-only; the writers close once the build is done, so the only
  * connection left cannot write. Why not the alternatives: a shared-cache
  * ":memory:" database shares one b-tree between its connections, read-only
  * flag included, and table locks couple them; sqlite3_serialize() of a
@@ -14,10 +14,19 @@
  * a million-row build. With memdb the file is the only copy of the data
  * and each connection keeps just a small page cache over it.
  *
- * Speed (bench/optics-db.c): one transaction, journal and syncs off,
- * prepared statements bound column by column with static strings, and the
- * indexes created after the rows. The joins, the geometric part, run on a
- * second thread while this one inserts the rays. */
+ * Speed (bench/optics-db.c; a million segments is the target). SQLite's
+ * cost is per row and per stored value, so:
+ *   - two files, written at once by two threads: "main" (objects, edges,
+ *     rays) and "joins" (the two join tables, attached to the reader as
+ *     "joins"; their names need no prefix);
+ *   - columns computed from others (lengths, totals, flags, names) are
+ *     not stored: the tables are views over "<name>_stored" tables
+ *     (opx_db_schema.c says which); the rays' flags pack into one integer;
+ *   - one transaction a file, journal and syncs off, large pages, rows
+ *     bound with static strings and inserted sixteen a statement;
+ *   - the join tables are keyed by object (and edge), then ray, and filled
+ *     in that order: no index to build afterwards; rays get one index, by
+ *     parent, after their rows. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -56,16 +65,13 @@ typedef struct {
   int rc;
 } opx_join;
 
-/* Indexes that pay for themselves in the typical queries (bench/README.md
- * optics-db): rays by parent for lineage joins, the join tables by object
- * and edge for "rays inside X" and "rays crossing edge E", and crossings
- * by ray for joins from rays. */
-static const char *const indexes[] = {
-    "CREATE INDEX rays_parent ON rays(parent_id)",
-    "CREATE INDEX membership_object ON ray_object_membership(object_id)",
-    "CREATE INDEX crossing_edge ON ray_edge_crossing(object_id, edge_index)",
-    "CREATE INDEX crossing_ray ON ray_edge_crossing(ray_id)",
-};
+/* Indexes that pay for themselves (bench/README.md, optics-db): rays by
+ * parent, for lineage joins (a recursive WITH over children scans the
+ * table at every step without it). The join tables need none: they are
+ * keyed by object (and edge), then ray, which is how queries find them
+ * ("rays inside X", "rays crossing edge E"), and are filled in key order
+ * (sort_joins), which costs less than an index built afterwards. */
+#define RAYS_INDEX "CREATE INDEX rays_parent ON rays_stored(parent_id)"
 
 double opx_db_now_ms(void) {
   struct timespec ts;
@@ -87,15 +93,20 @@ static int grow(void **p, long *cap, long need, size_t size) {
   return 0;
 }
 
+/* Adds edge as touched by ray, keeping a ray's crossings in edge order
+ * (the table's key order: edges are grouped by object) and once each. */
 static int add_cross(opx_join *j, long ray, int edge, atl_op_pt at,
                      atl_op_pt dir) {
-  for (long k = j->nc - 1; k >= 0 && j->c[k].ray == ray; k--)
-    if (j->c[k].edge == edge)
+  long k = j->nc;
+  while (k > 0 && j->c[k - 1].ray == ray && j->c[k - 1].edge >= edge)
+    if (j->c[--k].edge == edge)
       return 0; /* both ends on one edge: one row */
   if (grow((void **)&j->c, &j->capc, j->nc + 1, sizeof(*j->c)) != 0)
     return -ENOMEM;
+  memmove(&j->c[k + 1], &j->c[k], sizeof(*j->c) * (size_t)(j->nc - k));
   double a = opx_geom_angle_to_normal(j->run->geom, edge, at, dir);
-  j->c[j->nc++] = (opx_cross){ray, edge, a};
+  j->c[k] = (opx_cross){ray, edge, a};
+  j->nc++;
   return 0;
 }
 
@@ -155,6 +166,41 @@ oom:
  * the coordinates), far below any feature a scene draws. */
 #define OPX_DB_EDGE_TOL 1e-6
 
+/* Orders the joins by object (and edge), then ray, keeping the ray order
+ * of each object's (edge's) rows: a counting sort, as there are few
+ * objects and edges and many rows. 0 or -ENOMEM. */
+static int sort_joins(opx_join *j, int nobjs, int nedges) {
+  long *at =
+      calloc((size_t)(nobjs > nedges ? nobjs : nedges) + 1, sizeof(long));
+  opx_memb *m = malloc(sizeof(*m) * (size_t)(j->nm + 1));
+  opx_cross *c = malloc(sizeof(*c) * (size_t)(j->nc + 1));
+  if (at == NULL || m == NULL || c == NULL) {
+    free(at);
+    free(m);
+    free(c);
+    return -ENOMEM;
+  }
+  for (long i = 0; i < j->nm; i++)
+    at[j->m[i].obj + 1]++;
+  for (int k = 0; k < nobjs; k++)
+    at[k + 1] += at[k];
+  for (long i = 0; i < j->nm; i++)
+    m[at[j->m[i].obj]++] = j->m[i];
+  memset(at, 0, sizeof(long) * (size_t)((nobjs > nedges ? nobjs : nedges) + 1));
+  for (long i = 0; i < j->nc; i++)
+    at[j->c[i].edge + 1]++;
+  for (int k = 0; k < nedges; k++)
+    at[k + 1] += at[k];
+  for (long i = 0; i < j->nc; i++)
+    c[at[j->c[i].edge]++] = j->c[i];
+  free(at);
+  free(j->m);
+  free(j->c);
+  j->m = m;
+  j->c = c;
+  return 0;
+}
+
 /* The scene's size (the diagonal of the box around its objects and the
  * segments' start points): the edge tolerance scales with it. */
 static double scene_size(const opx_run_t *run) {
@@ -205,43 +251,46 @@ typedef struct {
   long cut; /* rows before cut go in batches */
 } opx_ins;
 
-/* Creates table t (generated columns computed on reading) and prepares
- * its inserts of n rows. */
+/* Creates table t and prepares its inserts of n rows. A table with
+ * computed columns is a view over a table of the stored ones,
+ * "<name>_stored": SQLite computes a generated column on every INSERT even
+ * when it is VIRTUAL (twice the time of the million-row build), whereas a
+ * view computes it only when a query reads it, and SQLite flattens the view
+ * into the query, so lookups by id still use the table's keys. */
 static int create(sqlite3 *w, const opx_db_table *t, long n, opx_ins *in,
                   char **err) {
-  char sql[8192], row[512], *many = NULL;
-  int ns = snprintf(sql, sizeof sql, "CREATE TABLE %s (", t->name);
-  int nr = snprintf(row, sizeof row, "(");
-  int first = 1;
+  char sql[8192], view[8192], cols[2048], row[512];
+  int gen = opx_db_nstored(t) < opx_db_ncols(t);
+  const char *suffix = gen ? "_stored" : "";
+  int ns = snprintf(sql, sizeof sql, "CREATE TABLE %s%s (", t->name, suffix);
+  int nv = snprintf(view, sizeof view, "CREATE VIEW %s AS SELECT ", t->name);
+  int nc = 0, nr = snprintf(row, sizeof row, "(");
   for (const opx_db_col *c = t->cols; c->name != NULL; c++) {
-    ns += snprintf(sql + ns, sizeof sql - (size_t)ns, "%s%s %s",
-                   c == t->cols ? "" : ", ", c->name, c->type);
+    int firstcol = c == t->cols;
+    nv += snprintf(view + nv, sizeof view - (size_t)nv, "%s%s%s%s%s",
+                   firstcol ? "" : ", ", c->gen ? "(" : "",
+                   c->gen ? c->gen : c->name, c->gen ? ") AS " : "",
+                   c->gen ? c->name : "");
     if (c->gen != NULL)
-      ns += snprintf(sql + ns, sizeof sql - (size_t)ns,
-                     " GENERATED ALWAYS AS (%s) VIRTUAL", c->gen);
-    else {
-      nr +=
-          snprintf(row + nr, sizeof row - (size_t)nr, "%s?", first ? "" : ",");
-      first = 0;
-    }
+      continue;
+    ns += snprintf(sql + ns, sizeof sql - (size_t)ns, "%s%s %s", nc ? ", " : "",
+                   c->name, c->type);
+    nr += snprintf(row + nr, sizeof row - (size_t)nr, "%s?", nc ? "," : "");
+    nc += snprintf(cols + nc, sizeof cols - (size_t)nc, "%s%s", nc ? "," : "",
+                   c->name);
   }
-  snprintf(sql + ns, sizeof sql - (size_t)ns, "%s)", t->constraints);
+  snprintf(sql + ns, sizeof sql - (size_t)ns, "%s", t->constraints);
+  snprintf(view + nv, sizeof view - (size_t)nv, " FROM %s_stored", t->name);
   snprintf(row + nr, sizeof row - (size_t)nr, ")");
   *in = (opx_ins){.w = w, .ncols = opx_db_nstored(t), .cut = n - n % BATCH};
-  if (exec(w, sql, err) != 0)
+  if (exec(w, sql, err) != 0 || (gen && exec(w, view, err) != 0))
     return -EIO;
-  /* The column list names the stored columns, in the table's order. */
-  char cols[2048];
-  int nc = 0;
-  for (const opx_db_col *c = t->cols; c->name != NULL; c++)
-    if (c->gen == NULL)
-      nc += snprintf(cols + nc, sizeof cols - (size_t)nc, "%s%s", nc ? "," : "",
-                     c->name);
-  size_t cap = strlen(cols) + (strlen(row) + 1) * BATCH + 64;
-  if ((many = malloc(cap)) == NULL)
+  size_t cap = strlen(cols) + (strlen(row) + 1) * BATCH + 128;
+  char *many = malloc(cap);
+  if (many == NULL)
     return -ENOMEM;
-  int nm =
-      snprintf(many, cap, "INSERT INTO %s (%s) VALUES %s", t->name, cols, row);
+  int nm = snprintf(many, cap, "INSERT INTO %s%s (%s) VALUES %s", t->name,
+                    suffix, cols, row);
   int rc = sqlite3_prepare_v3(w, many, -1, SQLITE_PREPARE_PERSISTENT, &in->one,
                               NULL);
   for (int i = 1; i < BATCH; i++)
@@ -296,15 +345,12 @@ static void bind_text(sqlite3_stmt *st, int k, const char *s) {
     sqlite3_bind_text(st, k, s, -1, SQLITE_STATIC);
 }
 
-/* An object's id and display name (two parameters), or NULLs. */
+/* An object's id, or NULL. */
 static void bind_obj(sqlite3_stmt *st, int k, const opx_geom_t *g, int obj) {
-  if (obj < 0 || obj >= g->nobjs) {
+  if (obj < 0 || obj >= g->nobjs)
     sqlite3_bind_null(st, k);
-    sqlite3_bind_null(st, k + 1);
-  } else {
+  else
     sqlite3_bind_int(st, k, obj);
-    bind_text(st, k + 1, g->objs[obj].display_name);
-  }
 }
 
 static int insert_objects(opx_ins *in, const opx_geom_t *g, char **err) {
@@ -335,8 +381,8 @@ static int insert_edges(opx_ins *in, const opx_geom_t *g, char **err) {
     const opx_edge_t *e = &g->edges[i];
     int k;
     sqlite3_stmt *st = row_of(in, i, &k);
-    bind_obj(st, k, g, e->obj);
-    k += 2;
+    sqlite3_bind_int(st, k++, e->obj);
+    bind_text(st, k++, g->objs[e->obj].display_name);
     sqlite3_bind_int(st, k++, e->index);
     bind_text(st, k++, e->short_label);
     bind_text(st, k++, e->long_label);
@@ -354,15 +400,17 @@ static int insert_edges(opx_ins *in, const opx_geom_t *g, char **err) {
   return 0;
 }
 
-/* The segment's flags as the rays' flags column packs them. */
-static int grazing_flags(const atl_op_segment *s) {
+/* The segment's flags, kind and TIR count as the rays' flags column packs
+ * them (opx_db_schema.c): fewer columns make the million-row insert
+ * faster, and the named columns read them back. */
+static sqlite3_int64 seg_flags(const atl_op_segment *s) {
   static const unsigned bits[3] = {ATL_OP_GRAZING_ANGLE, ATL_OP_GRAZING_POLAR,
                                    ATL_OP_GRAZING_TRANSM};
-  int f = s->gap | s->caused_tir << 1;
+  sqlite3_int64 f = s->gap | s->caused_tir << 1;
   for (int b = 0; b < 3; b++)
     f |= ((s->grazing & bits[b]) != 0) << (2 + 2 * b) |
          ((s->caused_grazing & bits[b]) != 0) << (3 + 2 * b);
-  return f;
+  return f | (sqlite3_int64)s->kind << 8 | (sqlite3_int64)s->tir_count << 12;
 }
 
 /* The rays' stored columns, in the order of opx_db_schema.c's rays
@@ -383,11 +431,8 @@ static int insert_rays(opx_ins *in, const opx_run_t *run, const int *source_obj,
     else
       sqlite3_bind_null(st, k++);
     sqlite3_bind_int(st, k++, s->depth);
-    bind_text(st, k++, opx_kind_name(s->kind));
-    bind_obj(st, k, g, source_obj[i]);
-    k += 2;
-    bind_obj(st, k, g, s->hit_obj >= 0 ? run->end_obj[i] : -1);
-    k += 2;
+    bind_obj(st, k++, g, source_obj[i]);
+    bind_obj(st, k++, g, s->hit_obj >= 0 ? run->end_obj[i] : -1);
     bind_real(st, k++, s->p1.x);
     bind_real(st, k++, s->p1.y);
     if (s->hit_obj >= 0) {
@@ -402,8 +447,7 @@ static int insert_rays(opx_ins *in, const opx_run_t *run, const int *source_obj,
     bind_real(st, k++, s->bs);
     bind_real(st, k++, s->bp);
     bind_real(st, k++, colours ? s->wavelength : NAN);
-    sqlite3_bind_int(st, k++, s->tir_count);
-    sqlite3_bind_int(st, k++, grazing_flags(s));
+    sqlite3_bind_int64(st, k++, seg_flags(s));
     if (row_done(in, i, err) != 0)
       return -EIO;
   }
@@ -416,7 +460,7 @@ static int insert_joins(opx_ins *m, opx_ins *c, const opx_geom_t *g,
     int k;
     sqlite3_stmt *st = row_of(m, i, &k);
     sqlite3_bind_int64(st, k, j->m[i].ray);
-    bind_obj(st, k + 1, g, j->m[i].obj);
+    sqlite3_bind_int(st, k + 1, j->m[i].obj);
     if (row_done(m, i, err) != 0)
       return -EIO;
   }
@@ -425,10 +469,9 @@ static int insert_joins(opx_ins *m, opx_ins *c, const opx_geom_t *g,
     int k;
     sqlite3_stmt *st = row_of(c, i, &k);
     sqlite3_bind_int64(st, k, j->c[i].ray);
-    bind_obj(st, k + 1, g, e->obj);
-    sqlite3_bind_int(st, k + 3, e->index);
-    bind_text(st, k + 4, e->short_label);
-    bind_real(st, k + 5, j->c[i].angle);
+    sqlite3_bind_int(st, k + 1, e->obj);
+    sqlite3_bind_int(st, k + 2, e->index);
+    bind_real(st, k + 3, j->c[i].angle);
     if (row_done(c, i, err) != 0)
       return -EIO;
   }
@@ -514,10 +557,30 @@ static int prepare(opx_build *b, const opx_run_t *run) {
   return 0;
 }
 
+/* Copies the names and labels the generated columns show. */
+static int copy_names(opx_db_t *db, const opx_geom_t *g) {
+  db->names = calloc((size_t)g->nobjs + 1, sizeof(char *));
+  db->first_edge = calloc((size_t)g->nobjs + 1, sizeof(int));
+  db->labels = calloc((size_t)g->nedges + 1, sizeof(*db->labels));
+  if (!db->names || !db->first_edge || !db->labels)
+    return -ENOMEM;
+  db->nobjs = g->nobjs;
+  for (int i = 0; i < g->nobjs; i++) {
+    db->first_edge[i] = g->objs[i].first_edge;
+    db->first_edge[i + 1] = g->objs[i].first_edge + g->objs[i].nedges;
+    if ((db->names[i] = strdup(g->objs[i].display_name)) == NULL)
+      return -ENOMEM;
+  }
+  for (int i = 0; i < g->nedges; i++)
+    memcpy(db->labels[i], g->edges[i].short_label, sizeof *db->labels);
+  return 0;
+}
+
 static atomic_ulong db_serial;
 
 /* Opens f's writer on a new memdb file and starts its transaction. */
-static int file_open(opx_file *f, const char *suffix, unsigned long serial) {
+static int file_open(opx_file *f, opx_db_t *db, const char *suffix,
+                     unsigned long serial) {
   snprintf(f->uri, sizeof f->uri, "file:/opx-%ld-%lu%s?vfs=memdb",
            (long)getpid(), serial, suffix);
   /* One thread uses a writer at a time: no mutex. */
@@ -526,6 +589,8 @@ static int file_open(opx_file *f, const char *suffix, unsigned long serial) {
                           SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
                       NULL) != SQLITE_OK)
     return fail_sql(f->w, "open", &f->err);
+  if (opx_db_functions(f->w, db) != 0)
+    return fail_sql(f->w, "functions", &f->err);
   /* memdb caps a file at 1 GiB by default; some million segments need
    * more. */
   sqlite3_int64 limit = (sqlite3_int64)4 << 30;
@@ -543,6 +608,8 @@ static void *joins_work(void *arg) {
   opx_build *b = arg;
   opx_file *f = &b->joins;
   join_run(&b->job);
+  if (b->job.rc == 0)
+    b->job.rc = sort_joins(&b->job, b->run->geom->nobjs, b->run->geom->nedges);
   if ((f->rc = b->job.rc) != 0)
     return NULL;
   const opx_geom_t *g = b->run->geom;
@@ -551,12 +618,8 @@ static void *joins_work(void *arg) {
       (f->rc = create(f->w, &opx_db_tables[OPX_T_CROSSING], b->job.nc,
                       &f->ins[OPX_T_CROSSING], &f->err)) == 0 &&
       (f->rc = insert_joins(&f->ins[OPX_T_MEMBERSHIP], &f->ins[OPX_T_CROSSING],
-                            g, &b->job, &f->err)) == 0) {
-    for (size_t i = 1; i < sizeof indexes / sizeof *indexes && f->rc == 0; i++)
-      f->rc = exec(f->w, indexes[i], &f->err);
-    if (f->rc == 0)
-      f->rc = exec(f->w, "COMMIT", &f->err);
-  }
+                            g, &b->job, &f->err)) == 0)
+    f->rc = exec(f->w, "COMMIT", &f->err);
   return NULL;
 }
 
@@ -573,8 +636,11 @@ static int main_work(opx_build *b) {
              &f->err) != 0 ||
       insert_objects(&f->ins[OPX_T_OBJECTS], g, &f->err) != 0 ||
       insert_edges(&f->ins[OPX_T_EDGES], g, &f->err) != 0 ||
-      insert_rays(&f->ins[OPX_T_RAYS], b->run, b->source_obj, &f->err) != 0 ||
-      exec(f->w, indexes[0], &f->err) != 0 || exec(f->w, "COMMIT", &f->err))
+      insert_rays(&f->ins[OPX_T_RAYS], b->run, b->source_obj, &f->err) != 0)
+    return f->rc = -EIO;
+  if (exec(f->w, RAYS_INDEX, &f->err) != 0)
+    return f->rc = -EIO;
+  if (exec(f->w, "COMMIT", &f->err))
     return f->rc = -EIO;
   return 0;
 }
@@ -584,17 +650,19 @@ int opx_db_build(const opx_run_t *run, opx_db_t **out, char **err) {
   *err = NULL;
   opx_build b = {.run = run};
   opx_db_t *db = calloc(1, sizeof(*db));
-  if (db == NULL || prepare(&b, run) != 0) {
-    free(db);
+  if (db == NULL)
+    return -ENOMEM;
+  pthread_mutex_init(&db->lock, NULL);
+  if (prepare(&b, run) != 0 || copy_names(db, run->geom) != 0) {
+    opx_db_free(db);
     build_free(&b);
     return -ENOMEM;
   }
-  pthread_mutex_init(&db->lock, NULL);
   db->nsegs = run->sim->nsegs;
   unsigned long serial = atomic_fetch_add(&db_serial, 1);
-  int rc = file_open(&b.main, "", serial);
+  int rc = file_open(&b.main, db, "", serial);
   if (rc == 0)
-    rc = b.joins.rc = file_open(&b.joins, "-joins", serial);
+    rc = b.joins.rc = file_open(&b.joins, db, "-joins", serial);
   if (rc == 0) {
     /* The joins on a second thread while this one writes the rays; a
      * small run is not worth a thread. */
@@ -641,5 +709,10 @@ void opx_db_free(opx_db_t *db) {
     return;
   sqlite3_close(db->ro);
   pthread_mutex_destroy(&db->lock);
+  for (int i = 0; db->names != NULL && i < db->nobjs; i++)
+    free(db->names[i]);
+  free(db->names);
+  free(db->first_edge);
+  free(db->labels);
   free(db);
 }

@@ -15,15 +15,17 @@
 
 typedef struct {
   const char *name, *type, *desc;
-  /* A column computed from the others when read (a VIRTUAL generated
-   * column): its expression; NULL for a stored column. */
+  /* A column computed from the stored ones when read (through a view,
+   * opx_db.c): its expression; NULL for a stored column. */
   const char *gen;
 } opx_db_col;
 
 typedef struct {
   const char *name, *desc;
-  const opx_db_col *cols;  /* ends with a NULL name */
-  const char *constraints; /* appended to CREATE TABLE's column list */
+  const opx_db_col *cols; /* ends with a NULL name */
+  /* What follows the column list in CREATE TABLE, closing parenthesis
+   * included. */
+  const char *constraints;
 } opx_db_table;
 
 enum {
@@ -35,7 +37,8 @@ enum {
   OPX_DB_NTABLES
 };
 extern const opx_db_table opx_db_tables[OPX_DB_NTABLES];
-/* The table's stored columns (those an INSERT gives). */
+/* The table's columns, and its stored ones (those an INSERT gives). */
+int opx_db_ncols(const opx_db_table *t);
 int opx_db_nstored(const opx_db_table *t);
 
 /* The caps on one result, beyond the row cap: its JSON size, and one text
@@ -47,6 +50,14 @@ struct opx_db {
   sqlite3 *ro; /* the read-only connection every query runs on */
   long nsegs;
   long counts[OPX_DB_NTABLES]; /* rows inserted per table */
+  /* Copies of the objects' display names and their edges' short labels
+   * (object i's are labels[first_edge[i] .. first_edge[i + 1])), which
+   * the generated name columns read through opx_object_name() and
+   * opx_edge_label(). Owned. */
+  char **names;
+  int nobjs;
+  int *first_edge;
+  char (*labels)[4];
   /* One query at a time: the fields below are its state, which the
    * authorizer and the progress handler fill. */
   pthread_mutex_t lock;
@@ -62,6 +73,10 @@ struct opx_db {
  * -EIO with *err. */
 int opx_db_open_reader(opx_db_t *db, const char *uri, const char *joins_uri,
                        char **err);
+
+/* Registers opx_object_name(id) and opx_edge_label(object, index) on c,
+ * reading db's names. 0, or an SQLite error code. */
+int opx_db_functions(sqlite3 *c, opx_db_t *db);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 double opx_db_now_ms(void);

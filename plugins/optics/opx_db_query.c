@@ -147,6 +147,45 @@ static int authorize(void *arg, int action, const char *a1, const char *a2,
   }
 }
 
+/* opx_object_name(id): the object's display name, or NULL. */
+static void object_name(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  const opx_db_t *db = sqlite3_user_data(ctx);
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER)
+    return;
+  sqlite3_int64 i = sqlite3_value_int64(argv[0]);
+  if (i >= 0 && i < db->nobjs)
+    sqlite3_result_text(ctx, db->names[i], -1, SQLITE_STATIC);
+}
+
+/* opx_edge_label(object, index): the edge's short label, or NULL. */
+static void edge_label(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  const opx_db_t *db = sqlite3_user_data(ctx);
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER ||
+      sqlite3_value_type(argv[1]) != SQLITE_INTEGER)
+    return;
+  sqlite3_int64 o = sqlite3_value_int64(argv[0]);
+  sqlite3_int64 e = sqlite3_value_int64(argv[1]);
+  if (o < 0 || o >= db->nobjs || e < 0 ||
+      e >= db->first_edge[o + 1] - db->first_edge[o])
+    return;
+  sqlite3_result_text(ctx, db->labels[db->first_edge[o] + e], -1,
+                      SQLITE_STATIC);
+}
+
+int opx_db_functions(sqlite3 *c, opx_db_t *db) {
+  /* Innocuous: the generated columns call them, and the reader does not
+   * trust its schema (SQLITE_DBCONFIG_TRUSTED_SCHEMA off). */
+  int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+  int rc = sqlite3_create_function(c, "opx_object_name", 1, flags, db,
+                                   object_name, NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function(c, "opx_edge_label", 2, flags, db, edge_label,
+                                 NULL, NULL);
+  return rc;
+}
+
 static int progress(void *arg) {
   opx_db_t *db = arg;
   if (opx_db_now_ms() < db->deadline_ms)
@@ -162,6 +201,8 @@ int opx_db_open_reader(opx_db_t *db, const char *uri, const char *joins_uri,
   /* The page cache is small: the pages are in memory already. */
   int rc =
       sqlite3_open_v2(uri, &ro, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+  if (rc == SQLITE_OK)
+    rc = opx_db_functions(ro, db);
   if (rc == SQLITE_OK)
     rc = sqlite3_exec(ro,
                       "PRAGMA query_only=1; PRAGMA cache_size=-8192; "
@@ -246,9 +287,13 @@ static int compile(opx_db_t *db, const char *sql, sqlite3_stmt **st,
   db->timed_out = 0;
   *st = NULL;
   if (sqlite3_prepare_v3(db->ro, sql, -1, 0, st, &tail) != SQLITE_OK) {
+    const char *msg = sqlite3_errmsg(db->ro);
     if (db->denied[0] != '\0')
       return fail(err, "not allowed: %s; " READ_ONLY, db->denied);
-    return fail(err, "SQL error: %s; " HINT, sqlite3_errmsg(db->ro));
+    /* A write to a view fails before the authorizer is asked. */
+    if (strncmp(msg, "cannot modify", 13) == 0)
+      return fail(err, "not allowed: writes (%s); " READ_ONLY, msg);
+    return fail(err, "SQL error: %s; " HINT, msg);
   }
   if (*st == NULL)
     return fail(err, "SQL error: the query is empty; " HINT);
@@ -277,6 +322,17 @@ static int step_error(opx_db_t *db, char **err) {
   if (db->timed_out)
     return time_limit(err);
   return fail(err, "SQL error: %s; " HINT, sqlite3_errmsg(db->ro));
+}
+
+/* The length of s as JSON string content: json-c escapes quotes,
+ * backslashes and slashes in two bytes, control characters in up to six. */
+static size_t json_len(const char *s, size_t n) {
+  size_t len = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    len += c < 0x20 ? 6 : c == '"' || c == '\\' || c == '/' ? 2 : 1;
+  }
+  return len;
 }
 
 /* Text as a JSON string: at most OPX_DB_MAX_CELL bytes (cut at a
@@ -310,8 +366,8 @@ static json_object *text_cell(const unsigned char *s, int n, size_t *bytes) {
   if (keep < n)
     o += snprintf(buf + o, 64, "...[cut: %d bytes in all]", n);
   json_object *j = json_object_new_string_len(buf, o);
+  *bytes += json_len(buf, (size_t)o) + 3;
   free(buf);
-  *bytes += (size_t)o + 3;
   return j;
 }
 
@@ -356,7 +412,7 @@ static int collect(opx_db_t *db, sqlite3_stmt *st, int max_rows,
   for (int c = 0; c < ncols; c++) {
     const char *name = sqlite3_column_name(st, c);
     json_object_array_add(cols, json_object_new_string(name ? name : ""));
-    bytes += (name ? strlen(name) : 0) + 3;
+    bytes += (name ? json_len(name, strlen(name)) : 0) + 3;
   }
   long n = 0;
   int rc, by_rows = 0, by_bytes = 0;

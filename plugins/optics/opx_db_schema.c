@@ -22,16 +22,19 @@ static const opx_db_col rays_cols[] = {
     {"interaction_type", "TEXT",
      "how the segment was made: 'source', 'reflect', 'refract', 'tir' "
      "(total internal reflection) or 'pass' (through a detector)",
-     NULL},
+     "CASE (flags >> 8) & 7 WHEN 0 THEN 'source' WHEN 1 THEN 'reflect' WHEN 2 "
+     "THEN 'refract' WHEN 3 THEN 'tir' ELSE 'pass' END"},
     {"source_id", "INTEGER",
      "the light source the segment's light comes from (objects.id)", NULL},
-    {"source_name", "TEXT", "that source's objects.display_name", NULL},
+    {"source_name", "TEXT", "that source's objects.display_name",
+     "opx_object_name(source_id)"},
     {"end_object_id", "INTEGER",
      "the object the segment's end point is on (objects.id); NULL when the "
      "ray left the scene",
      NULL},
     {"end_object_name", "TEXT",
-     "that object's display_name; NULL when the ray left the scene", NULL},
+     "that object's display_name; NULL when the ray left the scene",
+     "opx_object_name(end_object_id)"},
     {"p1_x", "REAL", "start point x, scene units (x grows to the right)", NULL},
     {"p1_y", "REAL", "start point y, scene units (y grows DOWNWARD)", NULL},
     {"p2_x", "REAL",
@@ -67,17 +70,19 @@ static const opx_db_col rays_cols[] = {
     {"wavelength", "REAL",
      "nm; NULL unless the scene simulates colours (white light)", NULL},
     {"gap", "INTEGER",
-     "1 for the first ray of each source's bundle (not drawn joined to the "
-     "previous one), else 0",
+     "1 when the ray is not drawn joined to the one before it (Ray Optics "
+     "Simulation's gap: set on a source's first ray and kept by the rays it "
+     "makes), else 0",
      "flags & 1"},
     {"is_tir_result", "INTEGER",
      "1 when the segment was made by total internal reflection",
-     "interaction_type = 'tir'"},
+     "(flags >> 8) & 7 = 3"},
     {"caused_tir", "INTEGER",
      "1 when the segment's end point totally internally reflected it",
      "(flags >> 1) & 1"},
     {"tir_count", "INTEGER",
-     "total internal reflections along the lineage up to this segment", NULL},
+     "total internal reflections along the lineage up to this segment",
+     "flags >> 12"},
     {"is_grazing_result__angle", "INTEGER",
      "1 when the refraction that made this segment had an incidence angle "
      "of 85 degrees or more",
@@ -100,9 +105,10 @@ static const opx_db_col rays_cols[] = {
      "1 when the refraction at this segment's end point met that criterion",
      "(flags >> 7) & 1"},
     {"flags", "INTEGER",
-     "the flags above as bits, which the named columns read: 1 gap, 2 "
+     "the columns above packed in bits, which those columns read: 1 gap, 2 "
      "caused_tir, 4 and 8 the angle criterion (result, caused), 16 and 32 "
-     "the polarisation one, 64 and 128 the transmission one",
+     "the polarisation one, 64 and 128 the transmission one, bits 8-10 the "
+     "interaction type, bits 12 and up tir_count",
      NULL},
     END};
 
@@ -160,9 +166,12 @@ static const opx_db_col membership_cols[] = {
     {"ray_id", "INTEGER", "the segment (rays.id)", NULL},
     {"object_id", "INTEGER",
      "an object whose region (a glass, a circular blocker) strictly "
-     "contains the segment's midpoint (objects.id); one row per pair",
+     "contains the segment's midpoint (objects.id; for a ray that left the "
+     "scene, a point a thousandth of the scene's size along it); one row "
+     "per pair",
      NULL},
-    {"object_name", "TEXT", "the object's display_name", NULL},
+    {"object_name", "TEXT", "the object's display_name",
+     "opx_object_name(object_id)"},
     END};
 
 static const opx_db_col crossing_cols[] = {
@@ -172,10 +181,12 @@ static const opx_db_col crossing_cols[] = {
      "rays.interaction_type or compare p1/p2 to tell them apart",
      NULL},
     {"object_id", "INTEGER", "the edge's object (objects.id)", NULL},
-    {"object_name", "TEXT", "the object's display_name", NULL},
+    {"object_name", "TEXT", "the object's display_name",
+     "opx_object_name(object_id)"},
     {"edge_index", "INTEGER", "the edge (edges.edge_index of that object)",
      NULL},
-    {"edge_short_label", "TEXT", "the edge's short_label", NULL},
+    {"edge_short_label", "TEXT", "the edge's short_label",
+     "opx_edge_label(object_id, edge_index)"},
     {"angle_to_normal", "REAL",
      "degrees between the segment and the edge's normal where it touches "
      "the edge: 0 head-on, 90 grazing (either direction of travel)",
@@ -187,23 +198,31 @@ const opx_db_table opx_db_tables[OPX_DB_NTABLES] = {
      "one row per ray segment the simulation traced, in simulation order; "
      "a segment runs from where a ray starts or meets a surface to the next "
      "surface, or leaves the scene",
-     rays_cols, ""},
+     rays_cols, ")"},
     {"objects", "one row per scene object (sources, glasses, mirrors, ...)",
-     objects_cols, ""},
+     objects_cols, ")"},
     {"edges",
      "one row per edge of every object: glass sides, mirror and blocker "
      "lines, arcs",
-     edges_cols, ", PRIMARY KEY (object_id, edge_index)"},
+     edges_cols, ", PRIMARY KEY (object_id, edge_index))"},
     {"ray_object_membership",
      "which segments lie inside which objects: the segment's midpoint is "
      "strictly inside the object's region (points on the boundary are "
      "not)",
-     membership_cols, ""},
+     membership_cols, ", PRIMARY KEY (object_id, ray_id)) WITHOUT ROWID"},
     {"ray_edge_crossing",
      "which segments touch which object edges (at their start or end "
      "point), with the angle to the edge's normal",
-     crossing_cols, ""},
+     crossing_cols,
+     ", PRIMARY KEY (object_id, edge_index, ray_id)) WITHOUT ROWID"},
 };
+
+int opx_db_ncols(const opx_db_table *t) {
+  int n = 0;
+  while (t->cols[n].name != NULL)
+    n++;
+  return n;
+}
 
 int opx_db_nstored(const opx_db_table *t) {
   int n = 0;
@@ -248,6 +267,8 @@ json_object *opx_db_describe(opx_db_t *db) {
       json_object_new_string(
           "query_rays runs one read-only SELECT (WITH and subqueries too) "
           "over these tables; results are capped at 200 rows: use LIMIT, "
-          "aggregates and narrow WHERE clauses"));
+          "aggregates and narrow WHERE clauses. rays and the two join "
+          "tables are views over *_stored tables; the join tables live in "
+          "the attached schema 'joins' (no prefix needed)"));
   return out;
 }

@@ -17,8 +17,8 @@ cc=${CLANG:-clang}
 command -v "$cc" >/dev/null || { echo "clang not found: apt-get install clang libclang-rt-14-dev"; exit 1; }
 mkdir -p "$out"
 flags="-g -O1 -std=gnu17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-  -D_GNU_SOURCE -I$src/include -I$src/daemon -I$src/plugins/scene -I$src/fcgi -I$src/render -I$src/optics -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto)"
-libs="$(pkg-config --libs json-c libpcre2-8 inih libcrypto) -lpthread -lm"
+  -D_GNU_SOURCE -I$src/include -I$src/daemon -I$src/plugins/scene -I$src/fcgi -I$src/render -I$src/optics -I$src/plugins/optics -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto sqlite3)"
+libs="$(pkg-config --libs json-c libpcre2-8 inih libcrypto sqlite3) -lpthread -lm"
 sources() {
   case $1 in
     jsonrpc) echo daemon/jsonrpc.c daemon/util.c ;;
@@ -36,6 +36,12 @@ sources() {
     optics_scene) (cd "$src" && ls optics/*.c | grep -v -e cli) ;;
     optics_mathexpr) echo optics/fail.c optics/jsnum.c optics/mathexpr.c \
       optics/mathexpr_eval.c optics/mathexpr_tex.c ;;
+    # The ray database on the simulator, its geometry and lineage.
+    optics_query) (cd "$src" && ls optics/*.c | grep -v -e cli) ;
+      echo plugins/optics/opx_run.c plugins/optics/opx_geom.c \
+        plugins/optics/opx_geom_index.c plugins/optics/opx_lineage.c \
+        plugins/optics/opx_db.c plugins/optics/opx_db_query.c \
+        plugins/optics/opx_db_schema.c ;;
     optics_module) echo optics/fail.c optics/jsnum.c optics/mathexpr.c \
       optics/mathexpr_eval.c optics/mathexpr_tex.c optics/module.c ;;
     scene) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c \
@@ -46,7 +52,7 @@ sources() {
 }
 status=0
 for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene stream fcgi render \
-    optics_scene optics_mathexpr optics_module optics_expr}; do
+    optics_scene optics_mathexpr optics_module optics_expr optics_query}; do
   files=
   for f in $(sources $t) tests/fuzz/fuzz_$t.c; do files="$files $src/$f"; done
   # shellcheck disable=SC2086

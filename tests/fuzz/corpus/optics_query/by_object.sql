@@ -1,0 +1,1 @@
+SELECT object_name, COUNT(*), AVG(brightness_total) FROM ray_object_membership m JOIN rays r ON r.id = m.ray_id GROUP BY object_name

@@ -1,0 +1,1 @@
+SELECT c.ray_id, c.angle_to_normal, r.interaction_type FROM ray_edge_crossing c JOIN rays r ON r.id = c.ray_id WHERE c.edge_short_label = 'S'

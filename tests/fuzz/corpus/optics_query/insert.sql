@@ -1,0 +1,1 @@
+INSERT INTO rays_stored(id) VALUES (99)

@@ -1,0 +1,2 @@
+SELECT 'drop table rays; replace' -- comment
+;

@@ -1,0 +1,1 @@
+WITH RECURSIVE up(id, parent) AS (SELECT id, parent_id FROM rays WHERE id = 6 UNION ALL SELECT r.id, r.parent_id FROM rays r JOIN up ON r.id = up.parent) SELECT * FROM up

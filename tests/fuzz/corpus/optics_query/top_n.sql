@@ -1,0 +1,1 @@
+SELECT id, interaction_type, brightness_total FROM rays ORDER BY brightness_total DESC LIMIT 10

@@ -1,0 +1,1 @@
+UPDATE rays_stored SET depth = 0

@@ -1,0 +1,1 @@
+VACUUM INTO '/tmp/opx-fuzz.db'
