@@ -13,8 +13,24 @@ when that file is given:
 
     python3 plugins/optics/gen_schemas.py [DEFAULTS.json] > schemas.inc
 """
+import importlib.util
 import json
+import os
 import sys
+
+
+def _scene_generator():
+    """The scene plugin's generator, for its C string splitting: one
+    implementation for both plugins' schemas.inc."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                        "scene", "gen_schemas.py")
+    spec = importlib.util.spec_from_file_location("scene_gen_schemas", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+c_string = _scene_generator().c_string
 
 COORD_MAX = 1e6  # scene units; also keeps every number finite
 
@@ -563,19 +579,6 @@ OUT = [
     # Not a tool schema: what a stored object must be after an update.
     ("OBJECT", object_schema()),
 ]
-
-
-def c_string(text, indent="    "):
-    """Splits text into C string literal pieces of at most 72 columns."""
-    out, piece = [], ""
-    for ch in text:
-        esc = {'"': '\\"', '\\': '\\\\'}.get(ch, ch)
-        if len(piece) + len(esc) > 70:
-            out.append(indent + '"' + piece + '"')
-            piece = ""
-        piece += esc
-    out.append(indent + '"' + piece + '"')
-    return " \\\n".join(out)
 
 
 def check_defaults(path):
