@@ -24,30 +24,19 @@ static const char *PRISM =
     "\"p1\": {\"x\": 100, \"y\": 80}, \"p2\": {\"x\": 250, \"y\": 80}, "
     "\"brightness\": 1}]}";
 
-/* A run as opx_run_build makes one, with the parts drawing reads (the
- * scene, its recorded segments and the geometry). Built here rather than
- * by opx_run_build, which also links the ray database, a module of its
- * own that these tests do not need. */
+/* A run of the scene text, as the plugin makes one. */
 static opx_run_t *build(const char *text) {
-  json_object *doc = json_tokener_parse(text), *objs = NULL;
+  json_object *doc = json_tokener_parse(text);
   cr_assert_not_null(doc);
-  opx_run_t *run = calloc(1, sizeof(*run));
+  opx_run_t *run = NULL;
   char *err = NULL;
-  cr_assert_eq(atl__op_scene_load(doc, &run->scene, &err), 0, "%s",
+  cr_assert_eq(opx_run_build(doc, 200000, &run, &err), 0, "%s",
                err ? err : "");
-  cr_assert_eq(atl__op_sim_run(run->scene, 200000, 1, &run->sim), 0);
-  json_object_object_get_ex(doc, "objs", &objs);
-  cr_assert_eq(opx_geom_build(run->scene, objs, &run->geom), 0);
-  json_object_put(doc); /* the scene keeps its own reference */
+  json_object_put(doc);
   return run;
 }
 
-static void run_free(opx_run_t *run) {
-  opx_geom_free(run->geom);
-  atl__op_sim_free(run->sim);
-  atl__op_scene_free(run->scene);
-  free(run);
-}
+static void run_free(opx_run_t *run) { opx_run_free(run); }
 
 /* Text makes cairo load fontconfig, whose caches hold their patterns by
  * offsets valgrind cannot follow: at exit it reports them as lost. Each
