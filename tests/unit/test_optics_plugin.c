@@ -250,3 +250,57 @@ Test(optics_plugin, render_highlights_a_query) {
              "No edge matching 'N' on 'Main Prism'. Available labels: 'E', "
              "'S', 'W' (or an index; see describe_edges)");
 }
+
+/* ---- every tool's errors, exactly ---- */
+
+Test(optics_plugin, errors_of_the_other_tools) {
+  reference_prism();
+  EXPECT_ERR("optics_settings", "{\"rayModeDensity\":-1}",
+             "/rayModeDensity: expected a number > 0 and <= 1000, got -1");
+  EXPECT_ERR("optics_simulate", "{\"ray_limit\":0}",
+             "/ray_limit: expected an integer >= 1 and <= 5000000, got 0");
+  EXPECT_ERR("query_rays", "{\"sql\":\"SELECT nope FROM rays\"}",
+             "SQL error: no such column: nope; use describe_schema for the "
+             "tables and columns");
+  EXPECT_ERR("query_rays", "{\"sql\":\"DELETE FROM rays\"}",
+             "not allowed: writes (cannot modify rays because it is a view); "
+             "query_rays runs read-only SELECT statements only");
+  EXPECT_ERR("rank_paths_by_energy", "{\"top_n\":0}",
+             "/top_n: expected an integer >= 1 and <= 1000, got 0");
+  EXPECT_ERR("detect_tir_traps", "{\"min_tir_count\":0}",
+             "/min_tir_count: expected an integer >= 1 and <= 10000, got 0");
+  EXPECT_ERR("angular_distribution", "{\"n_bins\":0}",
+             "/n_bins: expected an integer >= 1 and <= 3600, got 0");
+  EXPECT_ERR("tir_analysis", "{\"n1\":1.0,\"n2\":1.5}",
+             "No TIR possible: n1=1.0 must be greater than n2=1.5. Total "
+             "internal reflection only happens going from the denser medium "
+             "into the rarer one: swap them (n1=1.5, n2=1.0), or use "
+             "fresnel_transmittances for light going this way.");
+  EXPECT_ERR("brewster_angle", "{\"n1\":0,\"n2\":1.5}",
+             "/n1: expected a number > 0 and <= 100, got 0");
+  EXPECT_ERR("render_optics", "{\"highlight\":\"nope = 1\"}",
+             "highlight: SQL error: no such column: nope; use describe_schema "
+             "for the tables and columns");
+  EXPECT_ERR("render_optics", "{\"highlight_objects\":[\"Prism\"]}",
+             "No object named 'Prism'. Named objects: 'Main Prism', 'ray'");
+  EXPECT_ERR("optics_export", "{\"names\":1}",
+             "/names: expected a boolean, got 1");
+  EXPECT_ERR("describe_schema", "{\"x\":1}",
+             "(root): unexpected property 'x' (no properties are allowed)");
+  EXPECT_ERR("check_energy_conservation", "{\"x\":1}",
+             "(root): unexpected property 'x' (no properties are allowed)");
+  EXPECT_ERR("optics_list", "{\"x\":1}",
+             "(root): unexpected property 'x' (no properties are allowed)");
+}
+
+Test(optics_plugin, a_bench_that_cannot_be_simulated) {
+  /* Sources past the simulator's limit of rays: the simulation refuses
+   * rather than exhausting the memory, and says why; since every change
+   * is simulated to be checked, the change that would do it is refused. */
+  free(ok("optics_add", "{\"name\":\"wide\",\"type\":\"Beam\",\"p1\":{\"x\":"
+                        "0,\"y\":0},\"p2\":{\"x\":0,\"y\":1000000}}"));
+  EXPECT_ERR("optics_settings", "{\"rayModeDensity\":1000}",
+             "the settings were not changed: the light sources would emit more "
+             "than 5000000 rays; lower the scene's ray density or make the "
+             "sources smaller");
+}
