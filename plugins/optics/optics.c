@@ -215,17 +215,29 @@ opx_entry_t *opx_acquire(atl_call_t *call, long ray_limit) {
   e->ray_limit = limit;
   e->run = run;
   e->refs = 1;
+  int slot;
   pthread_mutex_lock(&st->lock);
-  int slot = 0;
-  for (int i = 0; i < OPX_CACHE_RUNS; i++) {
-    if (st->slots[i] == NULL) {
-      slot = i;
-      break;
+  /* The least recently used go first, while the cache would hold too
+   * many segments with this run, then for a free slot. */
+  for (;;) {
+    long total = run->sim->nsegs;
+    int lru = -1, free_slot = -1;
+    for (int i = 0; i < OPX_CACHE_RUNS; i++) {
+      if (st->slots[i] == NULL) {
+        free_slot = i;
+        continue;
+      }
+      total += st->slots[i]->run->sim->nsegs;
+      if (lru < 0 || st->slots[i]->used < st->slots[lru]->used)
+        lru = i;
     }
-    if (st->slots[i]->used < st->slots[slot]->used)
-      slot = i;
+    if (lru >= 0 && (total > OPX_CACHE_SEGMENTS || free_slot < 0)) {
+      evict(st, lru);
+      continue;
+    }
+    slot = free_slot;
+    break;
   }
-  evict(st, slot);
   e->used = ++st->clock;
   st->slots[slot] = e;
   pthread_mutex_unlock(&st->lock);

@@ -19,9 +19,12 @@
 /* The most segments a simulation records unless optics_simulate says
  * otherwise: a million is about 100 MB with its database. */
 #define OPX_DEFAULT_RAY_LIMIT 1000000L
-/* How many sessions' runs are kept. A run of a million segments with its
- * database takes a few hundred MB, so few. */
+/* How many sessions' runs are kept, and how many segments all of them
+ * together may hold: a run of a million segments with its database takes
+ * about 350 MB (bench/README.md, optics-db), so the cache holds a few
+ * small benches or one or two large ones. The newest run is always kept. */
 #define OPX_CACHE_RUNS 4
+#define OPX_CACHE_SEGMENTS 2000000L
 
 /* A cached run. The cache owns it; a handler holds a reference while it
  * uses it, so that another session's handler may evict it meanwhile
