@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opx_draw.h"
 #include "opx_tools.h"
 #include "schemas.inc"
 
@@ -422,6 +423,8 @@ static void destroy(void *state) {
   opx_state_t *st = state;
   for (int i = 0; i < OPX_CACHE_RUNS; i++)
     evict(st, i);
+  /* The daemon unloads the plugin next, and cairo with it. */
+  opx_draw_release();
   if (st->object_schema != NULL)
     st->host->schema_free(st->object_schema);
   pthread_mutex_destroy(&st->lock);

@@ -9,6 +9,7 @@
  * path in device space once built). */
 #include <cairo-svg.h>
 #include <cairo.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -720,4 +721,17 @@ int opx_draw(const opx_run_t *run, const opx_draw_opts_t *opts, char **svg,
     *png_len = b.len;
   }
   return 0;
+}
+
+void opx_draw_release(void) {
+  cairo_debug_reset_static_data();
+  /* Fontconfig came with cairo; it is not linked here, so it is looked up
+   * among the libraries already loaded (none is loaded by this). */
+  void *fc = dlopen("libfontconfig.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (fc == NULL)
+    return;
+  void (*fini)(void) = (void (*)(void))dlsym(fc, "FcFini");
+  if (fini != NULL)
+    fini();
+  dlclose(fc);
 }

@@ -34,4 +34,10 @@ int opx_draw(const opx_run_t *run, const opx_draw_opts_t *opts, char **svg,
 void opx_draw_view(const opx_run_t *run, const opx_draw_opts_t *opts,
                    double view[4]);
 
+/* Empties cairo's static caches and fontconfig's, for a process about
+ * to unload this module (the plugin's destroy hook) or to check its
+ * memory: once the libraries are unmapped, what they cached would read as
+ * lost. Call it only when no drawing runs, nor will until opx_draw. */
+void opx_draw_release(void);
+
 #endif

@@ -3,7 +3,6 @@
  * view (letterboxed, y down), the highlights, and the SVG's shape. */
 #include <cairo.h>
 #include <criterion/criterion.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <png.h>
@@ -30,23 +29,20 @@ static opx_run_t *build(const char *text) {
   cr_assert_not_null(doc);
   opx_run_t *run = NULL;
   char *err = NULL;
-  cr_assert_eq(opx_run_build(doc, 200000, &run, &err), 0, "%s",
-               err ? err : "");
+  cr_assert_eq(opx_run_build(doc, 200000, &run, &err), 0, "%s", err ? err : "");
   json_object_put(doc);
   return run;
 }
 
-static void run_free(opx_run_t *run) { opx_run_free(run); }
+static void run_free(opx_run_t *run) {
+  opx_run_free(run);
+}
 
 /* Text makes cairo load fontconfig, whose caches hold their patterns by
  * offsets valgrind cannot follow: at exit it reports them as lost. Each
- * test ends by emptying cairo's caches and fontconfig's (found at run
- * time: libcairo brought it in, the test does not link it). */
+ * test ends by emptying cairo's caches and fontconfig's. */
 static void release_fonts(void) {
-  cairo_debug_reset_static_data();
-  void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
-  if (fc_fini != NULL)
-    fc_fini();
+  opx_draw_release();
 }
 
 TestSuite(optics_draw, .fini = release_fonts);
