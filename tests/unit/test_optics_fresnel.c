@@ -123,7 +123,10 @@ Test(optics_fresnel, critical_angle) {
   } cases[] = {{1.5, 1, 41.810315},
                {1.72, 1.52, 62.094527},
                {1.785, 1.5, 57.175632},
-               {1.33, 1, 48.753467}};
+               {1.33, 1, 48.753467},
+               /* prisms' tir_utils.critical_angle(n_sample 1.333,
+                * n_prism 1.72), its arguments the other way round */
+               {1.72, 1.333, 50.805033}};
   for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     double deg = 0;
     char msg[512] = "";
