@@ -65,13 +65,11 @@ typedef struct {
   int rc;
 } opx_join;
 
-/* Indexes that pay for themselves (bench/README.md, optics-db): rays by
- * parent, for lineage joins (a recursive WITH over children scans the
- * table at every step without it). The join tables need none: they are
- * keyed by object (and edge), then ray, which is how queries find them
- * ("rays inside X", "rays crossing edge E"), and are filled in key order
- * (sort_joins), which costs less than an index built afterwards. */
-#define RAYS_INDEX "CREATE INDEX rays_parent ON rays_stored(parent_id)"
+/* No index is built: the rays are a virtual table that finds a segment
+ * by id and its children by the lineage tree (opx_db_rays.c), and the
+ * join tables are keyed by object (and edge), then ray, which is how
+ * queries find them ("rays inside X", "rays crossing edge E"), and are
+ * filled in key order (sort_joins), cheaper than an index built after. */
 
 double opx_db_now_ms(void) {
   struct timespec ts;
@@ -345,14 +343,6 @@ static void bind_text(sqlite3_stmt *st, int k, const char *s) {
     sqlite3_bind_text(st, k, s, -1, SQLITE_STATIC);
 }
 
-/* An object's id, or NULL. */
-static void bind_obj(sqlite3_stmt *st, int k, const opx_geom_t *g, int obj) {
-  if (obj < 0 || obj >= g->nobjs)
-    sqlite3_bind_null(st, k);
-  else
-    sqlite3_bind_int(st, k, obj);
-}
-
 static int insert_objects(opx_ins *in, const opx_geom_t *g, char **err) {
   for (int i = 0; i < g->nobjs; i++) {
     const opx_obj_t *o = &g->objs[i];
@@ -400,62 +390,7 @@ static int insert_edges(opx_ins *in, const opx_geom_t *g, char **err) {
   return 0;
 }
 
-/* The segment's flags, kind and TIR count as the rays' flags column packs
- * them (opx_db_schema.c): fewer columns make the million-row insert
- * faster, and the named columns read them back. */
-static sqlite3_int64 seg_flags(const atl_op_segment *s) {
-  static const unsigned bits[3] = {ATL_OP_GRAZING_ANGLE, ATL_OP_GRAZING_POLAR,
-                                   ATL_OP_GRAZING_TRANSM};
-  sqlite3_int64 f = s->gap | s->caused_tir << 1;
-  for (int b = 0; b < 3; b++)
-    f |= ((s->grazing & bits[b]) != 0) << (2 + 2 * b) |
-         ((s->caused_grazing & bits[b]) != 0) << (3 + 2 * b);
-  return f | (sqlite3_int64)s->kind << 8 | (sqlite3_int64)s->tir_count << 12;
-}
-
-/* The rays' stored columns, in the order of opx_db_schema.c's rays
- * columns (the others are computed from these when read). */
-static int insert_rays(opx_ins *in, const opx_run_t *run, const int *source_obj,
-                       char **err) {
-  const opx_geom_t *g = run->geom;
-  const atl_op_segment *segs = run->sim->segs;
-  long n = run->sim->nsegs;
-  int colours = run->scene->simulate_colors;
-  for (long i = 0; i < n; i++) {
-    const atl_op_segment *s = &segs[i];
-    int k;
-    sqlite3_stmt *st = row_of(in, i, &k);
-    sqlite3_bind_int64(st, k++, i);
-    if (s->parent >= 0 && s->parent < n)
-      sqlite3_bind_int64(st, k++, s->parent);
-    else
-      sqlite3_bind_null(st, k++);
-    sqlite3_bind_int(st, k++, s->depth);
-    bind_obj(st, k++, g, source_obj[i]);
-    bind_obj(st, k++, g, s->hit_obj >= 0 ? run->end_obj[i] : -1);
-    bind_real(st, k++, s->p1.x);
-    bind_real(st, k++, s->p1.y);
-    if (s->hit_obj >= 0) {
-      bind_real(st, k++, s->p2.x);
-      bind_real(st, k++, s->p2.y);
-    } else {
-      /* Unbounded: p2 is one unit along the ray. */
-      double dx = s->p2.x - s->p1.x, dy = s->p2.y - s->p1.y, l = hypot(dx, dy);
-      bind_real(st, k++, l > 0 ? s->p1.x + dx / l : s->p2.x);
-      bind_real(st, k++, l > 0 ? s->p1.y + dy / l : s->p2.y);
-    }
-    bind_real(st, k++, s->bs);
-    bind_real(st, k++, s->bp);
-    bind_real(st, k++, colours ? s->wavelength : NAN);
-    sqlite3_bind_int64(st, k++, seg_flags(s));
-    if (row_done(in, i, err) != 0)
-      return -EIO;
-  }
-  return 0;
-}
-
-static int insert_joins(opx_ins *m, opx_ins *c, const opx_geom_t *g,
-                        const opx_join *j, char **err) {
+static int insert_membership(opx_ins *m, const opx_join *j, char **err) {
   for (long i = 0; i < j->nm; i++) {
     int k;
     sqlite3_stmt *st = row_of(m, i, &k);
@@ -464,6 +399,11 @@ static int insert_joins(opx_ins *m, opx_ins *c, const opx_geom_t *g,
     if (row_done(m, i, err) != 0)
       return -EIO;
   }
+  return 0;
+}
+
+static int insert_crossing(opx_ins *c, const opx_geom_t *g, const opx_join *j,
+                           char **err) {
   for (long i = 0; i < j->nc; i++) {
     const opx_edge_t *e = &g->edges[j->c[i].edge];
     int k;
@@ -493,7 +433,7 @@ typedef struct {
   opx_file main, joins;
   int *regions, *source_obj;
   unsigned char *touchable;
-  opx_join job;
+  opx_join job, half; /* the joins of the first and second half */
   pthread_t thread;
   int threaded;
 } opx_build;
@@ -515,6 +455,8 @@ static void build_free(opx_build *b) {
   free(b->touchable);
   free(b->job.m);
   free(b->job.c);
+  free(b->half.m);
+  free(b->half.c);
 }
 
 /* What the joins and the rows need from the geometry: the objects with a
@@ -589,7 +531,7 @@ static int file_open(opx_file *f, opx_db_t *db, const char *suffix,
                           SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
                       NULL) != SQLITE_OK)
     return fail_sql(f->w, "open", &f->err);
-  if (opx_db_functions(f->w, db) != 0)
+  if (opx_db_functions(f->w, db) != 0 || opx_db_rays_register(f->w, db) != 0)
     return fail_sql(f->w, "functions", &f->err);
   /* memdb caps a file at 1 GiB by default; some million segments need
    * more. */
@@ -603,46 +545,87 @@ static int file_open(opx_file *f, opx_db_t *db, const char *suffix,
               &f->err);
 }
 
-/* The joins file: the geometric joins computed, then written. */
-static void *joins_work(void *arg) {
+/* Appends the second half's joins to the first's: the halves cover
+ * consecutive rays, so the rows stay in ray order. 0 or -ENOMEM. */
+static int merge_halves(opx_join *a, opx_join *b) {
+  if (grow((void **)&a->m, &a->capm, a->nm + b->nm, sizeof(*a->m)) != 0 ||
+      grow((void **)&a->c, &a->capc, a->nc + b->nc, sizeof(*a->c)) != 0)
+    return -ENOMEM;
+  if (b->nm > 0)
+    memcpy(a->m + a->nm, b->m, sizeof(*a->m) * (size_t)b->nm);
+  if (b->nc > 0)
+    memcpy(a->c + a->nc, b->c, sizeof(*a->c) * (size_t)b->nc);
+  a->nm += b->nm;
+  a->nc += b->nc;
+  return 0;
+}
+
+/* The crossings file: its table created and filled (a thread of its
+ * own, while the main file gets the membership rows). */
+static void *crossing_work(void *arg) {
   opx_build *b = arg;
   opx_file *f = &b->joins;
-  join_run(&b->job);
-  if (b->job.rc == 0)
-    b->job.rc = sort_joins(&b->job, b->run->geom->nobjs, b->run->geom->nedges);
-  if ((f->rc = b->job.rc) != 0)
-    return NULL;
-  const opx_geom_t *g = b->run->geom;
-  if ((f->rc = create(f->w, &opx_db_tables[OPX_T_MEMBERSHIP], b->job.nm,
-                      &f->ins[OPX_T_MEMBERSHIP], &f->err)) == 0 &&
-      (f->rc = create(f->w, &opx_db_tables[OPX_T_CROSSING], b->job.nc,
+  if ((f->rc = create(f->w, &opx_db_tables[OPX_T_CROSSING], b->job.nc,
                       &f->ins[OPX_T_CROSSING], &f->err)) == 0 &&
-      (f->rc = insert_joins(&f->ins[OPX_T_MEMBERSHIP], &f->ins[OPX_T_CROSSING],
-                            g, &b->job, &f->err)) == 0)
+      (f->rc = insert_crossing(&f->ins[OPX_T_CROSSING], b->run->geom, &b->job,
+                               &f->err)) == 0)
     f->rc = exec(f->w, "COMMIT", &f->err);
   return NULL;
 }
 
-/* The main file: objects, edges and rays. */
+/* The main file: objects, edges and the membership rows. */
 static int main_work(opx_build *b) {
   opx_file *f = &b->main;
   const opx_geom_t *g = b->run->geom;
-  long n = b->run->sim->nsegs;
-  if (create(f->w, &opx_db_tables[OPX_T_OBJECTS], g->nobjs,
+  if (exec(f->w, "CREATE VIRTUAL TABLE rays USING opx_rays", &f->err) != 0 ||
+      create(f->w, &opx_db_tables[OPX_T_OBJECTS], g->nobjs,
              &f->ins[OPX_T_OBJECTS], &f->err) != 0 ||
       create(f->w, &opx_db_tables[OPX_T_EDGES], g->nedges, &f->ins[OPX_T_EDGES],
              &f->err) != 0 ||
-      create(f->w, &opx_db_tables[OPX_T_RAYS], n, &f->ins[OPX_T_RAYS],
-             &f->err) != 0 ||
+      create(f->w, &opx_db_tables[OPX_T_MEMBERSHIP], b->job.nm,
+             &f->ins[OPX_T_MEMBERSHIP], &f->err) != 0 ||
       insert_objects(&f->ins[OPX_T_OBJECTS], g, &f->err) != 0 ||
       insert_edges(&f->ins[OPX_T_EDGES], g, &f->err) != 0 ||
-      insert_rays(&f->ins[OPX_T_RAYS], b->run, b->source_obj, &f->err) != 0)
-    return f->rc = -EIO;
-  if (exec(f->w, RAYS_INDEX, &f->err) != 0)
-    return f->rc = -EIO;
-  if (exec(f->w, "COMMIT", &f->err))
+      insert_membership(&f->ins[OPX_T_MEMBERSHIP], &b->job, &f->err) != 0 ||
+      exec(f->w, "COMMIT", &f->err) != 0)
     return f->rc = -EIO;
   return 0;
+}
+
+/* Runs fn(arg) on a thread of its own when the run is large enough to pay
+ * for one (b->threaded says so), else here. */
+static void maybe_thread(opx_build *b, void *(*fn)(void *), void *arg) {
+  b->threaded = b->run->sim->nsegs >= 4096 &&
+                pthread_create(&b->thread, NULL, fn, arg) == 0;
+  if (!b->threaded)
+    fn(arg);
+}
+
+static void join_thread_end(opx_build *b) {
+  if (b->threaded)
+    pthread_join(b->thread, NULL);
+  b->threaded = 0;
+}
+
+/* The geometric joins over both cores, then the two files at once. */
+static int build_files(opx_build *b) {
+  long n = b->run->sim->nsegs;
+  b->half = b->job;
+  b->job.hi = b->half.lo = n / 2;
+  maybe_thread(b, join_run, &b->half);
+  join_run(&b->job);
+  join_thread_end(b);
+  int rc = b->job.rc != 0 ? b->job.rc : b->half.rc;
+  if (rc == 0)
+    rc = merge_halves(&b->job, &b->half);
+  if (rc == 0)
+    rc = sort_joins(&b->job, b->run->geom->nobjs, b->run->geom->nedges);
+  if (rc != 0)
+    return rc;
+  maybe_thread(b, crossing_work, b);
+  rc = main_work(b);
+  join_thread_end(b);
+  return rc != 0 ? rc : b->joins.rc;
 }
 
 int opx_db_build(const opx_run_t *run, opx_db_t **out, char **err) {
@@ -663,28 +646,21 @@ int opx_db_build(const opx_run_t *run, opx_db_t **out, char **err) {
   int rc = file_open(&b.main, db, "", serial);
   if (rc == 0)
     rc = b.joins.rc = file_open(&b.joins, db, "-joins", serial);
-  if (rc == 0) {
-    /* The joins on a second thread while this one writes the rays; a
-     * small run is not worth a thread. */
-    if (db->nsegs >= 4096 &&
-        pthread_create(&b.thread, NULL, joins_work, &b) == 0)
-      b.threaded = 1;
-    else
-      joins_work(&b);
-    rc = main_work(&b);
-    if (b.threaded) {
-      pthread_join(b.thread, NULL);
-      b.threaded = 0;
-    }
-    if (rc == 0)
-      rc = b.joins.rc;
-  }
+  if (rc == 0)
+    rc = build_files(&b);
   if (rc == 0) {
     db->counts[OPX_T_OBJECTS] = run->geom->nobjs;
     db->counts[OPX_T_EDGES] = run->geom->nedges;
     db->counts[OPX_T_RAYS] = db->nsegs;
     db->counts[OPX_T_MEMBERSHIP] = b.job.nm;
     db->counts[OPX_T_CROSSING] = b.job.nc;
+    db->segs = run->sim->segs;
+    db->end_obj = run->end_obj;
+    db->child_first = run->tree.first;
+    db->child = run->tree.child;
+    db->colours = run->scene->simulate_colors;
+    db->source_obj = b.source_obj;
+    b.source_obj = NULL;
     /* The reader opens the files before the writers close: a memdb file
      * lives while a connection has it open. */
     rc = opx_db_open_reader(db, b.main.uri, b.joins.uri, err);
@@ -714,5 +690,6 @@ void opx_db_free(opx_db_t *db) {
   free(db->names);
   free(db->first_edge);
   free(db->labels);
+  free(db->source_obj);
   free(db);
 }

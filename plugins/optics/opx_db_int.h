@@ -58,6 +58,15 @@ struct opx_db {
   int nobjs;
   int *first_edge;
   char (*labels)[4];
+  /* What the rays virtual table reads (opx_db_rays.c): the run's
+   * segments, the objects their ends are on, and the lineage tree's child
+   * index, all the run's (it outlives the database); and each segment's
+   * light source as an object, owned. */
+  const atl_op_segment *segs;
+  const int *end_obj;
+  const long *child_first, *child;
+  int *source_obj;
+  int colours; /* the scene simulates colours: wavelengths are shown */
   /* One query at a time: the fields below are its state, which the
    * authorizer and the progress handler fill. */
   pthread_mutex_t lock;
@@ -77,6 +86,10 @@ int opx_db_open_reader(opx_db_t *db, const char *uri, const char *joins_uri,
 /* Registers opx_object_name(id) and opx_edge_label(object, index) on c,
  * reading db's names. 0, or an SQLite error code. */
 int opx_db_functions(sqlite3 *c, opx_db_t *db);
+
+/* Registers the rays virtual table on c, reading db. 0, or an SQLite
+ * error code. */
+int opx_db_rays_register(sqlite3 *c, opx_db_t *db);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 double opx_db_now_ms(void);

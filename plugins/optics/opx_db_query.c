@@ -204,6 +204,8 @@ int opx_db_open_reader(opx_db_t *db, const char *uri, const char *joins_uri,
   if (rc == SQLITE_OK)
     rc = opx_db_functions(ro, db);
   if (rc == SQLITE_OK)
+    rc = opx_db_rays_register(ro, db);
+  if (rc == SQLITE_OK)
     rc = sqlite3_exec(ro,
                       "PRAGMA query_only=1; PRAGMA cache_size=-8192; "
                       "PRAGMA temp_store=FILE",
@@ -235,6 +237,17 @@ int opx_db_open_reader(opx_db_t *db, const char *uri, const char *joins_uri,
   sqlite3_limit(ro, SQLITE_LIMIT_VARIABLE_NUMBER, 10);
   sqlite3_limit(ro, SQLITE_LIMIT_TRIGGER_DEPTH, 1);
   sqlite3_limit(ro, SQLITE_LIMIT_WORKER_THREADS, 0);
+  /* The rays virtual table is connected on its first use: done here,
+   * before the authorizer that refuses every schema change, so that no
+   * query pays for it or is refused for it. */
+  if (sqlite3_exec(ro, "SELECT id FROM rays WHERE id = -1", NULL, NULL, NULL) !=
+      SQLITE_OK) {
+    if (asprintf(err, "ray database: the rays table: %s", sqlite3_errmsg(ro)) <
+        0)
+      *err = NULL;
+    sqlite3_close(ro);
+    return -EIO;
+  }
   sqlite3_set_authorizer(ro, authorize, db);
   sqlite3_progress_handler(ro, 1000, progress, db);
   db->ro = ro;
@@ -290,8 +303,10 @@ static int compile(opx_db_t *db, const char *sql, sqlite3_stmt **st,
     const char *msg = sqlite3_errmsg(db->ro);
     if (db->denied[0] != '\0')
       return fail(err, "not allowed: %s; " READ_ONLY, db->denied);
-    /* A write to a view fails before the authorizer is asked. */
-    if (strncmp(msg, "cannot modify", 13) == 0)
+    /* A write to a view, or to the rays (a virtual table without
+     * writes), fails before the authorizer is asked. */
+    if (strncmp(msg, "cannot modify", 13) == 0 ||
+        strstr(msg, "may not be modified") != NULL)
       return fail(err, "not allowed: writes (%s); " READ_ONLY, msg);
     return fail(err, "SQL error: %s; " HINT, msg);
   }

@@ -22,19 +22,16 @@ static const opx_db_col rays_cols[] = {
     {"interaction_type", "TEXT",
      "how the segment was made: 'source', 'reflect', 'refract', 'tir' "
      "(total internal reflection) or 'pass' (through a detector)",
-     "CASE (flags >> 8) & 7 WHEN 0 THEN 'source' WHEN 1 THEN 'reflect' WHEN 2 "
-     "THEN 'refract' WHEN 3 THEN 'tir' ELSE 'pass' END"},
+     NULL},
     {"source_id", "INTEGER",
      "the light source the segment's light comes from (objects.id)", NULL},
-    {"source_name", "TEXT", "that source's objects.display_name",
-     "opx_object_name(source_id)"},
+    {"source_name", "TEXT", "that source's objects.display_name", NULL},
     {"end_object_id", "INTEGER",
      "the object the segment's end point is on (objects.id); NULL when the "
      "ray left the scene",
      NULL},
     {"end_object_name", "TEXT",
-     "that object's display_name; NULL when the ray left the scene",
-     "opx_object_name(end_object_id)"},
+     "that object's display_name; NULL when the ray left the scene", NULL},
     {"p1_x", "REAL", "start point x, scene units (x grows to the right)", NULL},
     {"p1_y", "REAL", "start point y, scene units (y grows DOWNWARD)", NULL},
     {"p2_x", "REAL",
@@ -43,73 +40,59 @@ static const opx_db_col rays_cols[] = {
      NULL},
     {"p2_y", "REAL", "end point y (y grows downward); see p2_x", NULL},
     {"midpoint_x", "REAL",
-     "(p1_x + p2_x) / 2; NULL for a ray that left the scene",
-     "CASE WHEN end_object_id IS NOT NULL THEN (p1_x + p2_x) / 2 END"},
-    {"midpoint_y", "REAL", "(p1_y + p2_y) / 2; NULL as midpoint_x",
-     "CASE WHEN end_object_id IS NOT NULL THEN (p1_y + p2_y) / 2 END"},
+     "(p1_x + p2_x) / 2; NULL for a ray that left the scene", NULL},
+    {"midpoint_y", "REAL", "(p1_y + p2_y) / 2; NULL as midpoint_x", NULL},
     {"length", "REAL",
      "|p2 - p1|, scene units; NULL for a ray that left the scene (it is "
      "unbounded)",
-     "CASE WHEN end_object_id IS NOT NULL THEN sqrt((p2_x - p1_x) * (p2_x - "
-     "p1_x) + (p2_y - p1_y) * (p2_y - p1_y)) END"},
+     NULL},
     {"brightness_s", "REAL",
      "power in s polarisation (a source gives each ray half its "
      "brightness in s, half in p)",
      NULL},
     {"brightness_p", "REAL", "power in p polarisation", NULL},
-    {"brightness_total", "REAL", "brightness_s + brightness_p",
-     "brightness_s + brightness_p"},
+    {"brightness_total", "REAL", "brightness_s + brightness_p", NULL},
     {"degree_of_polarization", "REAL",
      "|p - s| / (p + s), 0 unpolarised to 1 fully polarised; 0 when the "
      "total is at most 1e-10",
-     "CASE WHEN brightness_s + brightness_p > 1e-10 THEN abs(brightness_p - "
-     "brightness_s) / (brightness_s + brightness_p) ELSE 0.0 END"},
+     NULL},
     {"polarization_ratio", "REAL",
-     "brightness_p / brightness_s; NULL when s is at most 1e-10",
-     "CASE WHEN brightness_s > 1e-10 THEN brightness_p / brightness_s END"},
+     "brightness_p / brightness_s; NULL when s is at most 1e-10", NULL},
     {"wavelength", "REAL",
      "nm; NULL unless the scene simulates colours (white light)", NULL},
     {"gap", "INTEGER",
      "1 when the ray is not drawn joined to the one before it (Ray Optics "
      "Simulation's gap: set on a source's first ray and kept by the rays it "
      "makes), else 0",
-     "flags & 1"},
+     NULL},
     {"is_tir_result", "INTEGER",
-     "1 when the segment was made by total internal reflection",
-     "(flags >> 8) & 7 = 3"},
+     "1 when the segment was made by total internal reflection", NULL},
     {"caused_tir", "INTEGER",
-     "1 when the segment's end point totally internally reflected it",
-     "(flags >> 1) & 1"},
+     "1 when the segment's end point totally internally reflected it", NULL},
     {"tir_count", "INTEGER",
-     "total internal reflections along the lineage up to this segment",
-     "flags >> 12"},
+     "total internal reflections along the lineage up to this segment", NULL},
     {"is_grazing_result__angle", "INTEGER",
      "1 when the refraction that made this segment had an incidence angle "
      "of 85 degrees or more",
-     "(flags >> 2) & 1"},
+     NULL},
     {"caused_grazing__angle", "INTEGER",
      "1 when the refraction at this segment's end point met that criterion",
-     "(flags >> 3) & 1"},
+     NULL},
     {"is_grazing_result__polar", "INTEGER",
      "1 when the refraction that made this segment transmitted p at least "
      "10 times as strongly as s",
-     "(flags >> 4) & 1"},
+     NULL},
     {"caused_grazing__polar", "INTEGER",
      "1 when the refraction at this segment's end point met that criterion",
-     "(flags >> 5) & 1"},
+     NULL},
     {"is_grazing_result__transm", "INTEGER",
      "1 when the refraction that made this segment transmitted less than "
      "10 % of the power",
-     "(flags >> 6) & 1"},
+     NULL},
     {"caused_grazing__transm", "INTEGER",
      "1 when the refraction at this segment's end point met that criterion",
-     "(flags >> 7) & 1"},
-    {"flags", "INTEGER",
-     "the columns above packed in bits, which those columns read: 1 gap, 2 "
-     "caused_tir, 4 and 8 the angle criterion (result, caused), 16 and 32 "
-     "the polarisation one, 64 and 128 the transmission one, bits 8-10 the "
-     "interaction type, bits 12 and up tir_count",
      NULL},
+
     END};
 
 static const opx_db_col objects_cols[] = {
@@ -267,8 +250,8 @@ json_object *opx_db_describe(opx_db_t *db) {
       json_object_new_string(
           "query_rays runs one read-only SELECT (WITH and subqueries too) "
           "over these tables; results are capped at 200 rows: use LIMIT, "
-          "aggregates and narrow WHERE clauses. rays and the two join "
-          "tables are views over *_stored tables; the join tables live in "
-          "the attached schema 'joins' (no prefix needed)"));
+          "aggregates and narrow WHERE clauses. rays is a virtual table "
+          "over the simulation's segments (lookups by id and by parent_id "
+          "are direct); the join tables are views over *_stored tables"));
   return out;
 }

@@ -263,7 +263,7 @@ Test(optics_plugin, errors_of_the_other_tools) {
              "SQL error: no such column: nope; use describe_schema for the "
              "tables and columns");
   EXPECT_ERR("query_rays", "{\"sql\":\"DELETE FROM rays\"}",
-             "not allowed: writes (cannot modify rays because it is a view); "
+             "not allowed: writes (table rays may not be modified); "
              "query_rays runs read-only SELECT statements only");
   EXPECT_ERR("rank_paths_by_energy", "{\"top_n\":0}",
              "/top_n: expected an integer >= 1 and <= 1000, got 0");

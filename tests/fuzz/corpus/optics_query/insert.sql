@@ -1,1 +1,1 @@
-INSERT INTO rays_stored(id) VALUES (99)
+INSERT INTO objects(id) VALUES (99)

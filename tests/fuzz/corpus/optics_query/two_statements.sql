@@ -1,1 +1,1 @@
-SELECT 1; DELETE FROM rays_stored
+SELECT 1; DELETE FROM objects

@@ -1,1 +1,1 @@
-UPDATE rays_stored SET depth = 0
+UPDATE ray_edge_crossing_stored SET angle_to_normal = 0
