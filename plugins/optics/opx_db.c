@@ -16,17 +16,20 @@
  *
  * Speed (bench/optics-db.c; a million segments is the target). SQLite's
  * cost is per row and per stored value, so:
+ *   - the rays are not copied at all: "rays" is a virtual table over the
+ *     simulation's segments (opx_db_rays.c), found by id and by parent
+ *     without an index;
+ *   - the geometric joins are computed on both cores, each thread half
+ *     of the segments;
  *   - two files, written at once by two threads: "main" (objects, edges,
- *     rays) and "joins" (the two join tables, attached to the reader as
- *     "joins"; their names need no prefix);
- *   - columns computed from others (lengths, totals, flags, names) are
- *     not stored: the tables are views over "<name>_stored" tables
- *     (opx_db_schema.c says which); the rays' flags pack into one integer;
+ *     the membership rows) and "joins" (the crossings, the largest table,
+ *     attached to the reader as "joins"; its name needs no prefix);
+ *   - the join tables' names are not stored: the tables are views over
+ *     "<name>_stored" tables (opx_db_schema.c says which columns);
  *   - one transaction a file, journal and syncs off, large pages, rows
  *     bound with static strings and inserted sixteen a statement;
  *   - the join tables are keyed by object (and edge), then ray, and filled
- *     in that order: no index to build afterwards; rays get one index, by
- *     parent, after their rows. */
+ *     in that order: no index to build afterwards. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>

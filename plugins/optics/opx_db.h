@@ -18,7 +18,8 @@
  * on the size of values; the result is capped in rows and bytes.
  *
  * Ownership: an opx_db_t owns its connections; opx_db_free() closes
- * them. It keeps no pointer into the run it was built from. */
+ * them. Its rays table reads the run's segments, end objects and lineage
+ * tree in place: free the database before the run (opx_run_free does). */
 #ifndef ATL_OPX_DB_H
 #define ATL_OPX_DB_H
 
