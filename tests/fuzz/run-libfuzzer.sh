@@ -41,7 +41,7 @@ sources() {
       echo plugins/optics/opx_run.c plugins/optics/opx_geom.c \
         plugins/optics/opx_geom_index.c plugins/optics/opx_lineage.c \
         plugins/optics/opx_db.c plugins/optics/opx_db_query.c \
-        plugins/optics/opx_db_schema.c ;;
+        plugins/optics/opx_db_schema.c plugins/optics/opx_db_rays.c ;;
     optics_module) echo optics/fail.c optics/jsnum.c optics/mathexpr.c \
       optics/mathexpr_eval.c optics/mathexpr_tex.c optics/module.c ;;
     scene) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c \

@@ -470,3 +470,46 @@ Test(optics_db, select_marks_the_rays_a_where_picks) {
     free(err);
   }
 }
+
+/* The rays are a virtual table: its plans (an id, an id range, a parent)
+ * must give exactly what a plain table would, whatever the operand. */
+static const char *ids(const char *where) {
+  static char buf[256];
+  char sql[512];
+  snprintf(sql, sizeof sql,
+           "SELECT group_concat(id) FROM (SELECT id FROM rays WHERE %s "
+           "ORDER BY id)",
+           where);
+  json_object *v = cell(rows(sql), 0, 0);
+  snprintf(buf, sizeof buf, "%s", v ? json_object_get_string(v) : "");
+  return buf;
+}
+
+Test(optics_db, rays_plans_agree_with_a_table) {
+  cr_assert_str_eq(ids("parent_id = 0"), "1,2");
+  cr_assert_str_eq(ids("parent_id = 3"), "4,5");
+  cr_assert_str_eq(ids("parent_id = '3'"), "4,5");
+  cr_assert_str_eq(ids("parent_id = 3.0"), "4,5");
+  cr_assert_str_eq(ids("parent_id = 3.5"), "");
+  cr_assert_str_eq(ids("parent_id IS NULL"), "0");
+  cr_assert_str_eq(ids("parent_id = NULL"), "");
+  cr_assert_str_eq(ids("parent_id = 99"), "");
+  cr_assert_str_eq(ids("id = 4"), "4");
+  cr_assert_str_eq(ids("id = '4'"), "4");
+  cr_assert_str_eq(ids("rowid = 4"), "4");
+  cr_assert_str_eq(ids("id = -1 OR id = 7"), "");
+  cr_assert_str_eq(ids("id IN (1, 5)"), "1,5");
+  cr_assert_str_eq(ids("id BETWEEN 2 AND 4"), "2,3,4");
+  cr_assert_str_eq(ids("id > 4"), "5,6");
+  cr_assert_str_eq(ids("id >= 5 AND id < 6"), "5");
+  cr_assert_str_eq(ids("id < 2"), "0,1");
+  cr_assert_str_eq(ids("id > 2.5 AND id <= 3.5"), "3");
+  cr_assert_str_eq(ids("id > -10 AND id < 100"), "0,1,2,3,4,5,6");
+  json_object *rs = rows("SELECT group_concat(id) FROM (SELECT id FROM rays "
+                         "ORDER BY id DESC)");
+  cr_assert_str_eq(json_object_get_string(cell(rs, 0, 0)), "6,5,4,3,2,1,0");
+  /* A join looks each ray up by id. */
+  rs = rows("SELECT COUNT(*) FROM ray_edge_crossing c JOIN rays r ON r.id = "
+            "c.ray_id WHERE r.interaction_type = 'tir'");
+  cr_assert_eq(integer(rs, 0, 0), 2);
+}
