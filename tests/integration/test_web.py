@@ -53,8 +53,12 @@ class Stack:
             args += ["--fcgi-arg", a]
         env = dict(os.environ, FAKE_LLM_KEY=KEY)
         self.out = open(os.path.join(TMP, "stack.out"), "w+")
-        self.proc = subprocess.Popen(args, stdout=self.out, stderr=subprocess.STDOUT,
-                                     env=env)
+        # SIGINT as a terminal leaves it: a shell that starts the tests as a
+        # background job (nohup ... &, no job control) has it ignored, and
+        # bash can then never trap it, so the Ctrl-C check would hang.
+        self.proc = subprocess.Popen(
+            args, stdout=self.out, stderr=subprocess.STDOUT, env=env,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         PROCS.append(self.proc)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
