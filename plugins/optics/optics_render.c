@@ -12,6 +12,9 @@
 #include "opx_draw.h"
 #include "opx_tools.h"
 
+/* The largest SVG render_optics keeps in the image store. */
+#define OPX_SVG_MAX_BYTES 8000000
+
 /* "'A', 'B'" labels of object oi's edges, for an error (malloc'd). */
 static char *labels_of(const opx_geom_t *g, int oi) {
   char *buf = NULL;
@@ -218,9 +221,14 @@ int opx_tool_render(atl_call_t *call) {
   unsigned char *png = NULL;
   size_t svg_len = 0, png_len = 0;
   int rc = opx_draw(run, &o, &svg, &svg_len, &png, &png_len);
-  char svg_id[ATL_IMAGE_ID_LEN + 1], png_id[ATL_IMAGE_ID_LEN + 1];
+  char svg_id[ATL_IMAGE_ID_LEN + 1] = "", png_id[ATL_IMAGE_ID_LEN + 1];
+  /* An SVG holds every segment drawn: a million make some 40 MB, which
+   * the session's store would keep for good. Past the cap it is not kept,
+   * and the result says how to get a smaller one. */
+  int svg_kept = svg_len <= OPX_SVG_MAX_BYTES;
   if (rc == 0 &&
-      (h->image_put(h, svg, svg_len, "image/svg+xml", svg_id) != 0 ||
+      ((svg_kept &&
+        h->image_put(h, svg, svg_len, "image/svg+xml", svg_id) != 0) ||
        h->image_put(h, png, png_len, "image/png", png_id) != 0 ||
        h->call_image(call, "image/png", png, png_len, "optics.png") != 0))
     rc = -EIO;
@@ -253,7 +261,16 @@ int opx_tool_render(atl_call_t *call) {
   json_object_object_add(hs, "objects", json_object_get(m.obj_names));
   json_object_object_add(hs, "edges", json_object_get(m.edge_names));
   json_object_object_add(r, "highlight_summary", hs);
-  json_object_object_add(r, "svg_image", json_object_new_string(svg_id));
+  json_object_object_add(r, "svg_image",
+                         svg_kept ? json_object_new_string(svg_id) : NULL);
+  if (!svg_kept) {
+    char note[200];
+    snprintf(note, sizeof(note),
+             "the SVG was %.1f MB, more than %d MB, and was not kept: "
+             "narrow the view, or simulate fewer rays",
+             svg_len / 1e6, OPX_SVG_MAX_BYTES / 1000000);
+    json_object_object_add(r, "svg_note", json_object_new_string(note));
+  }
   json_object_object_add(r, "png_image", json_object_new_string(png_id));
   json_object_object_add(r, "width", json_object_new_int(o.width));
   json_object_object_add(r, "height", json_object_new_int(o.height));

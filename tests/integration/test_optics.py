@@ -161,6 +161,30 @@ def _(ctx):
         d.stop()
 
 
+@check("a render too large for the store keeps its PNG, not its SVG")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    ok(d, sid, "optics_import", {"scene": {"version": 5, "rayModeDensity": 1,
+        "objs": [
+            {"type": "PointSource", "x": 50, "y": 50},
+            {"type": "Mirror", "p1": {"x": 0, "y": 0}, "p2": {"x": 100, "y": 0}},
+            {"type": "Mirror", "p1": {"x": 100, "y": 0},
+             "p2": {"x": 100, "y": 100}},
+            {"type": "Mirror", "p1": {"x": 100, "y": 100},
+             "p2": {"x": 0, "y": 100}},
+            {"type": "Mirror", "p1": {"x": 0, "y": 100}, "p2": {"x": 0, "y": 0}}]}})
+    s = ok(d, sid, "optics_simulate", {"ray_limit": 300000})
+    assert s["segments"] >= 250000 and s["stopped_at_ray_limit"], s
+    r = call(d, sid, "render_optics", {"width": 200, "height": 200}, 120)
+    assert r["success"], r
+    res = r["result"]
+    assert res["svg_image"] is None, res
+    assert "was not kept" in res["svg_note"], res
+    mime, png = image(d, res["png_image"])
+    assert mime == "image/png" and struct.unpack(">II", png[16:24]) == (200, 200)
+
+
 @check("the model sees the bench in its prompt and the picture as an image")
 def _(ctx):
     d, fake = ctx["d"], ctx["fake"]
