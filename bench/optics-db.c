@@ -16,16 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
+#include "benchlib.h"
 #include "opx_db.h"
 #include "opx_run.h"
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return (double)bench_now_ns() / 1e6; }
 
 static long peak_rss_mb(void) {
   struct rusage ru;

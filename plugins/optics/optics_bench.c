@@ -22,14 +22,12 @@ static json_object *copy_of(json_object *o) {
 }
 
 int opx_bench_check(atl_call_t *call, json_object *ns, const char *head) {
-  opx_run_t *run = NULL;
   char *err = NULL;
   /* Loading is the check: the simulator's loader knows every type's
    * rules (a lens radius too small for its height, an equation that does
-   * not parse, a module's parameters), with messages naming the field.
-   * A ray limit of 1 keeps the simulation itself negligible. */
-  int rc = opx_run_build(ns, 1, &run, &err);
-  opx_run_free(run);
+   * not parse, a module's parameters), with messages naming the field;
+   * starting the simulation catches sources past its limits. */
+  int rc = opx_run_check(ns, &err);
   if (rc == 0)
     return 0;
   json_object *objs = NULL;

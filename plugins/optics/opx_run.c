@@ -31,32 +31,47 @@ static json_object *without_names(json_object *doc) {
   return copy;
 }
 
+/* Loads doc into run->scene and simulates it into run->sim, timing both:
+ * the part of a run every caller needs. 0, or a negative errno with *err
+ * (the loader's message, or the simulation's own reason: too many source
+ * rays, out of memory). run's other parts are left alone. */
+static int load_and_simulate(json_object *doc, long ray_limit, int record,
+                             opx_run_t *run, char **err) {
+  json_object *plain = without_names(doc);
+  if (plain == NULL)
+    return -ENOMEM;
+  double t0 = now_ms();
+  int rc = atl__op_scene_load(plain, &run->scene, err);
+  json_object_put(plain);
+  if (rc != 0)
+    return rc;
+  double t1 = now_ms();
+  run->load_ms = t1 - t0;
+  rc = atl__op_sim_run(run->scene, ray_limit, record, &run->sim);
+  run->simulate_ms = now_ms() - t1;
+  if (rc != 0 && run->sim != NULL && run->sim->error != NULL)
+    *err = strdup(run->sim->error);
+  return rc;
+}
+
+int opx_run_check(json_object *doc, char **err) {
+  *err = NULL;
+  opx_run_t run = {0};
+  int rc = load_and_simulate(doc, 1, 0, &run, err);
+  atl__op_sim_free(run.sim);
+  atl__op_scene_free(run.scene);
+  return rc;
+}
+
 int opx_run_build(json_object *doc, long ray_limit, opx_run_t **out,
                   char **err) {
   *out = NULL;
   *err = NULL;
   opx_run_t *run = calloc(1, sizeof(*run));
-  json_object *plain = without_names(doc);
-  if (run == NULL || plain == NULL) {
-    free(run);
-    json_object_put(plain);
+  if (run == NULL)
     return -ENOMEM;
-  }
-  double t0 = now_ms();
-  int rc = atl__op_scene_load(plain, &run->scene, err);
-  json_object_put(plain);
+  int rc = load_and_simulate(doc, ray_limit, 1, run, err);
   if (rc != 0) {
-    free(run);
-    return rc;
-  }
-  double t1 = now_ms();
-  run->load_ms = t1 - t0;
-  rc = atl__op_sim_run(run->scene, ray_limit, 1, &run->sim);
-  run->simulate_ms = now_ms() - t1;
-  if (rc != 0) {
-    /* The simulation's own reason: too many source rays, out of memory. */
-    if (run->sim != NULL && run->sim->error != NULL)
-      *err = strdup(run->sim->error);
     opx_run_free(run);
     return rc;
   }

@@ -39,6 +39,12 @@ int opx_run_build(json_object *doc, long ray_limit, opx_run_t **out,
                   char **err);
 void opx_run_free(opx_run_t *run);
 
+/* Whether doc loads and starts simulating (its sources' rays within the
+ * simulator's limits), without recording segments or building anything
+ * the tools use: the check of every edit. 0, or a negative errno with
+ * *err (malloc'd) as opx_run_build gives it. */
+int opx_run_check(json_object *doc, char **err);
+
 /* The run's database, built on first use (it costs more than the
  * simulation of a large scene, and many turns never query). NULL when it
  * could not be built, with the reason in run->db_error. */
