@@ -21,7 +21,9 @@
 #include "opx_db.h"
 #include "opx_run.h"
 
-static double now_ms(void) { return (double)bench_now_ns() / 1e6; }
+static double now_ms(void) {
+  return (double)bench_now_ns() / 1e6;
+}
 
 static long peak_rss_mb(void) {
   struct rusage ru;
