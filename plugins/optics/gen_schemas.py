@@ -347,12 +347,16 @@ def shared_fields():
     count = {}
     for _, _, fields, _ in TYPES:
         for k, s in fields:
-            if "meaning" in s or list(s) == ["$ref"]:
+            # A field that is already a reference (with or without its own
+            # description) stays one: made a shared definition of its own,
+            # it would take the name of the definition it points to
+            # ("pieces") and become a reference to itself.
+            if "meaning" in s or "$ref" in s:
                 continue
             text = json.dumps(s, sort_keys=True)
             count.setdefault((k, text), 0)
             count[(k, text)] += 1
-    names, taken = {}, set()
+    names, taken = {}, set(DEFS) | {"name"}
     for (k, text), n in sorted(count.items()):
         if n < 2:
             continue
@@ -368,7 +372,10 @@ SHARED = shared_fields()
 
 
 def field_defs():
-    return {name: json.loads(text) for (k, text), name in SHARED.items()}
+    defs = {name: json.loads(text) for (k, text), name in SHARED.items()}
+    # A shared field must never replace a definition of DEFS.
+    assert not set(defs) & (set(DEFS) | {"name"}), set(defs) & set(DEFS)
+    return defs
 
 
 # Fields of the app's editor that mean nothing to the simulation: accepted

@@ -76,6 +76,34 @@ Test(optics_plugin, add_stores_the_object_with_the_apps_defaults) {
   EXPECT_MEMBER("optics_list", "{}", "count", "1");
 }
 
+/* Every object type whose shape is made of parametric pieces
+ * (ParamMirror, ParamGlass, ParamGrinGlass, CustomSurface) can be added:
+ * the schema's "pieces" once referred to itself, and every value was
+ * refused as nesting too deep. */
+Test(optics_plugin, pieces_are_accepted) {
+  static const char *const types[] = {"ParamMirror", "ParamGlass"};
+  for (size_t i = 0; i < 2; i++) {
+    char args[512];
+    snprintf(args, sizeof(args),
+             "{\"name\":\"p%zu\",\"type\":\"%s\",\"origin\":{\"x\":100,"
+             "\"y\":100},\"pieces\":[{\"eqnX\":\"20\\\\cos(t)\",\"eqnY\":"
+             "\"20\\\\sin(t)\",\"tMin\":0,\"tMax\":6.28,\"tStep\":0.1}]}",
+             i, types[i]);
+    free(ok("optics_add", args));
+  }
+  EXPECT_MEMBER("optics_list", "{}", "count", "2");
+  /* A piece missing a field is refused by the schema, naming it. */
+  json_object *env = call(
+      "optics_add", "{\"name\":\"bad\",\"type\":\"ParamMirror\","
+                    "\"pieces\":[{\"eqnX\":\"t\",\"eqnY\":\"t\"}]}");
+  cr_assert(!succeeded(env));
+  const char *err =
+      json_object_get_string(json_object_object_get(env, "error"));
+  cr_assert(strstr(err, "tMin") != NULL && strstr(err, "nests") == NULL,
+            "%s", err);
+  json_object_put(env);
+}
+
 Test(optics_plugin, the_simulators_checks_name_the_object) {
   /* A lens whose radius is smaller than half its height cannot be built;
    * the loader says so, and the message names the object by its name. */
