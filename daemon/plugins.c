@@ -3,7 +3,10 @@
  * Loading follows the order of DESIGN.md §4: dlopen, read the descriptor,
  * check the ABI and the struct sizes, check every tool (name, handler,
  * schemas) and only then run the plugin's init(). Nothing of a plugin that
- * fails a check stays registered, and the daemon goes on without it.
+ * fails a check stays registered, and the daemon goes on without it. The
+ * one check that refuses a single tool rather than its plugin is the wire
+ * lint (providers/wire_schema.h): a schema that some LLM provider would
+ * refuse.
  */
 #include "atl-build.h"
 
@@ -16,6 +19,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "providers/wire_schema.h"
 
 /* The sizes of the ABI 1.0 structs: a plugin's struct may be larger (built
  * against a newer minor) but never smaller. */
@@ -135,7 +139,7 @@ static int check_tools(const atl_registry_t *reg, atl_plugin_entry_t *p,
       goto fail;
     }
     for (uint32_t j = 0; j < i; j++) {
-      if (strcmp(tools[j]->tool.name, t->name) == 0) {
+      if (tools[j] != NULL && strcmp(tools[j]->tool.name, t->name) == 0) {
         *reason = fmt_reason("tool '%s': declared twice", tname);
         goto fail;
       }
@@ -161,6 +165,20 @@ static int check_tools(const atl_registry_t *reg, atl_plugin_entry_t *p,
                            "{\"type\": \"object\", ...}",
                            tname);
       goto fail;
+    }
+    /* A tool some provider would refuse would fail every request to that
+     * provider (one refused tool fails them all): it is not loaded, and
+     * the plugin's other tools are. */
+    char *bad = atl_wire_check_tool(t->name, root);
+    if (bad != NULL) {
+      atl_log_kv(ATL_LOG_ERROR,
+                 "tool refused: an LLM provider would refuse its schema",
+                 "plugin", desc->name, "tool", tname, "reason", bad, NULL);
+      free(bad);
+      atl_schema_free(e->input);
+      free(e);
+      tools[i] = NULL;
+      continue;
     }
     if (t->result_schema != NULL &&
         atl_schema_compile_text(t->result_schema, ATL_SCHEMA_STRICT, &e->result,
@@ -285,7 +303,8 @@ int atl_registry_load(atl_registry_t *reg, const char *path,
   }
   reg->plugins[reg->n_plugins++] = p;
   for (uint32_t i = 0; i < p->desc.n_tools; i++)
-    reg->tools[reg->n_tools++] = tools[i];
+    if (tools[i] != NULL)
+      reg->tools[reg->n_tools++] = tools[i];
   free(tools);
   qsort(reg->tools, reg->n_tools, sizeof(*reg->tools), tool_cmp);
   return 0;
@@ -358,7 +377,10 @@ int atl_registry_load_dir(atl_registry_t *reg, const char *dir,
     }
     atl_plugin_entry_t *p = reg->plugins[reg->n_plugins - 1];
     char nt[16];
-    snprintf(nt, sizeof(nt), "%u", p->desc.n_tools);
+    unsigned loaded = 0;
+    for (size_t k = 0; k < reg->n_tools; k++)
+      loaded += reg->tools[k]->plugin == p;
+    snprintf(nt, sizeof(nt), "%u", loaded);
     atl_log_kv(ATL_LOG_INFO, "plugin loaded", "plugin", p->desc.name, "version",
                p->desc.version, "tools", nt, "path", path, NULL);
   }

@@ -182,10 +182,45 @@ static void m_daemon_info(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   json_object_put(r);
 }
 
+/* tool.list {"wire": PROVIDER}: the request's "tools" value exactly as
+ * that provider's requests carry it, whichever provider is configured: what
+ * a developer reads to see what the model is offered, and what the tests
+ * hand to the fake provider's rules. */
+static void tool_list_wire(atl_daemon_t *d, atl_rpc_call_t *c,
+                           json_object *wire) {
+  const char *name = json_object_get_string(wire);
+  const atl_provider_ops_t *ops = json_object_is_type(wire, json_type_string)
+                                      ? atl_provider_find(name)
+                                      : NULL;
+  if (ops == NULL) {
+    invalid(d, c,
+            "\"wire\" must be \"anthropic\", \"openai\" or \"gemini\", "
+            "got %s",
+            json_object_to_json_string_ext(wire, JSON_C_TO_STRING_PLAIN));
+    return;
+  }
+  char *text = d->tools_json && json_object_array_length(d->tools_json) > 0
+                   ? ops->tools_text(d->tools_json)
+                   : strdup("[]");
+  json_object *r = text ? json_tokener_parse(text) : NULL;
+  free(text);
+  if (r == NULL) {
+    atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    return;
+  }
+  atl_rpc_reply(d, c, r);
+  json_object_put(r);
+}
+
 static void m_tool_list(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
-  static const char *const names[] = {NULL};
+  static const char *const names[] = {"wire", NULL};
   if (!only(d, c, p, names))
     return;
+  json_object *wire = NULL;
+  if (p != NULL && json_object_object_get_ex(p, "wire", &wire)) {
+    tool_list_wire(d, c, wire);
+    return;
+  }
   json_object *r = json_object_new_array();
   for (size_t i = 0; i < d->registry.n_tools; i++) {
     const atl_tool_entry_t *t = d->registry.tools[i];

@@ -160,10 +160,16 @@ static int piece(json_object *m, atl_provider_piece_t *out) {
   return atl_provider_piece_by_role(m, &roles, out);
 }
 
-/* The API takes JSON Schema as it is, $ref and oneOf included. */
+/* The API takes JSON Schema (draft 2020-12, $ref included) but refuses
+ * oneOf, anyOf and allOf at the root of input_schema, and one refused tool
+ * fails the whole request: each schema goes in the form wire_schema.c
+ * derives. */
+static json_object *wire(json_object *schema) {
+  return atl_provider_wire(schema, ATL_WIRE_ANTHROPIC);
+}
+
 static char *tools_text(json_object *tools) {
-  return atl_provider_tools_text(tools, atl_provider_schema_as_is,
-                                 "input_schema", NULL);
+  return atl_provider_tools_text(tools, wire, "input_schema", NULL);
 }
 
 static int request(const atl_provider_cfg_t *cfg, const char *model,

@@ -190,9 +190,16 @@ static json_object *as_function(json_object *fn) {
   return o;
 }
 
+/* Without "strict", the API takes JSON Schema but refuses a root that is
+ * not a plain object (no oneOf/anyOf/allOf/enum/const/not) and an array
+ * schema without items: each schema goes in the form wire_schema.c
+ * derives. */
+static json_object *wire(json_object *schema) {
+  return atl_provider_wire(schema, ATL_WIRE_OPENAI);
+}
+
 static char *tools_text(json_object *tools) {
-  return atl_provider_tools_text(tools, atl_provider_schema_as_is, "parameters",
-                                 as_function);
+  return atl_provider_tools_text(tools, wire, "parameters", as_function);
 }
 
 static int request(const atl_provider_cfg_t *cfg, const char *model,

@@ -34,6 +34,8 @@
 
 #include <json-c/json.h>
 
+#include "wire_schema.h"
+
 /* One configured provider ([provider.NAME] in the configuration). */
 typedef struct {
   const char *name;     /* NAME */
@@ -222,9 +224,11 @@ typedef struct {
 
 int atl_provider_piece_by_role(json_object *m, const atl_provider_roles_t *r,
                                atl_provider_piece_t *out);
-/* A tool's input schema as the API takes it, unchanged (a new reference;
- * {} for none): for atl_provider_tools_text. */
-json_object *atl_provider_schema_as_is(json_object *schema);
+/* A tool's input schema in the wire form of dialect w (wire_schema.h), a
+ * new object; {"type": "object"} for none, and for a schema that has no
+ * such form (the plugin loader refuses those tools, so it does not
+ * happen). For atl_provider_tools_text. */
+json_object *atl_provider_wire(json_object *schema, atl_wire_t w);
 /* The tools as an array of {name, description, schema_key: one(schema)}
  * (schema_key left out when one returns NULL), each passed through wrap
  * (which takes it) unless wrap is NULL, as JSON text. */
@@ -250,13 +254,6 @@ int atl_provider_req_finish(atl_provider_req_t *out, atl_strbuf_t *body,
 extern const atl_provider_ops_t atl_provider_openai;
 extern const atl_provider_ops_t atl_provider_anthropic;
 extern const atl_provider_ops_t atl_provider_gemini;
-
-/* Internal (gemini.c, declared for the tests): a tool's input schema
- * rewritten into the subset of JSON Schema that Gemini accepts, $refs
- * inlined. The result is the caller's to put; it shares unchanged parts of
- * schema (reference-counted), so schema must not be changed while it
- * lives. schema itself is not changed. */
-json_object *atl__gemini_schema(json_object *schema);
 
 /* What the providers share in building and parsing JSON (turn.c). */
 /* o[key] when it is a string (borrowed), else NULL. */

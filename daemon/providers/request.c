@@ -118,8 +118,15 @@ int atl_provider_piece_by_role(json_object *m, const atl_provider_roles_t *r,
   return 0;
 }
 
-json_object *atl_provider_schema_as_is(json_object *schema) {
-  return schema ? json_object_get(schema) : json_object_new_object();
+json_object *atl_provider_wire(json_object *schema, atl_wire_t w) {
+  char *why = NULL;
+  json_object *out = schema ? atl_wire_schema(schema, w, &why) : NULL;
+  free(why);
+  if (out == NULL) {
+    out = json_object_new_object();
+    json_object_object_add(out, "type", json_object_new_string("object"));
+  }
+  return out;
 }
 
 char *atl_provider_tools_text(json_object *tools,

@@ -59,6 +59,17 @@ Test(loader, good_plugin_loads_and_registers_its_tool) {
   cr_assert_str_eq(reg.plugins[0]->desc.version, "0.0.1");
 }
 
+/* A tool whose schema some LLM provider would refuse is left out, with
+ * the reason logged; the plugin and its other tools load. */
+Test(loader, a_tool_a_provider_would_refuse_is_not_loaded) {
+  char *reason = NULL;
+  cr_assert_eq(atl_registry_load(&reg, lib("lt_wire_refused"), &opt, &reason),
+               0, "%s", reason ? reason : "");
+  cr_assert_not_null(atl_registry_find(&reg, "lt_wire_refused_tool"));
+  cr_assert_null(atl_registry_find(&reg, "lt_wire_refused_cyclic"));
+  cr_assert_eq(reg.n_tools, 1);
+}
+
 Test(loader, missing_file) {
   expect_reject("does_not_exist", ATL_EPLUGIN, "dlopen failed");
 }

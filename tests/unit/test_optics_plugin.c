@@ -93,14 +93,14 @@ Test(optics_plugin, pieces_are_accepted) {
   }
   EXPECT_MEMBER("optics_list", "{}", "count", "2");
   /* A piece missing a field is refused by the schema, naming it. */
-  json_object *env = call(
-      "optics_add", "{\"name\":\"bad\",\"type\":\"ParamMirror\","
-                    "\"pieces\":[{\"eqnX\":\"t\",\"eqnY\":\"t\"}]}");
+  json_object *env =
+      call("optics_add", "{\"name\":\"bad\",\"type\":\"ParamMirror\","
+                         "\"pieces\":[{\"eqnX\":\"t\",\"eqnY\":\"t\"}]}");
   cr_assert(!succeeded(env));
   const char *err =
       json_object_get_string(json_object_object_get(env, "error"));
-  cr_assert(strstr(err, "tMin") != NULL && strstr(err, "nests") == NULL,
-            "%s", err);
+  cr_assert(strstr(err, "tMin") != NULL && strstr(err, "nests") == NULL, "%s",
+            err);
   json_object_put(env);
 }
 

@@ -615,8 +615,9 @@ Test(gemini, the_request_answers_calls_with_function_responses) {
   cr_assert_null(req.headers[3]);
   /* The results are functionResponses with the envelope as an object, the
    * image an inlineData part after them, the user's "thanks" in the same
-   * user turn; the tool without parameters has no "parameters" (Gemini
-   * refuses an empty OBJECT), the other one's schema is Gemini's subset. */
+   * user turn; the tool without parameters has no "parametersJsonSchema",
+   * the other one's schema is the JSON Schema Gemini documents (the
+   * exclusive bound as the nearest inclusive one, the default in words). */
   cr_assert_str_eq(
       req.body,
       "{\"systemInstruction\":{\"parts\":[{\"text\":\"Be brief.\"}]},"
@@ -634,9 +635,10 @@ Test(gemini, the_request_answers_calls_with_function_responses) {
       "{\"text\":\"thanks\"}]}],"
       "\"tools\":[{\"functionDeclarations\":[{\"name\":\"create_shape\","
       "\"description\":\"Create a shape.\"},{\"name\":\"set_camera\","
-      "\"description\":\"Aim the camera.\",\"parameters\":{\"type\":"
-      "\"object\",\"properties\":{\"vfov\":{\"type\":\"number\",\"minimum\":0,"
-      "\"maximum\":180}},\"required\":[\"vfov\"]}}]}],"
+      "\"description\":\"Aim the camera.\",\"parametersJsonSchema\":{"
+      "\"type\":\"object\",\"properties\":{\"vfov\":{\"type\":\"number\","
+      "\"minimum\":0,\"maximum\":180,\"description\":\"Default: 45.\"}},"
+      "\"required\":[\"vfov\"],\"additionalProperties\":false}}]}],"
       "\"generationConfig\":{\"maxOutputTokens\":1000}}");
   atl_provider_req_free(&req);
   cfg.api_key = NULL;
@@ -674,138 +676,6 @@ Test(gemini, thought_signatures_go_back_where_they_came_from) {
       "{\"role\":\"model\",\"parts\":[{\"text\":\"Done.\"}]}]}");
   atl_provider_req_free(&req);
   json_object_put(h);
-}
-
-/* A scene create_shape schema, trimmed: $defs and $refs with keywords
- * beside them, a oneOf tagged by const discriminators, exclusive bounds,
- * additionalProperties, defaults, a nullable type list and keywords Gemini
- * does not know. */
-static const char *const SHAPE_SCHEMA =
-    "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\","
-    "\"type\":\"object\",\"description\":\"A new shape.\","
-    "\"$defs\":{"
-    "\"xyz\":{\"type\":\"array\",\"minItems\":3,\"maxItems\":3,\"items\":{"
-    "\"type\":\"number\"}},"
-    "\"rgb\":{\"type\":\"array\",\"minItems\":3,\"maxItems\":3,\"items\":{"
-    "\"type\":\"number\",\"minimum\":0,\"maximum\":1}},"
-    "\"material\":{\"description\":\"Material, inline.\",\"oneOf\":["
-    "{\"type\":\"object\",\"properties\":{\"type\":{\"const\":\"lambertian\","
-    "\"description\":\"Matte.\"},\"albedo\":{\"$ref\":\"#/$defs/rgb\","
-    "\"description\":\"Surface colour.\",\"default\":[0.5,0.5,0.5]}},"
-    "\"required\":[\"type\"],\"additionalProperties\":false},"
-    "{\"type\":\"object\",\"properties\":{\"type\":{\"const\":\"metal\"},"
-    "\"fuzz\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1,\"default\":0,"
-    "\"multipleOf\":0.01}},\"required\":[\"type\"],"
-    "\"additionalProperties\":false}]}},"
-    "\"properties\":{"
-    "\"id\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\","
-    "\"$comment\":\"as in the store\"},"
-    "\"type\":{\"enum\":[\"sphere\",\"box\"]},"
-    "\"properties\":{\"type\":\"object\",\"properties\":{"
-    "\"center\":{\"$ref\":\"#/$defs/xyz\",\"description\":\"Centre.\"},"
-    "\"radius\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":"
-    "1000000.0,\"examples\":[1]},"
-    "\"material\":{\"$ref\":\"#/$defs/material\"}},"
-    "\"required\":[\"center\",\"radius\"],\"additionalProperties\":false,"
-    "\"minProperties\":1},"
-    "\"tags\":{\"type\":[\"array\",\"null\"],\"items\":{\"type\":\"string\"},"
-    "\"uniqueItems\":true},"
-    "\"count\":{\"type\":\"integer\",\"const\":3}},"
-    "\"required\":[\"id\",\"type\",\"properties\"],"
-    "\"additionalProperties\":false}";
-
-Test(gemini, schemas_are_rewritten_into_geminis_subset) {
-  json_object *s = parse(SHAPE_SCHEMA);
-  json_object *g = atl__gemini_schema(s);
-  cr_assert_str_eq(
-      json_object_to_json_string_ext(g, JSON_C_TO_STRING_PLAIN |
-                                            JSON_C_TO_STRING_NOSLASHESCAPE),
-      "{\"type\":\"object\",\"description\":\"A new shape.\",\"properties\":{"
-      "\"id\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\"},"
-      "\"type\":{\"enum\":[\"sphere\",\"box\"],\"type\":\"string\"},"
-      "\"properties\":{\"type\":\"object\",\"properties\":{"
-      "\"center\":{\"type\":\"array\",\"minItems\":3,\"maxItems\":3,\"items\":"
-      "{\"type\":\"number\"},\"description\":\"Centre.\"},"
-      "\"radius\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1000000.0},"
-      "\"material\":{\"description\":\"Material, inline.\",\"anyOf\":["
-      "{\"type\":\"object\",\"properties\":{\"type\":{\"enum\":["
-      "\"lambertian\"],\"description\":\"Matte.\",\"type\":\"string\"},"
-      "\"albedo\":{\"type\":\"array\",\"minItems\":3,\"maxItems\":3,\"items\":"
-      "{\"type\":\"number\",\"minimum\":0,\"maximum\":1},\"description\":"
-      "\"Surface colour.\"}},\"required\":[\"type\"]},"
-      "{\"type\":\"object\",\"properties\":{\"type\":{\"enum\":[\"metal\"],"
-      "\"type\":\"string\"},\"fuzz\":{\"type\":\"number\",\"minimum\":0,"
-      "\"maximum\":1}},\"required\":[\"type\"]}]}},"
-      "\"required\":[\"center\",\"radius\"],\"minProperties\":1},"
-      "\"tags\":{\"type\":\"array\",\"nullable\":true,\"items\":{\"type\":"
-      "\"string\"}},"
-      "\"count\":{\"type\":\"integer\",\"enum\":[\"3\"]}},"
-      "\"required\":[\"id\",\"type\",\"properties\"]}");
-  json_object_put(g);
-  /* The input is left as it was (the output shares parts of it). */
-  json_object *again = parse(SHAPE_SCHEMA);
-  cr_assert(json_object_equal(s, again));
-  json_object_put(again);
-  json_object_put(s);
-}
-
-Test(gemini, recursive_schemas_stop_expanding) {
-  /* A tree: each node's child is a node. Gemini has no recursion, so the
-   * expansion stops after 8 levels, on a bare type. */
-  json_object *s =
-      parse("{\"$ref\":\"#/$defs/node\",\"$defs\":{\"node\":{\"type\":"
-            "\"object\",\"properties\":{\"child\":{\"$ref\":\"#/$defs/"
-            "node\"}}}}}");
-  json_object *g = atl__gemini_schema(s);
-  char want[1024] = "";
-  for (int i = 0; i < 8; i++)
-    strcat(want, "{\"type\":\"object\",\"properties\":{\"child\":");
-  strcat(want, "{\"type\":\"object\"}");
-  for (int i = 0; i < 8; i++)
-    strcat(want, "}}");
-  cr_assert_str_eq(json_object_to_json_string_ext(g, JSON_C_TO_STRING_PLAIN),
-                   want);
-  json_object_put(g);
-  json_object_put(s);
-  /* A reference that does not resolve is dropped, its siblings kept. */
-  s = parse("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":"
-            "\"#/$defs/none\",\"description\":\"A.\"},\"b\":{\"$ref\":"
-            "\"other.json#/x\",\"type\":\"string\"}}}");
-  g = atl__gemini_schema(s);
-  cr_assert_str_eq(json_object_to_json_string_ext(g, JSON_C_TO_STRING_PLAIN),
-                   "{\"type\":\"object\",\"properties\":{\"a\":{"
-                   "\"description\":\"A.\"},\"b\":{\"type\":\"string\"}}}");
-  json_object_put(g);
-  json_object_put(s);
-}
-
-Test(gemini, what_json_schema_implies_gemini_wants_said) {
-  /* Gemini allows "properties" and "required" only on OBJECT schemas and
-   * "items" only on ARRAY ones, and wants every required name among the
-   * properties; allOf is merged in. */
-  json_object *s = parse(
-      "{\"type\":\"object\",\"properties\":{"
-      "\"a\":{\"properties\":{\"x\":{\"type\":\"string\"}},\"required\":["
-      "\"x\",\"y\"]},"
-      "\"b\":{\"items\":{\"type\":\"number\"}},"
-      "\"c\":{\"type\":\"string\",\"properties\":{\"x\":{}},\"required\":["
-      "\"x\"],\"items\":{}},"
-      "\"d\":{\"type\":\"object\",\"required\":[\"z\"]}},"
-      "\"required\":[\"a\",\"q\"],"
-      "\"allOf\":[{\"properties\":{\"q\":{\"type\":\"boolean\"}}}]}");
-  json_object *g = atl__gemini_schema(s);
-  cr_assert_str_eq(
-      json_object_to_json_string_ext(g, JSON_C_TO_STRING_PLAIN),
-      "{\"type\":\"object\",\"properties\":{"
-      "\"a\":{\"properties\":{\"x\":{\"type\":\"string\"}},\"required\":["
-      "\"x\"],\"type\":\"object\"},"
-      "\"b\":{\"items\":{\"type\":\"number\"},\"type\":\"array\"},"
-      "\"c\":{\"type\":\"string\"},"
-      "\"d\":{\"type\":\"object\"},"
-      "\"q\":{\"type\":\"boolean\"}},"
-      "\"required\":[\"a\",\"q\"]}");
-  json_object_put(g);
-  json_object_put(s);
 }
 
 /* What streamGenerateContent?alt=sse sends for a thought summary, a text

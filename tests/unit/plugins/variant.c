@@ -52,6 +52,18 @@ static const atl_tool_t tools[] = {
      .handler = handler
 #endif
     },
+#if defined(VARIANT_WIRE_REFUSED)
+    /* Valid JSON Schema the validator takes, but a reference to itself,
+     * which the providers' resolvers recurse on without end: refused by
+     * the wire lint, while the plugin's other tool loads. */
+    {.name = PLUGIN_NAME "_cyclic",
+     .description = "A tool no provider would take.",
+     .input_schema =
+         "{\"type\":\"object\",\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\","
+         "\"description\":\"a loop\"}},\"properties\":{\"x\":{\"$ref\":"
+         "\"#/$defs/a\"}}}",
+     .handler = handler},
+#endif
 #if defined(VARIANT_DUP_SELF)
     {.name = TOOL_NAME,
      .description = "The same name again.",
