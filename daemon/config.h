@@ -21,11 +21,27 @@ typedef struct {
   char *models;        /* comma-separated; the first is the default */
   char *cassette;      /* replay: the recorded turns */
   uint32_t timeout_ms; /* per model call; default 120000 */
-  uint32_t max_tokens; /* output tokens per model call; default 4096 */
-  /* Anthropic's extended thinking: its budget in tokens (at least 1024,
-   * less than max_tokens), or 0 for none (the default). */
+  uint32_t max_tokens; /* output tokens per model call; default 8192 */
+  /* Thinking (anthropic, gemini): its budget in tokens (at least 1024,
+   * less than max_tokens), or 0 for none or the least the model allows;
+   * thinking_set says whether the file set it (gemini then chooses half
+   * of max_tokens, so that the answer keeps the rest). */
   uint32_t thinking_budget;
+  int thinking_set;
+  /* The context window to keep each request within, in tokens; 0: the
+   * model's, from the daemon's table (providers/models.c), else 128000. */
+  uint32_t context_tokens;
+  /* openai: which field carries max_tokens: ATL_TOKEN_PARAM_AUTO (by the
+   * model: max_completion_tokens for reasoning models), or always the one
+   * named. */
+  int max_tokens_param;
 } atl_provider_conf_t;
+
+enum {
+  ATL_TOKEN_PARAM_AUTO = 0,
+  ATL_TOKEN_PARAM_MAX_TOKENS,
+  ATL_TOKEN_PARAM_MAX_COMPLETION_TOKENS
+};
 
 typedef struct {
   /* [daemon] */

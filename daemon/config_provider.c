@@ -13,7 +13,7 @@
 
 static const char *const provider_keys =
     "type, base_url, api_key_env, models, cassette, timeout_ms, max_tokens, "
-    "thinking_budget";
+    "thinking_budget, context_tokens, max_tokens_param";
 
 int atl_provider_name_ok(const char *name) {
   size_t n = strlen(name);
@@ -105,7 +105,7 @@ static atl_provider_conf_t *entry(atl_config_t *cfg, const char *name) {
   if ((p->name = strdup(name)) == NULL)
     return NULL;
   p->timeout_ms = 120000;
-  p->max_tokens = 4096;
+  p->max_tokens = 8192;
   cfg->n_providers++;
   return p;
 }
@@ -182,6 +182,26 @@ int atl_provider_conf_set(atl_config_t *cfg, const char *name, const char *key,
                          "tokens between 1024 and 1000000");
     else if (strcmp(value, "0") == 0)
       p->thinking_budget = 0;
+    p->thinking_set = *expected == NULL;
+    return 0;
+  }
+  if (strcmp(key, "context_tokens") == 0) {
+    if (strcmp(value, "0") == 0)
+      p->context_tokens = 0;
+    else if (parse_ms(value, 1000, 100000000, &p->context_tokens) < 0)
+      *expected = strdup("0 (the model's window) or a whole number of tokens "
+                         "between 1000 and 100000000");
+    return 0;
+  }
+  if (strcmp(key, "max_tokens_param") == 0) {
+    if (strcmp(value, "auto") == 0)
+      p->max_tokens_param = ATL_TOKEN_PARAM_AUTO;
+    else if (strcmp(value, "max_tokens") == 0)
+      p->max_tokens_param = ATL_TOKEN_PARAM_MAX_TOKENS;
+    else if (strcmp(value, "max_completion_tokens") == 0)
+      p->max_tokens_param = ATL_TOKEN_PARAM_MAX_COMPLETION_TOKENS;
+    else
+      *expected = strdup("auto, max_tokens or max_completion_tokens");
     return 0;
   }
   *unknown = strdup(provider_keys);
@@ -197,14 +217,22 @@ char *atl_providers_check(const atl_config_t *cfg) {
                                     "anthropic, openai or replay)",
                                     p->name) < 0)
       msg = NULL;
-    else if (p->thinking_budget > 0 &&
-             (p->type == NULL || strcmp(p->type, "anthropic") != 0) &&
+    else if (p->thinking_set &&
+             (p->type == NULL || (strcmp(p->type, "anthropic") != 0 &&
+                                  strcmp(p->type, "gemini") != 0)) &&
              asprintf(&msg,
                       "[provider.%s] thinking_budget is for type = anthropic "
-                      "(Gemini thinks by default)",
+                      "or gemini (OpenAI's reasoning models set their own)",
+                      p->name) < 0)
+      msg = NULL;
+    else if (p->max_tokens_param != ATL_TOKEN_PARAM_AUTO &&
+             (p->type == NULL || strcmp(p->type, "openai") != 0) &&
+             asprintf(&msg,
+                      "[provider.%s] max_tokens_param is for type = openai",
                       p->name) < 0)
       msg = NULL;
     else if (p->thinking_budget > 0 && p->thinking_budget >= p->max_tokens &&
+             p->type != NULL && strcmp(p->type, "anthropic") == 0 &&
              asprintf(&msg,
                       "[provider.%s] thinking_budget (%" PRIu32
                       ") must be less than max_tokens (%" PRIu32

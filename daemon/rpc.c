@@ -602,6 +602,13 @@ static void m_session_send(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
     invalid(d, c, "\"text\" must be the user's message (a non-empty string)");
     return;
   }
+  /* Whitespace alone says nothing, and kept in the history it would fail
+   * every later request to Anthropic ("text content blocks must contain
+   * non-whitespace text"). */
+  if (atl_provider_blank(json_object_get_string(text))) {
+    invalid(d, c, "\"text\" must be the user's message; it is only whitespace");
+    return;
+  }
   const char *model;
   if (!model_param(d, c, p, &model))
     return;

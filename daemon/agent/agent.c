@@ -24,64 +24,18 @@
 #include <string.h>
 
 #include "agent.h"
+#include "agent_int.h"
 #include "agent/sse.h"
 #include "log.h"
 
-/* A message waiting for the session's run to end. */
-typedef struct pending_s {
-  struct pending_s *next;
-  char *text;
-  char *model;
-} pending_t;
-
-struct atl_agent_s {
-  atl_daemon_t *d;
-  atl_session_t *s; /* pinned while a run is active */
-  /* NULL until loaded. Messages already sent to the model are null here:
-   * req_cache holds their wire form (agent_request.c). */
-  json_object *history;
-  pending_t *q_head, *q_tail;
-  unsigned queued;
-
-  int loading; /* the history is being read from the store */
-
-  /* The run. */
-  int active;
-  int cancel;
-  int direct; /* a "/tool {json}" message: no model call */
-  unsigned turns;
-  char *model;
-  int64_t input_tokens, output_tokens;
-  /* The turn in flight. */
-  atl_turn_t turn;
-  atl_sse_t sse;
-  unsigned attempt;
-  uint64_t call_started_ns;
-  /* The first bytes of the answer as they came: an error answer's body,
-   * which the stream callback receives rather than the response. */
-  char raw[8192];
-  size_t raw_len;
-  uv_timer_t retry_timer;
-  int timer_ready;
-  /* Replaying: the cassette's turns (borrowed) and the next one. */
-  json_object *replay;
-  size_t replay_pos;
-  /* The tool calls of the last model message, and their results. */
-  json_object *calls;
-  size_t next_call;
-  json_object *results;
-  atl_agent_request_cache_t req_cache;
-};
-
 static void run_next(atl_agent_t *a);
-static void turn_start(atl_agent_t *a);
 
 /* ---- committing history and events ---- */
 
 /* Appends msg (taken) to the history, in memory and in the store, with an
  * event of type carrying data (taken; may be NULL). */
-static void commit_message(atl_agent_t *a, json_object *msg, const char *type,
-                           json_object *data) {
+void atl__agent_commit(atl_agent_t *a, json_object *msg, const char *type,
+                       json_object *data) {
   atl_session_t *s = a->s;
   json_object *role;
   json_object_object_get_ex(msg, "role", &role);
@@ -102,24 +56,24 @@ static void commit_message(atl_agent_t *a, json_object *msg, const char *type,
   json_object_put(data);
 }
 
-static void emit(atl_agent_t *a, const char *type, json_object *data) {
+void atl__agent_emit(atl_agent_t *a, const char *type, json_object *data) {
   char *dt = data ? atl_provider_json_text(data) : NULL;
   atl_session_emit(a->d, a->s, type, dt, NULL, NULL);
   free(dt);
   json_object_put(data);
 }
 
-static json_object *obj_str(const char *k, const char *v) {
+json_object *atl__agent_obj_str(const char *k, const char *v) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, k, json_object_new_string(v));
   return o;
 }
 
-static json_object *text_message(const char *role, const char *text) {
+json_object *atl__agent_text_message(const char *role, const char *text) {
   json_object *m = json_object_new_object();
   json_object_object_add(m, "role", json_object_new_string(role));
   json_object *parts = json_object_new_array();
-  json_object *p = obj_str("type", "text");
+  json_object *p = atl__agent_obj_str("type", "text");
   json_object_object_add(p, "text", json_object_new_string(text));
   json_object_array_add(parts, p);
   json_object_object_add(m, "parts", parts);
@@ -128,7 +82,7 @@ static json_object *text_message(const char *role, const char *text) {
 
 /* ---- ending a run ---- */
 
-static void run_end(atl_agent_t *a, const char *type, json_object *data) {
+void atl__agent_run_end(atl_agent_t *a, const char *type, json_object *data) {
   if (data == NULL)
     data = json_object_new_object();
   json_object_object_add(data, "turns", json_object_new_int((int)a->turns));
@@ -138,7 +92,7 @@ static void run_end(atl_agent_t *a, const char *type, json_object *data) {
   json_object_object_add(u, "output_tokens",
                          json_object_new_int64(a->output_tokens));
   json_object_object_add(data, "usage", u);
-  emit(a, type, data);
+  atl__agent_emit(a, type, data);
   atl_log_kv(ATL_LOG_INFO, "run ended", "session", a->s->id, "how", type, NULL);
   a->active = 0;
   a->cancel = 0;
@@ -154,26 +108,36 @@ static void run_end(atl_agent_t *a, const char *type, json_object *data) {
     atl_session_unref(a->d, s);
 }
 
-static void run_error(atl_agent_t *a, int http_status, const char *msg) {
-  json_object *data = obj_str("message", msg);
+void atl__agent_run_error(atl_agent_t *a, int http_status, const char *msg) {
+  atl__agent_run_fail(a, NULL, http_status, msg);
+}
+
+void atl__agent_run_fail(atl_agent_t *a, const char *reason, int http_status,
+                         const char *msg) {
+  json_object *data = atl__agent_obj_str("message", msg);
   if (http_status > 0)
     json_object_object_add(data, "status", json_object_new_int(http_status));
-  atl_log_kv(ATL_LOG_ERROR, "run failed", "session", a->s->id, "error", msg,
-             NULL);
-  run_end(a, "run.error", data);
+  if (reason != NULL)
+    json_object_object_add(data, "reason", json_object_new_string(reason));
+  atl_log_kv(ATL_LOG_ERROR, "run failed", "session", a->s->id, "reason",
+             reason ? reason : "error", "error", msg, NULL);
+  atl__agent_run_end(a, "run.error", data);
 }
 
 /* ---- tool calls ---- */
 
 static void call_next(atl_agent_t *a);
 
-static void add_result(atl_agent_t *a, json_object *call, json_object *env) {
+void atl__agent_add_result(atl_agent_t *a, json_object *call,
+                           json_object *env) {
   json_object *id, *name, *ok;
   json_object_object_get_ex(call, "id", &id);
   json_object_object_get_ex(call, "name", &name);
-  json_object *p = obj_str("type", "tool_result");
+  json_object *p = atl__agent_obj_str("type", "tool_result"), *made;
   json_object_object_add(p, "id", json_object_get(id));
   json_object_object_add(p, "name", json_object_get(name));
+  if (json_object_object_get_ex(call, "made_id", &made))
+    json_object_object_add(p, "made_id", json_object_get(made));
   int success = json_object_object_get_ex(env, "success", &ok) &&
                 json_object_get_boolean(ok);
   /* The images a tool returned go back to the model as images, not as
@@ -199,8 +163,7 @@ static void add_result(atl_agent_t *a, json_object *call, json_object *env) {
   json_object_array_add(a->results, p);
 }
 
-static json_object *error_envelope(const char *fmt, ...) ATL_PRINTF(1, 2);
-static json_object *error_envelope(const char *fmt, ...) {
+json_object *atl__agent_error_envelope(const char *fmt, ...) {
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -217,13 +180,14 @@ static void call_done(atl_daemon_t *d, int rpc_status, const char *envelope,
   (void)d;
   atl_agent_t *a = user;
   json_object *call = json_object_array_get_idx(a->calls, a->next_call - 1);
-  json_object *env =
-      rpc_status == 0 && envelope
-          ? json_tokener_parse(envelope)
-          : error_envelope("the tool call could not be "
-                           "completed (%s); nothing changed",
-                           rpc_status == 0 ? "no answer" : "store error");
-  add_result(a, call, env ? env : error_envelope("no result"));
+  json_object *env = rpc_status == 0 && envelope
+                         ? json_tokener_parse(envelope)
+                         : atl__agent_error_envelope(
+                               "the tool call could not be "
+                               "completed (%s); nothing changed",
+                               rpc_status == 0 ? "no answer" : "store error");
+  atl__agent_add_result(a, call,
+                        env ? env : atl__agent_error_envelope("no result"));
   call_next(a);
 }
 
@@ -243,14 +207,14 @@ static void direct_done(atl_agent_t *a) {
     text = NULL;
   json_object *count = json_object_new_object();
   json_object_object_add(count, "count", json_object_new_int(1));
-  commit_message(a, text_message("model", text ? text : ""), "tool.results",
-                 count);
+  atl__agent_commit(a, atl__agent_text_message("model", text ? text : ""),
+                    "tool.results", count);
   free(text);
   json_object_put(a->results);
   a->results = NULL;
   json_object_put(a->calls);
   a->calls = NULL;
-  run_end(a, "run.completed", NULL);
+  atl__agent_run_end(a, "run.completed", NULL);
 }
 
 static void calls_done(atl_agent_t *a) {
@@ -260,28 +224,32 @@ static void calls_done(atl_agent_t *a) {
   }
   json_object *msg = json_object_new_object();
   json_object_object_add(msg, "role", json_object_new_string("tool"));
+  /* The results go with the provider of the calls they answer. */
+  if (a->tag != NULL)
+    json_object_object_add(msg, "provider", json_object_new_string(a->tag));
   json_object *count = json_object_new_object();
   json_object_object_add(
       count, "count",
       json_object_new_int((int)json_object_array_length(a->results)));
   json_object_object_add(msg, "parts", a->results);
   a->results = NULL;
-  commit_message(a, msg, "tool.results", count);
+  atl__agent_commit(a, msg, "tool.results", count);
   json_object_put(a->calls);
   a->calls = NULL;
   if (a->cancel) {
-    run_end(a, "run.cancelled", NULL);
+    atl__agent_run_end(a, "run.cancelled", NULL);
   } else if (a->turns >= a->d->cfg->max_turns) {
     char text[128];
     snprintf(text, sizeof(text),
              "Reached maximum turn limit (%u turns). Send a message to "
              "continue.",
              a->d->cfg->max_turns);
-    commit_message(a, text_message("model", text), "text.done",
-                   obj_str("text", text));
-    run_end(a, "run.limit_reached", obj_str("message", text));
+    atl__agent_commit(a, atl__agent_text_message("model", text), "text.done",
+                      atl__agent_obj_str("text", text));
+    atl__agent_run_end(a, "run.limit_reached",
+                       atl__agent_obj_str("message", text));
   } else {
-    turn_start(a);
+    atl__agent_turn_start(a);
   }
 }
 
@@ -297,20 +265,30 @@ static void call_next(atl_agent_t *a) {
     json_object_object_get_ex(call, "arguments", &args);
     json_object_object_get_ex(call, "id", &id);
     const char *tool = json_object_get_string(name);
-    json_object *started = obj_str("tool", tool);
+    json_object *started = atl__agent_obj_str("tool", tool);
     json_object_object_add(started, "id", json_object_get(id));
     json_object_object_add(started, "arguments", json_object_get(args));
-    emit(a, "tool.started", started);
+    atl__agent_emit(a, "tool.started", started);
     if (a->cancel) {
-      add_result(a, call,
-                 error_envelope("not run: the user cancelled the run"));
+      atl__agent_add_result(
+          a, call,
+          atl__agent_error_envelope("not run: the user cancelled the run"));
       continue;
     }
     if (json_object_object_get_ex(call, "bad_arguments", &bad)) {
-      /* Nothing is skipped: the model learns its arguments were broken. */
-      add_result(a, call,
-                 error_envelope("the arguments are not a JSON object: %.300s",
-                                json_object_get_string(bad)));
+      /* Nothing is skipped: the model learns its arguments were broken,
+       * and why, when its answer reached the output limit inside them. */
+      atl__agent_add_result(
+          a, call,
+          a->cut ? atl__agent_error_envelope(
+                       "not run: your answer reached its output limit "
+                       "(max_tokens) inside these arguments, so they are cut "
+                       "short: %.300s. Make the call again with less in it, "
+                       "or split the work into several calls.",
+                       json_object_get_string(bad))
+                 : atl__agent_error_envelope(
+                       "the arguments are not a JSON object: %.300s",
+                       json_object_get_string(bad)));
       continue;
     }
     /* An unknown tool gets its error from the tool-call path itself, with
@@ -329,7 +307,7 @@ static void on_text(const char *text, size_t len, void *user) {
   json_object *data = json_object_new_object();
   json_object_object_add(data, "text",
                          json_object_new_string_len(text, (int)len));
-  emit(a, "text.delta", data);
+  atl__agent_emit(a, "text.delta", data);
 }
 
 static int sse_event(const char *event, const char *data, size_t len,
@@ -363,11 +341,11 @@ static void turn_release(atl_agent_t *a) {
 static void retry_fired(uv_timer_t *t) {
   atl_agent_t *a = t->data;
   if (a->d->shutting_down)
-    run_error(a, 0,
-              "the daemon is shutting down; send the message again "
-              "once it is back");
+    atl__agent_run_error(a, 0,
+                         "the daemon is shutting down; send the message again "
+                         "once it is back");
   else
-    turn_start(a);
+    atl__agent_turn_start(a);
 }
 
 /* 429, 5xx and connection errors are worth another try; the rest are our
@@ -380,8 +358,14 @@ static int retryable(const atl_http_response_t *r) {
  * or end the run. */
 static void turn_finished(atl_agent_t *a, json_object *msg, uint64_t ms) {
   json_object *text = NULL, *parts = NULL;
+  atl_agent_provider_t *p = a->d->agent;
   json_object_object_add(msg, "latency_ms", json_object_new_int64((int64_t)ms));
   json_object_object_add(msg, "model", json_object_new_string(a->model));
+  /* Whose answer it is: its signatures and ids go back to that provider
+   * only (a cassette's turns are nobody's). */
+  a->tag = a->replay == NULL && p->ops != NULL ? p->cfg.type : NULL;
+  if (a->tag != NULL)
+    json_object_object_add(msg, "provider", json_object_new_string(a->tag));
   json_object_object_get_ex(msg, "parts", &parts);
   a->turns++;
   a->attempt = 0;
@@ -396,13 +380,27 @@ static void turn_finished(atl_agent_t *a, json_object *msg, uint64_t ms) {
     else if (strcmp(json_object_get_string(type), "text") == 0 && text == NULL)
       json_object_object_get_ex(part, "text", &text);
   }
-  json_object *done = obj_str("text", text ? json_object_get_string(text) : "");
+  json_object *done =
+      atl__agent_obj_str("text", text ? json_object_get_string(text) : "");
   json_object_object_add(done, "latency_ms",
                          json_object_new_int64((int64_t)ms));
-  commit_message(a, msg, "text.done", done);
+  json_object_get(msg);
+  atl__agent_commit(a, msg, "text.done", done);
+  /* A turn cut short, refused or unreadable is acted on, not taken for an
+   * answer (agent_stop.c). */
+  int taken = atl__agent_stop(a, msg, calls);
+  /* Calls cut at the output limit: the last one's arguments are broken,
+   * and its error says why. */
+  a->cut = atl_turn_stop_kind(atl_provider_str(msg, "stop_reason")) ==
+           ATL_STOP_LENGTH;
+  json_object_put(msg);
+  if (taken) {
+    json_object_put(calls);
+    return;
+  }
   if (json_object_array_length(calls) == 0) {
     json_object_put(calls);
-    run_end(a, "run.completed", NULL);
+    atl__agent_run_end(a, "run.completed", NULL);
     return;
   }
   a->calls = calls;
@@ -418,14 +416,14 @@ static void turn_done(const atl_http_response_t *r, void *user) {
   if (a->cancel) {
     /* The partial answer is dropped: the history keeps whole turns. */
     turn_release(a);
-    run_end(a, "run.cancelled", NULL);
+    atl__agent_run_end(a, "run.cancelled", NULL);
     return;
   }
   if (a->d->shutting_down) {
     turn_release(a);
-    run_error(a, 0,
-              "the daemon is shutting down; send the message again "
-              "once it is back");
+    atl__agent_run_error(a, 0,
+                         "the daemon is shutting down; send the message again "
+                         "once it is back");
     return;
   }
   int ok = r->status == 0 && r->http_code >= 200 && r->http_code < 300 &&
@@ -437,13 +435,19 @@ static void turn_done(const atl_http_response_t *r, void *user) {
       why = p->ops->error_message(r->body, r->body_len);
     else if (p->ops->error_message != NULL && a->raw_len > 0)
       why = p->ops->error_message(a->raw, a->raw_len);
-    int broken = a->turn.error != NULL;
+    /* A provider's own report of a passing trouble in the stream (an
+     * overload after the 200) is retried like the same status would be;
+     * a stream we could not read is not. */
+    int transient = a->turn.error != NULL && a->turn.error_transient;
+    int broken = a->turn.error != NULL && !transient;
     /* Once an answer has begun, its text is out as text.delta events: a
      * retry would say it twice, so a cut answer is an error instead. */
     int begun = a->turn.text_len > 0 || a->turn.n_calls > 0;
     if (broken)
       snprintf(msg, sizeof(msg), "the provider's answer was broken: %s",
                a->turn.error);
+    else if (transient)
+      snprintf(msg, sizeof(msg), "%s", a->turn.error);
     else if (r->status < 0 && begun)
       snprintf(msg, sizeof(msg),
                "the provider's answer stopped before its end (a truncated "
@@ -460,8 +464,10 @@ static void turn_done(const atl_http_response_t *r, void *user) {
                "the provider's answer stopped before its "
                "end (a truncated stream)");
     free(why);
-    int again = !broken && !begun && (r->status < 0 || r->http_code >= 300) &&
-                retryable(r) && a->attempt < 3;
+    int again = !broken && !begun &&
+                (transient ||
+                 ((r->status < 0 || r->http_code >= 300) && retryable(r))) &&
+                a->attempt < 3;
     turn_release(a);
     if (again) {
       /* 1 s, 2 s, then 4 s, or what Retry-After says, with jitter so
@@ -478,7 +484,7 @@ static void turn_done(const atl_http_response_t *r, void *user) {
       uv_timer_start(&a->retry_timer, retry_fired, delay, 0);
       return;
     }
-    run_error(a, r->http_code >= 300 ? (int)r->http_code : 0, msg);
+    atl__agent_run_error(a, r->http_code >= 300 ? (int)r->http_code : 0, msg);
     return;
   }
   json_object *msg = atl_turn_message(&a->turn);
@@ -499,8 +505,9 @@ static void replay_turn(atl_agent_t *a) {
       json_object_deep_copy(
           json_object_array_get_idx(a->replay, a->replay_pos++), &msg, NULL) !=
           0)
-    msg = text_message("model", "(The recording ends here. Configure an LLM "
-                                "provider to go on from this scene.)");
+    msg = atl__agent_text_message("model",
+                                  "(The recording ends here. Configure an LLM "
+                                  "provider to go on from this scene.)");
   json_object *parts, *part, *type, *text;
   json_object_object_get_ex(msg, "parts", &parts);
   for (size_t i = 0; parts && i < json_object_array_length(parts); i++) {
@@ -534,9 +541,9 @@ static void images_ready(void *user, json_object *refs) {
   turn_request(user, refs);
 }
 
-static void turn_start(atl_agent_t *a) {
+void atl__agent_turn_start(atl_agent_t *a) {
   if (a->cancel) {
-    run_end(a, "run.cancelled", NULL);
+    atl__agent_run_end(a, "run.cancelled", NULL);
     return;
   }
   if (a->replay != NULL) {
@@ -553,7 +560,7 @@ static void turn_start(atl_agent_t *a) {
 static void turn_request(atl_agent_t *a, json_object *refs) {
   atl_agent_provider_t *p = a->d->agent;
   if (a->cancel || a->d->shutting_down) {
-    run_end(a, "run.cancelled", NULL);
+    atl__agent_run_end(a, "run.cancelled", NULL);
     return;
   }
   a->attempt++;
@@ -568,7 +575,7 @@ static void turn_request(atl_agent_t *a, json_object *refs) {
                              a->history, refs, &req);
   if (rc != 0) {
     turn_release(a);
-    run_error(a, 0, "could not build the request to the provider");
+    atl__agent_run_error(a, 0, "could not build the request to the provider");
     return;
   }
   atl_http_request_t hr = {.struct_size = sizeof(hr),
@@ -583,7 +590,7 @@ static void turn_request(atl_agent_t *a, json_object *refs) {
   atl_provider_req_free(&req);
   if (rc != 0) {
     turn_release(a);
-    run_error(a, 0, "could not start the request to the provider");
+    atl__agent_run_error(a, 0, "could not start the request to the provider");
   }
 }
 
@@ -598,7 +605,7 @@ static int direct_call(atl_agent_t *a, const char *text) {
   const char *rest = text + 1 + n;
   json_object *args =
       *rest ? json_tokener_parse(rest) : json_object_new_object();
-  json_object *call = obj_str("type", "tool_call");
+  json_object *call = atl__agent_obj_str("type", "tool_call");
   json_object_object_add(call, "id", json_object_new_string("direct"));
   json_object_object_add(call, "name", json_object_new_string(tool));
   if (args != NULL && json_object_is_type(args, json_type_object)) {
@@ -626,6 +633,8 @@ static void run_start(atl_agent_t *a, char *text, char *model) {
   a->cancel = 0;
   a->direct = 0;
   a->turns = 0;
+  a->continuations = a->malformed = 0;
+  a->cut = 0;
   a->attempt = 0;
   a->input_tokens = a->output_tokens = 0;
   /* The message's model, else the session's (session.create), else the
@@ -634,22 +643,24 @@ static void run_start(atl_agent_t *a, char *text, char *model) {
              : a->s->model[0]   ? strdup(a->s->model)
              : p->model != NULL ? strdup(p->model)
                                 : strdup("");
-  json_object *started = obj_str("text", text);
+  json_object *started = atl__agent_obj_str("text", text);
   json_object_object_add(started, "model", json_object_new_string(a->model));
   json_object_object_add(
       started, "provider",
       json_object_new_string(p->ops ? p->cfg.name : "(offline)"));
-  commit_message(a, text_message("user", text), "run.started", started);
+  atl__agent_commit(a, atl__agent_text_message("user", text), "run.started",
+                    started);
   a->replay = NULL;
   if (strcmp(text, "/demo") == 0 &&
       atl_registry_find(&a->d->registry, "demo") == NULL) {
     free(text);
     if ((a->replay = atl_agent_demo_turns(a->d)) == NULL) {
-      run_error(a, 0, "the demo cassette cannot be read (see the log)");
+      atl__agent_run_error(a, 0,
+                           "the demo cassette cannot be read (see the log)");
       return;
     }
     a->replay_pos = 0;
-    turn_start(a);
+    atl__agent_turn_start(a);
     return;
   }
   if (direct_call(a, text)) {
@@ -660,16 +671,16 @@ static void run_start(atl_agent_t *a, char *text, char *model) {
   if (p->replay) {
     /* The cassette goes on where the session's last run left it. */
     a->replay = p->cassette;
-    turn_start(a);
+    atl__agent_turn_start(a);
     return;
   }
   if (p->ops == NULL) {
-    commit_message(a, text_message("model", p->why_offline), "text.done",
-                   obj_str("text", p->why_offline));
-    run_end(a, "run.completed", NULL);
+    atl__agent_commit(a, atl__agent_text_message("model", p->why_offline),
+                      "text.done", atl__agent_obj_str("text", p->why_offline));
+    atl__agent_run_end(a, "run.completed", NULL);
     return;
   }
-  turn_start(a);
+  atl__agent_turn_start(a);
 }
 
 static void run_next(atl_agent_t *a) {
@@ -717,9 +728,10 @@ static void repair(atl_agent_t *a) {
     json_object *part = json_object_array_get_idx(parts, i), *type;
     if (json_object_object_get_ex(part, "type", &type) &&
         strcmp(json_object_get_string(type), "tool_call") == 0)
-      add_result(a, part,
-                 error_envelope("interrupted: atelierd stopped before this "
-                                "call ran; it did not run"));
+      atl__agent_add_result(
+          a, part,
+          atl__agent_error_envelope("interrupted: atelierd stopped before this "
+                                    "call ran; it did not run"));
   }
   if (json_object_array_length(a->results) == 0) {
     json_object_put(a->results);
@@ -728,6 +740,9 @@ static void repair(atl_agent_t *a) {
   }
   json_object *msg = json_object_new_object();
   json_object_object_add(msg, "role", json_object_new_string("tool"));
+  const char *tag = atl_provider_str(last, "provider");
+  if (tag != NULL)
+    json_object_object_add(msg, "provider", json_object_new_string(tag));
   json_object_object_add(msg, "parts", a->results);
   a->results = NULL;
   /* The run.interrupted event came when the session was loaded
@@ -737,7 +752,7 @@ static void repair(atl_agent_t *a) {
                          json_object_new_int((int)json_object_array_length(
                              json_object_object_get(msg, "parts"))));
   json_object_object_add(data, "interrupted", json_object_new_boolean(1));
-  commit_message(a, msg, "tool.results", data);
+  atl__agent_commit(a, msg, "tool.results", data);
 }
 
 static void load_done(void *arg) {

@@ -111,9 +111,12 @@ static void resolve(atl_daemon_t *d, atl_agent_provider_t *p) {
   p->cfg.type = type;
   p->cfg.base_url = p->base_url;
   p->cfg.api_key = p->api_key;
-  p->cfg.max_tokens = conf ? conf->max_tokens : 4096;
+  p->cfg.max_tokens = conf ? conf->max_tokens : 8192;
   p->cfg.thinking_budget = conf ? conf->thinking_budget : 0;
+  p->cfg.thinking_set = conf ? conf->thinking_set : 0;
   p->cfg.timeout_ms = conf ? conf->timeout_ms : 120000;
+  p->cfg.context_tokens = conf ? conf->context_tokens : 0;
+  p->cfg.max_tokens_param = conf ? conf->max_tokens_param : 0;
   atl_log_kv(ATL_LOG_INFO, "agent provider", "provider", p->cfg.name, "type",
              type, "model", p->model ? p->model : "(none)", "key",
              p->api_key ? "(set)" : "(none)", NULL);

@@ -19,6 +19,7 @@
 
 #include <atelier/error.h>
 
+#include "models.h"
 #include "provider.h"
 
 /* The output budget when the configuration sets none: the API requires
@@ -32,30 +33,33 @@ static json_object *text_block(const char *text) {
   return b;
 }
 
-static json_object *user_blocks(json_object *parts) {
+static json_object *user_blocks(json_object *parts, json_object *msg) {
+  (void)msg;
   json_object *blocks = json_object_new_array();
   size_t n = parts ? json_object_array_length(parts) : 0;
   for (size_t i = 0; i < n; i++) {
     json_object *p = json_object_array_get_idx(parts, i);
     const char *type = atl_provider_str(p, "type"),
                *text = atl_provider_str(p, "text");
-    /* Empty text blocks are an error to the API. */
-    if (type != NULL && strcmp(type, "text") == 0 && text != NULL &&
-        text[0] != '\0')
+    /* Empty and whitespace-only text blocks are refused, and once in the
+     * history would fail every later request. */
+    if (type != NULL && strcmp(type, "text") == 0 && !atl_provider_blank(text))
       json_object_array_add(blocks, text_block(text));
   }
   return blocks;
 }
 
-static json_object *model_blocks(json_object *parts) {
+static json_object *model_blocks(json_object *parts, json_object *msg) {
   json_object *blocks = json_object_new_array();
-  size_t n = parts ? json_object_array_length(parts) : 0;
+  /* Thinking goes back only to Anthropic, which signed it. */
+  int ours = atl_provider_same(msg, "anthropic");
+  size_t n = parts ? json_object_array_length(parts) : 0, calls = 0, said = 0;
   for (size_t i = 0; i < n; i++) {
     json_object *p = json_object_array_get_idx(parts, i);
     const char *type = atl_provider_str(p, "type");
     if (type == NULL)
       continue;
-    if (strcmp(type, "redacted_thinking") == 0) {
+    if (strcmp(type, "redacted_thinking") == 0 && ours) {
       /* Encrypted thinking: back exactly as it came, or the API refuses
        * the turn. */
       const char *data = atl_provider_str(p, "data");
@@ -66,9 +70,9 @@ static json_object *model_blocks(json_object *parts) {
                              json_object_new_string("redacted_thinking"));
       json_object_object_add(b, "data", json_object_new_string(data));
       json_object_array_add(blocks, b);
-    } else if (strcmp(type, "thinking") == 0) {
+    } else if (strcmp(type, "thinking") == 0 && ours) {
       /* The API verifies thinking by its signature: thinking without one
-       * (cut short, or from another provider) cannot go back. */
+       * (cut short) cannot go back. */
       const char *sig = atl_provider_str(p, "signature"),
                  *text = atl_provider_str(p, "text");
       if (sig == NULL || sig[0] == '\0')
@@ -81,17 +85,18 @@ static json_object *model_blocks(json_object *parts) {
       json_object_array_add(blocks, b);
     } else if (strcmp(type, "text") == 0) {
       const char *text = atl_provider_str(p, "text");
-      if (text != NULL && text[0] != '\0')
+      if (!atl_provider_blank(text)) {
         json_object_array_add(blocks, text_block(text));
+        said++;
+      }
     } else if (strcmp(type, "tool_call") == 0) {
       json_object *args = NULL;
       json_object_object_get_ex(p, "arguments", &args);
+      char buf[48];
       json_object *b = json_object_new_object();
       json_object_object_add(b, "type", json_object_new_string("tool_use"));
       json_object_object_add(
-          b, "id",
-          json_object_new_string(
-              atl_provider_str(p, "id") ? atl_provider_str(p, "id") : ""));
+          b, "id", json_object_new_string(atl_provider_call_id(p, calls, buf)));
       json_object_object_add(
           b, "name",
           json_object_new_string(
@@ -102,12 +107,21 @@ static json_object *model_blocks(json_object *parts) {
                                  ? json_object_get(args)
                                  : json_object_new_object());
       json_object_array_add(blocks, b);
+      calls++;
+      said++;
     }
+  }
+  /* An answer with nothing said (cut before its first word, or only
+   * thought) is left out: the API wants content in every message. */
+  if (said == 0) {
+    json_object_put(blocks);
+    blocks = json_object_new_array();
   }
   return blocks;
 }
 
-static json_object *tool_blocks(json_object *parts) {
+static json_object *tool_blocks(json_object *parts, json_object *msg) {
+  (void)msg;
   json_object *blocks = json_object_new_array();
   size_t n = parts ? json_object_array_length(parts) : 0;
   for (size_t i = 0; i < n; i++) {
@@ -135,12 +149,12 @@ static json_object *tool_blocks(json_object *parts) {
         json_object_object_add(b, "source", src);
         json_object_array_add(content, b);
       }
+    char buf[48];
     json_object *b = json_object_new_object();
     json_object_object_add(b, "type", json_object_new_string("tool_result"));
     json_object_object_add(
         b, "tool_use_id",
-        json_object_new_string(
-            atl_provider_str(p, "id") ? atl_provider_str(p, "id") : ""));
+        json_object_new_string(atl_provider_call_id(p, i, buf)));
     json_object_object_add(b, "content", content);
     if (json_object_object_get_ex(p, "is_error", &v) &&
         json_object_get_boolean(v))
@@ -172,25 +186,47 @@ static char *tools_text(json_object *tools) {
   return atl_provider_tools_text(tools, wire, "input_schema", NULL);
 }
 
+/* How a request thinks: not at all, with a budget, or adaptively (the
+ * model decides how much; Opus 4.7 and later refuse a budget, and 4.6
+ * deprecates it). */
+enum { THINK_OFF, THINK_BUDGET, THINK_ADAPTIVE };
+
 static int request(const atl_provider_cfg_t *cfg, const char *model,
                    const char *system, const char *messages, const char *tools,
                    atl_provider_req_t *out) {
   memset(out, 0, sizeof(*out));
   atl_strbuf_t b = {0};
   atl_provider_body_reserve(&b, system, messages, tools);
+  /* The API refuses max_tokens above the model's largest answer
+   * ("max_tokens: 10000 > 4096, which is the maximum allowed number of
+   * output tokens for ..."): it is held to what the model allows. */
+  const atl_model_info_t *mi = atl_model_info("anthropic", model);
+  uint32_t max_tokens = cfg->max_tokens ? cfg->max_tokens : DEFAULT_MAX_TOKENS;
+  if (mi != NULL && max_tokens > mi->max_output)
+    max_tokens = mi->max_output;
+  uint32_t budget = cfg->thinking_budget;
+  int think = budget == 0                                      ? THINK_OFF
+              : mi != NULL && (mi->flags & ATL_MODEL_ADAPTIVE) ? THINK_ADAPTIVE
+                                                               : THINK_BUDGET;
+  /* A budget must stay under max_tokens and be at least 1024. */
+  if (think == THINK_BUDGET && budget >= max_tokens)
+    budget = max_tokens / 2;
+  if (think == THINK_BUDGET && budget < 1024)
+    think = THINK_OFF;
   char num[32];
   atl_sb_adds(&b, "{\"model\":");
   atl_sb_json_string(&b, model);
-  snprintf(num, sizeof(num), "%u",
-           cfg->max_tokens ? cfg->max_tokens : DEFAULT_MAX_TOKENS);
+  snprintf(num, sizeof(num), "%u", max_tokens);
   atl_sb_adds(&b, ",\"max_tokens\":");
   atl_sb_adds(&b, num);
   atl_sb_adds(&b, ",\"stream\":true");
-  if (cfg->thinking_budget > 0) {
-    snprintf(num, sizeof(num), "%u", cfg->thinking_budget);
+  if (think == THINK_BUDGET) {
+    snprintf(num, sizeof(num), "%u", budget);
     atl_sb_adds(&b, ",\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":");
     atl_sb_adds(&b, num);
     atl_sb_adds(&b, "}");
+  } else if (think == THINK_ADAPTIVE) {
+    atl_sb_adds(&b, ",\"thinking\":{\"type\":\"adaptive\"}");
   }
   if (system != NULL) {
     atl_sb_adds(&b, ",\"system\":");
@@ -205,15 +241,16 @@ static int request(const atl_provider_cfg_t *cfg, const char *model,
   atl_sb_adds(&b, "]}");
   if (asprintf(&out->url, "%s/v1/messages", cfg->base_url) < 0)
     out->url = NULL;
-  /* With thinking on, Claude 4 may also think between tool calls
-   * (interleaved thinking, a beta the header turns on): every thinking
-   * block goes back where it came (see model_blocks). */
+  /* With a thinking budget, Claude 4 may also think between tool calls
+   * (interleaved thinking, a beta the header turns on; adaptive thinking
+   * interleaves without it): every thinking block goes back where it came
+   * (see model_blocks). */
   static const char *const plain[] = {"anthropic-version: 2023-06-01", NULL};
   static const char *const thinking[] = {
       "anthropic-version: 2023-06-01",
       "anthropic-beta: interleaved-thinking-2025-05-14", NULL};
   return atl_provider_req_finish(out, &b,
-                                 cfg->thinking_budget > 0 ? thinking : plain,
+                                 think == THINK_BUDGET ? thinking : plain,
                                  "x-api-key: ", cfg->api_key);
 }
 
@@ -416,6 +453,15 @@ static int event(atl_turn_t *t, const char *name, const char *data,
     json_object_object_get_ex(ev, "error", &err);
     const char *msg = err ? atl_provider_str(err, "message") : NULL;
     const char *etype = err ? atl_provider_str(err, "type") : NULL;
+    /* An overload or a server error can come after the 200 (the stream
+     * had begun): the same trouble as a 529 or a 500 there, and retried
+     * the same way while nothing of the answer has come. */
+    static const char *const transient[] = {"overloaded_error", "api_error",
+                                            "rate_limit_error", "timeout_error",
+                                            NULL};
+    for (size_t i = 0; etype != NULL && transient[i] != NULL; i++)
+      if (strcmp(etype, transient[i]) == 0)
+        t->error_transient = 1;
     if (msg != NULL && etype != NULL)
       rc = atl_turn_fail(t, "the provider reported an error: %s (%s)", msg,
                          etype);

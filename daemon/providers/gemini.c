@@ -17,6 +17,7 @@
 
 #include <atelier/error.h>
 
+#include "models.h"
 #include "provider.h"
 #include "wire_schema.h"
 
@@ -28,24 +29,38 @@ static json_object *text_part(const char *text) {
   return p;
 }
 
-static json_object *user_parts(json_object *parts) {
+static json_object *user_parts(json_object *parts, json_object *msg) {
+  (void)msg;
   json_object *out = json_object_new_array();
   size_t n = parts ? json_object_array_length(parts) : 0;
   for (size_t i = 0; i < n; i++) {
     json_object *p = json_object_array_get_idx(parts, i);
     const char *type = atl_provider_str(p, "type"),
                *text = atl_provider_str(p, "text");
-    if (type != NULL && strcmp(type, "text") == 0 && text != NULL &&
-        text[0] != '\0')
+    if (type != NULL && strcmp(type, "text") == 0 && !atl_provider_blank(text))
       json_object_array_add(out, text_part(text));
   }
   return out;
 }
 
-static json_object *model_parts(json_object *parts) {
+/* A call's id goes to Gemini only when Gemini gave it: one Atelier made,
+ * or another provider's, never came from Gemini. */
+static const char *gemini_id(json_object *part, int ours) {
+  const char *id = atl_provider_str(part, "id");
+  json_object *made;
+  if (!ours || id == NULL || id[0] == '\0' ||
+      (json_object_object_get_ex(part, "made_id", &made) &&
+       json_object_get_boolean(made)))
+    return NULL;
+  return id;
+}
+
+static json_object *model_parts(json_object *parts, json_object *msg) {
   json_object *out = json_object_new_array();
   json_object *last_text = NULL;
   const char *thinking_sig = NULL;
+  /* Thought signatures go back only to Gemini, which made them. */
+  int ours = atl_provider_same(msg, "gemini");
   size_t n = parts ? json_object_array_length(parts) : 0;
   for (size_t i = 0; i < n; i++) {
     json_object *p = json_object_array_get_idx(parts, i);
@@ -56,11 +71,11 @@ static json_object *model_parts(json_object *parts) {
       /* Thought summaries are not the model's words and do not go back;
        * their signature does, below. */
       const char *sig = atl_provider_str(p, "signature");
-      if (sig != NULL && sig[0] != '\0')
+      if (ours && sig != NULL && sig[0] != '\0')
         thinking_sig = sig;
     } else if (strcmp(type, "text") == 0) {
       const char *text = atl_provider_str(p, "text");
-      if (text != NULL && text[0] != '\0') {
+      if (!atl_provider_blank(text)) {
         last_text = text_part(text);
         json_object_array_add(out, last_text);
       }
@@ -78,9 +93,9 @@ static json_object *model_parts(json_object *parts) {
                                  ? json_object_get(args)
                                  : json_object_new_object());
       /* Gemini names calls only sometimes; an id it gave goes back. */
-      const char *id = atl_provider_str(p, "id"),
-                 *sig = atl_provider_str(p, "signature");
-      if (id != NULL && id[0] != '\0')
+      const char *id = gemini_id(p, ours),
+                 *sig = ours ? atl_provider_str(p, "signature") : NULL;
+      if (id != NULL)
         json_object_object_add(fc, "id", json_object_new_string(id));
       json_object *part = json_object_new_object();
       json_object_object_add(part, "functionCall", fc);
@@ -100,7 +115,9 @@ static json_object *model_parts(json_object *parts) {
   return out;
 }
 
-static json_object *tool_parts(json_object *parts) {
+static json_object *tool_parts(json_object *parts, json_object *msg) {
+  /* (A tool message carries the provider of the calls it answers.) */
+  int ours = atl_provider_same(msg, "gemini");
   json_object *out = json_object_new_array(), *images = json_object_new_array();
   size_t n = parts ? json_object_array_length(parts) : 0;
   for (size_t i = 0; i < n; i++) {
@@ -111,8 +128,8 @@ static json_object *tool_parts(json_object *parts) {
         fr, "name",
         json_object_new_string(
             atl_provider_str(p, "name") ? atl_provider_str(p, "name") : ""));
-    const char *id = atl_provider_str(p, "id");
-    if (id != NULL && id[0] != '\0')
+    const char *id = gemini_id(p, ours);
+    if (id != NULL)
       json_object_object_add(fr, "id", json_object_new_string(id));
     /* "response" is a Struct: an envelope is an object already, anything
      * else is wrapped. */
@@ -198,6 +215,55 @@ static char *tools_text(json_object *tools) {
   return out;
 }
 
+/* What Gemini's thinking models may spend on thinking besides the
+ * answer's max_tokens, when the configuration does not say. */
+#define THINKING_ROOM 8192u
+
+/* generationConfig. Gemini 2.5 and 3 think, and their thoughts count
+ * against maxOutputTokens: with the bare 4096 of old, a long think left
+ * nothing for the answer, which came back empty with finishReason
+ * MAX_TOKENS. So the thinking gets a budget of its own (thinkingBudget on
+ * 2.5, within the model's range; a thinkingLevel on 3, which has no
+ * settable budget) and maxOutputTokens is max_tokens plus that budget,
+ * within the model's largest answer. */
+static void generation_config(atl_strbuf_t *b, const atl_provider_cfg_t *cfg,
+                              const char *model) {
+  if (cfg->max_tokens == 0)
+    return;
+  const atl_model_info_t *mi = atl_model_info("gemini", model);
+  uint64_t out = cfg->max_tokens;
+  char num[160];
+  atl_sb_adds(b, ",\"generationConfig\":{");
+  if (mi != NULL && (mi->flags & ATL_MODEL_THINKING_BUDGET)) {
+    int64_t budget = cfg->thinking_set ? (int64_t)cfg->thinking_budget
+                                       : (int64_t)THINKING_ROOM;
+    /* Within the model's range; 0 turns thinking off only where the
+     * model allows it (2.5 Pro always thinks). */
+    if (budget == 0 && !(mi->flags & ATL_MODEL_THINKING_OFF))
+      budget = mi->think_min;
+    if (budget > 0 && budget < mi->think_min)
+      budget = mi->think_min;
+    if (budget > mi->think_max)
+      budget = mi->think_max;
+    out += (uint64_t)budget;
+    snprintf(num, sizeof(num), "\"thinkingConfig\":{\"thinkingBudget\":%lld},",
+             (long long)budget);
+    atl_sb_adds(b, num);
+  } else if (mi != NULL && (mi->flags & ATL_MODEL_THINKING_LEVEL)) {
+    /* No budget to set: "low" when the configuration asks for as little
+     * thinking as can be, else the model's own level, with room for it. */
+    int low = cfg->thinking_set && cfg->thinking_budget == 0;
+    out += low ? 4096u : cfg->thinking_set ? cfg->thinking_budget : 16384u;
+    if (low)
+      atl_sb_adds(b, "\"thinkingConfig\":{\"thinkingLevel\":\"low\"},");
+  }
+  if (mi != NULL && out > mi->max_output)
+    out = mi->max_output;
+  snprintf(num, sizeof(num), "\"maxOutputTokens\":%llu}",
+           (unsigned long long)out);
+  atl_sb_adds(b, num);
+}
+
 static int request(const atl_provider_cfg_t *cfg, const char *model,
                    const char *system, const char *messages, const char *tools,
                    atl_provider_req_t *out) {
@@ -217,12 +283,7 @@ static int request(const atl_provider_cfg_t *cfg, const char *model,
     atl_sb_adds(&b, ",\"tools\":");
     atl_sb_adds(&b, tools);
   }
-  if (cfg->max_tokens > 0) {
-    char num[64];
-    snprintf(num, sizeof(num), ",\"generationConfig\":{\"maxOutputTokens\":%u}",
-             cfg->max_tokens);
-    atl_sb_adds(&b, num);
-  }
+  generation_config(&b, cfg, model);
   atl_sb_adds(&b, "}");
   if (asprintf(&out->url, "%s/v1beta/models/%s:streamGenerateContent?alt=sse",
                cfg->base_url, model) < 0)
@@ -297,7 +358,18 @@ static int event(atl_turn_t *t, const char *name, const char *data,
     const char *msg = json_object_is_type(err, json_type_object)
                           ? atl_provider_str(err, "message")
                           : NULL;
-    const char *status = msg ? atl_provider_str(err, "status") : NULL;
+    const char *status = json_object_is_type(err, json_type_object)
+                             ? atl_provider_str(err, "status")
+                             : NULL;
+    /* Overload and server trouble reported in the stream: passing. */
+    static const char *const transient[] = {"UNAVAILABLE", "RESOURCE_EXHAUSTED",
+                                            "INTERNAL", "DEADLINE_EXCEEDED",
+                                            NULL};
+    for (size_t i = 0; status != NULL && transient[i] != NULL; i++)
+      if (strcmp(status, transient[i]) == 0)
+        t->error_transient = 1;
+    if (msg == NULL)
+      status = NULL;
     if (status != NULL)
       rc = atl_turn_fail(t, "the provider reported an error: %s (%s)", msg,
                          status);
@@ -326,7 +398,10 @@ static int event(atl_turn_t *t, const char *name, const char *data,
         json_object_is_type(parts, json_type_array))
       for (size_t i = 0; rc == 0 && i < json_object_array_length(parts); i++)
         rc = add_part(t, json_object_array_get_idx(parts, i));
-    const char *finish = atl_provider_str(cand, "finishReason");
+    const char *finish = atl_provider_str(cand, "finishReason"),
+               *why = atl_provider_str(cand, "finishMessage");
+    if (rc == 0 && why != NULL)
+      rc = atl_turn_stop_message(t, why, strlen(why));
     if (rc == 0 && finish != NULL) {
       free(t->stop_reason);
       t->stop_reason = strdup(finish);
@@ -334,10 +409,15 @@ static int event(atl_turn_t *t, const char *name, const char *data,
     }
   } else if (json_object_object_get_ex(chunk, "promptFeedback", &o)) {
     /* A refused prompt gets no candidate at all, and no finishReason to
-     * end the stream: it ends here. */
+     * end the stream: it ends here, a refusal. */
     const char *reason = atl_provider_str(o, "blockReason");
-    if (reason != NULL)
-      rc = atl_turn_fail(t, "the provider blocked the prompt: %s", reason);
+    if (reason != NULL) {
+      free(t->stop_reason);
+      t->stop_reason = strdup("prompt_blocked");
+      rc = t->stop_reason ? atl_turn_stop_message(t, reason, strlen(reason))
+                          : ATL_ENOMEM;
+      t->done = 1;
+    }
   }
   json_object_put(chunk);
   return rc;

@@ -15,9 +15,16 @@
 
 #include <atelier/error.h>
 
+#include "config.h"
+#include "models.h"
 #include "provider.h"
 
-/* The text parts joined; NULL when there is none. It runs for every
+/* What a reasoning model may spend on its reasoning besides the answer's
+ * max_tokens. */
+#define REASONING_ROOM 16384u
+
+/* The text parts joined (those that are only whitespace left out); NULL
+ * when there is none. It runs for every
  * message of the history on every model call, so the usual single text
  * part is shared, not copied. */
 static json_object *text_of_parts(json_object *parts) {
@@ -28,7 +35,8 @@ static json_object *text_of_parts(json_object *parts) {
     const char *type = atl_provider_str(p, "type");
     if (type != NULL && strcmp(type, "text") == 0 &&
         json_object_object_get_ex(p, "text", &text) &&
-        json_object_is_type(text, json_type_string)) {
+        json_object_is_type(text, json_type_string) &&
+        !atl_provider_blank(json_object_get_string(text))) {
       only = text;
       total += (size_t)json_object_get_string_len(text);
       count++;
@@ -44,7 +52,8 @@ static json_object *text_of_parts(json_object *parts) {
     const char *type = atl_provider_str(p, "type");
     if (type != NULL && strcmp(type, "text") == 0 &&
         json_object_object_get_ex(p, "text", &text) &&
-        json_object_is_type(text, json_type_string)) {
+        json_object_is_type(text, json_type_string) &&
+        !atl_provider_blank(json_object_get_string(text))) {
       size_t len = (size_t)json_object_get_string_len(text);
       memcpy(at, json_object_get_string(text), len);
       at += len;
@@ -56,15 +65,19 @@ static json_object *text_of_parts(json_object *parts) {
   return out;
 }
 
-/* The assistant message of a model message's parts. */
-static json_object *model_messages(json_object *parts) {
+/* The assistant message of a model message's parts; none for an answer
+ * with neither text nor calls (cut before its first word, filtered):
+ * "content": null without "tool_calls" is refused ("expected a string,
+ * got null"), and would fail every later request of the session. */
+static json_object *model_messages(json_object *parts, json_object *msg) {
+  (void)msg;
   json_object *msgs = json_object_new_array();
   json_object *out = json_object_new_object();
   json_object_object_add(out, "role", json_object_new_string("assistant"));
   json_object *text = parts ? text_of_parts(parts) : NULL;
   json_object_object_add(out, "content", text); /* null with only calls */
   json_object *calls = json_object_new_array();
-  size_t n = parts ? json_object_array_length(parts) : 0;
+  size_t n = parts ? json_object_array_length(parts) : 0, ordinal = 0;
   for (size_t i = 0; i < n; i++) {
     json_object *p = json_object_array_get_idx(parts, i);
     const char *type = atl_provider_str(p, "type");
@@ -81,26 +94,32 @@ static json_object *model_messages(json_object *parts) {
     json_object_object_add(fn, "arguments",
                            json_object_new_string(a ? a : "{}"));
     free(a);
+    char buf[48];
     json_object *c = json_object_new_object();
     json_object_object_add(
         c, "id",
-        json_object_new_string(
-            atl_provider_str(p, "id") ? atl_provider_str(p, "id") : ""));
+        json_object_new_string(atl_provider_call_id(p, ordinal++, buf)));
     json_object_object_add(c, "type", json_object_new_string("function"));
     json_object_object_add(c, "function", fn);
     json_object_array_add(calls, c);
   }
-  if (json_object_array_length(calls) > 0)
+  if (json_object_array_length(calls) > 0) {
     json_object_object_add(out, "tool_calls", calls);
-  else
+  } else {
     json_object_put(calls);
+    if (text == NULL) {
+      json_object_put(out);
+      return msgs;
+    }
+  }
   json_object_array_add(msgs, out);
   return msgs;
 }
 
 /* One "tool" message per result, then a user message with the images
  * they returned, if any. */
-static json_object *tool_messages(json_object *parts) {
+static json_object *tool_messages(json_object *parts, json_object *msg) {
+  (void)msg;
   json_object *msgs = json_object_new_array();
   size_t n = parts ? json_object_array_length(parts) : 0;
   json_object *images = json_object_new_array();
@@ -109,10 +128,10 @@ static json_object *tool_messages(json_object *parts) {
     json_object_object_get_ex(p, "result", &result);
     json_object *out = json_object_new_object();
     json_object_object_add(out, "role", json_object_new_string("tool"));
+    char buf[48];
     json_object_object_add(
         out, "tool_call_id",
-        json_object_new_string(
-            atl_provider_str(p, "id") ? atl_provider_str(p, "id") : ""));
+        json_object_new_string(atl_provider_call_id(p, i, buf)));
     char *text = result ? atl_provider_json_text(result) : strdup("{}");
     json_object_object_add(out, "content",
                            json_object_new_string(text ? text : "{}"));
@@ -159,14 +178,16 @@ static json_object *tool_messages(json_object *parts) {
   return msgs;
 }
 
-/* The user's words as one user message. */
-static json_object *user_messages(json_object *parts) {
+/* The user's words as one user message; none when there are none. */
+static json_object *user_messages(json_object *parts, json_object *msg) {
+  (void)msg;
   json_object *msgs = json_object_new_array();
+  json_object *text = parts ? text_of_parts(parts) : NULL;
+  if (text == NULL)
+    return msgs;
   json_object *u = json_object_new_object();
   json_object_object_add(u, "role", json_object_new_string("user"));
-  json_object *text = parts ? text_of_parts(parts) : NULL;
-  json_object_object_add(u, "content",
-                         text ? text : json_object_new_string(""));
+  json_object_object_add(u, "content", text);
   json_object_array_add(msgs, u);
   return msgs;
 }
@@ -213,8 +234,22 @@ static int request(const atl_provider_cfg_t *cfg, const char *model,
   atl_sb_adds(&b, ",\"stream\":true,\"stream_options\":{\"include_usage\":"
                   "true}");
   if (cfg->max_tokens > 0) {
-    char num[32];
-    snprintf(num, sizeof(num), ",\"max_tokens\":%u", cfg->max_tokens);
+    /* Reasoning models (o-series, gpt-5) refuse max_tokens ("Use
+     * 'max_completion_tokens' instead"), and their reasoning counts
+     * against max_completion_tokens: they are given room for it, or a
+     * long think leaves an empty answer cut at the limit. */
+    const atl_model_info_t *mi = atl_model_info("openai", model);
+    int reasoning = mi != NULL && (mi->flags & ATL_MODEL_REASONING);
+    int completion =
+        cfg->max_tokens_param == ATL_TOKEN_PARAM_MAX_COMPLETION_TOKENS ||
+        (cfg->max_tokens_param == ATL_TOKEN_PARAM_AUTO && reasoning);
+    uint64_t n = cfg->max_tokens + (reasoning ? REASONING_ROOM : 0);
+    if (mi != NULL && n > mi->max_output)
+      n = mi->max_output;
+    char num[64];
+    snprintf(num, sizeof(num), ",\"%s\":%llu",
+             completion ? "max_completion_tokens" : "max_tokens",
+             (unsigned long long)n);
     atl_sb_adds(&b, num);
   }
   atl_sb_adds(&b, ",\"messages\":[");
@@ -253,6 +288,14 @@ static int event(atl_turn_t *t, const char *name, const char *data,
   json_object *err;
   if (json_object_object_get_ex(chunk, "error", &err)) {
     const char *msg = atl_provider_str(err, "message");
+    const char *etype = atl_provider_str(err, "type"),
+               *code = atl_provider_str(err, "code");
+    /* A server error or a rate limit in the stream is a passing one. */
+    t->error_transient =
+        (etype != NULL && (strcmp(etype, "server_error") == 0 ||
+                           strcmp(etype, "requests") == 0)) ||
+        (code != NULL && (strcmp(code, "server_error") == 0 ||
+                          strcmp(code, "rate_limit_exceeded") == 0));
     rc = atl_turn_fail(t, "the provider reported an error: %s",
                        msg ? msg : json_object_to_json_string(err));
     json_object_put(chunk);
@@ -275,15 +318,24 @@ static int event(atl_turn_t *t, const char *name, const char *data,
     const char *finish = atl_provider_str(choice, "finish_reason");
     if (finish != NULL) {
       free(t->stop_reason);
-      t->stop_reason = strdup(finish);
+      /* A refusal ends with "stop", its text in "refusal": it is a
+       * refusal all the same. */
+      t->stop_reason = strdup(
+          t->stop_message_len > 0 && strcmp(finish, "stop") == 0 ? "refusal"
+                                                                 : finish);
     }
     if (json_object_object_get_ex(choice, "delta", &delta) &&
         json_object_is_type(delta, json_type_object)) {
-      json_object *content, *calls;
+      json_object *content, *calls, *refusal;
       if (json_object_object_get_ex(delta, "content", &content) &&
           json_object_is_type(content, json_type_string))
         rc = atl_turn_text(t, json_object_get_string(content),
                            (size_t)json_object_get_string_len(content));
+      /* A refusal comes as its own text, in place of the answer. */
+      if (rc == 0 && json_object_object_get_ex(delta, "refusal", &refusal) &&
+          json_object_is_type(refusal, json_type_string))
+        rc = atl_turn_stop_message(t, json_object_get_string(refusal),
+                                   (size_t)json_object_get_string_len(refusal));
       if (rc == 0 && json_object_object_get_ex(delta, "tool_calls", &calls) &&
           json_object_is_type(calls, json_type_array)) {
         for (size_t i = 0; rc == 0 && i < json_object_array_length(calls);

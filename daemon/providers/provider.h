@@ -42,9 +42,15 @@ typedef struct {
   const char *type;     /* "openai", "anthropic", "gemini", "replay" */
   const char *base_url; /* e.g. "https://api.anthropic.com", no trailing / */
   const char *api_key;  /* read from api_key_env; may be NULL (local servers) */
-  uint32_t max_tokens;  /* max output tokens per model call */
-  uint32_t thinking_budget; /* Anthropic's extended thinking; 0: off */
-  uint32_t timeout_ms;      /* per model call */
+  uint32_t max_tokens;  /* the answer's output tokens per model call */
+  /* Thinking: Anthropic's budget (within max_tokens; 0: off), Gemini's
+   * (besides max_tokens; 0: the least the model allows); thinking_set:
+   * the configuration gave one (else Gemini's is the daemon's choice). */
+  uint32_t thinking_budget;
+  int thinking_set;
+  uint32_t timeout_ms;     /* per model call */
+  uint32_t context_tokens; /* the window to keep within; 0: the model's */
+  int max_tokens_param;    /* openai: ATL_TOKEN_PARAM_* of config.h */
 } atl_provider_cfg_t;
 
 /* One HTTP request, owned by the caller: free it with atl_provider_req_free. */
@@ -98,9 +104,17 @@ typedef struct {
   size_t n_order, order_cap;
   int64_t input_tokens, output_tokens; /* -1: not reported */
   char *stop_reason;                   /* as the provider says it */
-  int done;                            /* the stream's final event came */
+  /* What the provider said of the stop, if anything: Gemini's
+   * finishMessage, OpenAI's refusal text. */
+  char *stop_message;
+  size_t stop_message_len, stop_message_cap;
+  int done;    /* the stream's final event came */
   char *error; /* what was wrong with the stream, if anything */
-  void *priv;  /* the provider's parsing state */
+  /* error is the provider's own report of a passing trouble (overloaded,
+   * unavailable) sent in the stream after its 200: worth another try
+   * while nothing of the answer has come. */
+  int error_transient;
+  void *priv; /* the provider's parsing state */
   /* Called with each piece of text as it arrives (may be NULL). */
   void (*on_text)(const char *text, size_t len, void *user);
   void *user;
@@ -130,11 +144,28 @@ int atl_turn_call_args(atl_turn_call_t *c, const char *s, size_t len);
 /* Records a protocol error (printf-style); returns ATL_EPROTO. */
 int atl_turn_fail(atl_turn_t *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Appends to the stop message. */
+int atl_turn_stop_message(atl_turn_t *t, const char *s, size_t len);
+
+/* How a turn ended, whatever the provider's words for it. */
+enum {
+  ATL_STOP_END = 0,   /* the model finished (or the stop is unknown) */
+  ATL_STOP_LENGTH,    /* cut at the output limit (max_tokens, length) */
+  ATL_STOP_REFUSAL,   /* refused or blocked (refusal, content_filter,
+                         SAFETY, a blocked prompt...) */
+  ATL_STOP_MALFORMED, /* a call the provider could not parse
+                         (MALFORMED_FUNCTION_CALL) */
+  ATL_STOP_PAUSE      /* paused mid-turn, to be resumed (pause_turn) */
+};
+int atl_turn_stop_kind(const char *stop_reason);
 /* The model message of the history for a finished turn: a new object,
- * its parts in the order they came. The arguments of each call are
- * parsed; a call whose arguments are not a JSON
- * object is kept with "arguments": {} and "bad_arguments": "<the text>", so
- * that the loop can answer it with an error result. */
+ * its parts in the order they came. Text that is only whitespace is left
+ * out (Anthropic refuses such a block for good: "text content blocks must
+ * contain non-whitespace text"). Every call has an id, unique in the
+ * message: one the provider gave none gets "atl_<hex>" and "made_id":
+ * true. The arguments of each call are parsed; a call whose arguments are
+ * not a JSON object is kept with "arguments": {} and "bad_arguments":
+ * "<the text>", so that the loop can answer it with an error result. */
 json_object *atl_turn_message(const atl_turn_t *t);
 
 /* A growable string; the zero value is empty. Appending after a failed
@@ -213,14 +244,32 @@ int atl_provider_build(const atl_provider_ops_t *ops,
                        json_object *tools, atl_provider_req_t *out);
 /* How a provider renders each role of the history: the wire roles of
  * user and model messages (tool results go in a user message), and the
- * items of each, as new arrays from a message's parts (which may be
- * NULL). */
+ * items of each, as new arrays from a message's parts (which may be NULL)
+ * and the message itself (its "provider" tag). An empty array leaves the
+ * message out: one with nothing a provider takes (an empty answer, text
+ * that is only whitespace) is never sent. */
 typedef struct {
   const char *user, *model;
-  json_object *(*user_items)(json_object *parts);
-  json_object *(*model_items)(json_object *parts);
-  json_object *(*tool_items)(json_object *parts);
+  json_object *(*user_items)(json_object *parts, json_object *msg);
+  json_object *(*model_items)(json_object *parts, json_object *msg);
+  json_object *(*tool_items)(json_object *parts, json_object *msg);
 } atl_provider_roles_t;
+
+/* Whether msg came from a provider of this type (its "provider" tag). A
+ * provider's opaque data (thinking signatures, thought signatures, its
+ * call ids for Gemini) goes back only to a provider of the same type: the
+ * others refuse it, and sessions outlive a change of provider. */
+int atl_provider_same(json_object *msg, const char *type);
+/* Whether a text is absent or only whitespace: never sent. */
+int atl_provider_blank(const char *text);
+/* The id of a call or result part as Anthropic and OpenAI take it: the
+ * part's own when it is 1 to 40 of [a-zA-Z0-9_-]; else one made from it
+ * (the same for the call and its result), or, for an empty id (Gemini's,
+ * stored before ids were made), from ordinal, the part's place among the
+ * message's calls or results, which is the same for both. Points into buf
+ * or into part. */
+const char *atl_provider_call_id(json_object *part, size_t ordinal,
+                                 char buf[48]);
 
 int atl_provider_piece_by_role(json_object *m, const atl_provider_roles_t *r,
                                atl_provider_piece_t *out);

@@ -10,6 +10,7 @@
  */
 #include "atl-build.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,12 +111,47 @@ int atl_provider_piece_by_role(json_object *m, const atl_provider_roles_t *r,
   if (role == NULL)
     return 0;
   if (strcmp(role, "user") == 0)
-    return atl_provider_piece_of(r->user, r->user_items(parts), out);
+    return atl_provider_piece_of(r->user, r->user_items(parts, m), out);
   if (strcmp(role, "model") == 0)
-    return atl_provider_piece_of(r->model, r->model_items(parts), out);
+    return atl_provider_piece_of(r->model, r->model_items(parts, m), out);
   if (strcmp(role, "tool") == 0)
-    return atl_provider_piece_of(r->user, r->tool_items(parts), out);
+    return atl_provider_piece_of(r->user, r->tool_items(parts, m), out);
   return 0;
+}
+
+int atl_provider_same(json_object *msg, const char *type) {
+  const char *p = atl_provider_str(msg, "provider");
+  return p != NULL && type != NULL && strcmp(p, type) == 0;
+}
+
+int atl_provider_blank(const char *text) {
+  if (text == NULL)
+    return 1;
+  for (; *text; text++)
+    if (!isspace((unsigned char)*text))
+      return 0;
+  return 1;
+}
+
+const char *atl_provider_call_id(json_object *part, size_t ordinal,
+                                 char buf[48]) {
+  const char *id = atl_provider_str(part, "id");
+  size_t n = id ? strlen(id) : 0;
+  int ok = n > 0 && n <= 40;
+  for (size_t i = 0; ok && i < n; i++)
+    ok = isalnum((unsigned char)id[i]) || id[i] == '_' || id[i] == '-';
+  if (ok)
+    return id;
+  if (n == 0) {
+    snprintf(buf, 48, "atl_call_%zu", ordinal);
+    return buf;
+  }
+  /* FNV-1a: the same id always makes the same one. */
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)id[i]) * 1099511628211ull;
+  snprintf(buf, 48, "atl_%016llx", (unsigned long long)h);
+  return buf;
 }
 
 json_object *atl_provider_wire(json_object *schema, atl_wire_t w) {

@@ -2,12 +2,14 @@
  * providers share (see provider.h). */
 #include "atl-build.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <atelier/error.h>
 
@@ -44,6 +46,7 @@ void atl_turn_free(atl_turn_t *t) {
   }
   free(t->calls);
   free(t->stop_reason);
+  free(t->stop_message);
   free(t->error);
   memset(t, 0, sizeof(*t));
 }
@@ -178,6 +181,44 @@ int atl_turn_fail(atl_turn_t *t, const char *fmt, ...) {
   return ATL_EPROTO;
 }
 
+int atl_turn_stop_message(atl_turn_t *t, const char *s, size_t len) {
+  return len ? append(&t->stop_message, &t->stop_message_len,
+                      &t->stop_message_cap, s, len)
+             : 0;
+}
+
+int atl_turn_stop_kind(const char *r) {
+  static const char *const length[] = {"max_tokens", "length", "MAX_TOKENS",
+                                       "model_context_window_exceeded", NULL};
+  static const char *const refusal[] = {
+      "refusal",   "content_filter",     "SAFETY", "RECITATION",
+      "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",   "IMAGE_SAFETY",
+      "LANGUAGE",  "prompt_blocked",     NULL};
+  static const char *const malformed[] = {"MALFORMED_FUNCTION_CALL",
+                                          "UNEXPECTED_TOOL_CALL",
+                                          "TOO_MANY_TOOL_CALLS", NULL};
+  if (r == NULL)
+    return ATL_STOP_END;
+  for (size_t i = 0; length[i]; i++)
+    if (strcmp(r, length[i]) == 0)
+      return ATL_STOP_LENGTH;
+  for (size_t i = 0; refusal[i]; i++)
+    if (strcmp(r, refusal[i]) == 0)
+      return ATL_STOP_REFUSAL;
+  for (size_t i = 0; malformed[i]; i++)
+    if (strcmp(r, malformed[i]) == 0)
+      return ATL_STOP_MALFORMED;
+  return strcmp(r, "pause_turn") == 0 ? ATL_STOP_PAUSE : ATL_STOP_END;
+}
+
+/* Whether text holds nothing but whitespace. */
+static int blank(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isspace((unsigned char)s[i]))
+      return 0;
+  return 1;
+}
+
 static json_object *thought_part(const atl_turn_thought_t *th) {
   json_object *p = json_object_new_object();
   if (th->redacted != NULL) {
@@ -196,10 +237,37 @@ static json_object *thought_part(const atl_turn_thought_t *th) {
   return p;
 }
 
-static json_object *call_part(const atl_turn_call_t *c) {
+/* An id for a call the provider named not (Gemini often does not) or
+ * named twice in one answer: every provider wants each call answered by
+ * its id, and Anthropic wants ids of [a-zA-Z0-9_-], OpenAI of at most 40
+ * characters. */
+static void make_id(char out[32]) {
+  unsigned char r[10];
+  if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+    for (size_t i = 0; i < sizeof(r); i++)
+      r[i] = (unsigned char)rand();
+  memcpy(out, "atl_", 4);
+  for (size_t i = 0; i < sizeof(r); i++)
+    snprintf(out + 4 + 2 * i, 3, "%02x", r[i]);
+}
+
+static json_object *call_part(const atl_turn_call_t *c, json_object *parts) {
   json_object *p = json_object_new_object();
   json_object_object_add(p, "type", json_object_new_string("tool_call"));
-  json_object_object_add(p, "id", json_object_new_string(c->id ? c->id : ""));
+  int taken = c->id == NULL || c->id[0] == '\0';
+  for (size_t i = 0; !taken && i < json_object_array_length(parts); i++) {
+    json_object *o = json_object_array_get_idx(parts, i), *id;
+    taken = json_object_object_get_ex(o, "id", &id) &&
+            strcmp(json_object_get_string(id), c->id) == 0;
+  }
+  if (taken) {
+    char id[32];
+    make_id(id);
+    json_object_object_add(p, "id", json_object_new_string(id));
+    json_object_object_add(p, "made_id", json_object_new_boolean(1));
+  } else {
+    json_object_object_add(p, "id", json_object_new_string(c->id));
+  }
   json_object_object_add(p, "name", json_object_new_string(c->name));
   /* No arguments at all is an empty object (a tool without parameters);
    * anything else must parse as one. */
@@ -227,7 +295,7 @@ json_object *atl_turn_message(const atl_turn_t *t) {
     const atl_turn_part_t *o = &t->order[i];
     if (o->kind == ATL_TURN_TEXT) {
       size_t to = o->to == SIZE_MAX ? t->text_len : o->to;
-      if (to <= o->from)
+      if (to <= o->from || blank(t->text + o->from, to - o->from))
         continue;
       json_object *p = json_object_new_object();
       json_object_object_add(p, "type", json_object_new_string("text"));
@@ -239,7 +307,7 @@ json_object *atl_turn_message(const atl_turn_t *t) {
       json_object_array_add(parts, thought_part(&t->thoughts[o->index]));
     } else if (t->calls[o->index].name != NULL) {
       /* (A call slot without a name is an index the stream skipped.) */
-      json_object_array_add(parts, call_part(&t->calls[o->index]));
+      json_object_array_add(parts, call_part(&t->calls[o->index], parts));
     }
   }
   json_object_object_add(msg, "parts", parts);
@@ -254,6 +322,10 @@ json_object *atl_turn_message(const atl_turn_t *t) {
   if (t->stop_reason != NULL)
     json_object_object_add(msg, "stop_reason",
                            json_object_new_string(t->stop_reason));
+  if (t->stop_message_len > 0)
+    json_object_object_add(
+        msg, "stop_message",
+        json_object_new_string_len(t->stop_message, (int)t->stop_message_len));
   return msg;
 }
 

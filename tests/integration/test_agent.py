@@ -547,8 +547,8 @@ def _(ctx):
     refused(anth + "thinking_budget = 512\n", "between 1024 and 1000000")
     refused(anth + "max_tokens = 2000\nthinking_budget = 2000\n",
             "must be less than max_tokens")
-    refused(provider_conf("http://127.0.0.1:9", "gemini") +
-            "thinking_budget = 2048\n", "is for type = anthropic")
+    refused(provider_conf("http://127.0.0.1:9", "openai") +
+            "thinking_budget = 2048\n", "is for type = anthropic or gemini")
 
 
 @check("gemini: functionCall answered by functionResponse parts")

@@ -560,7 +560,10 @@ Test(config, agent_and_providers) {
   cr_assert_str_eq(c->api_key_env, "ANTHROPIC_API_KEY");
   cr_assert_str_eq(c->models, "claude-sonnet-4-5, claude-haiku-4-5");
   cr_assert_eq(c->timeout_ms, 120000);
-  cr_assert_eq(c->max_tokens, 4096);
+  cr_assert_eq(c->max_tokens, 8192);
+  cr_assert_eq(c->context_tokens, 0);
+  cr_assert_eq(c->max_tokens_param, ATL_TOKEN_PARAM_AUTO);
+  cr_assert_eq(c->thinking_set, 0);
   const atl_provider_conf_t *l = atl_provider_conf(&cfg, "local");
   cr_assert_str_eq(l->base_url, "http://127.0.0.1:11434");
   cr_assert_eq(l->timeout_ms, 5000);
@@ -579,7 +582,8 @@ Test(config, provider_errors) {
   expect_error("[provider.a]\ntype = openai\napi_key = sk-123\n", ATL_ECONFIG,
                "%s:3: unknown key 'api_key' in [provider.a] (known: type, "
                "base_url, api_key_env, models, cassette, timeout_ms, "
-               "max_tokens, thinking_budget)");
+               "max_tokens, thinking_budget, context_tokens, "
+               "max_tokens_param)");
   expect_error("[provider.Big Name]\ntype = openai\n", ATL_ECONFIG,
                "%s:1: [provider.Big Name]: a provider's name is 1 to 32 of "
                "a-z, 0-9, '_' and '-'");
@@ -599,12 +603,24 @@ Test(config, provider_errors) {
                "%s:3: [provider.a] thinking_budget: expected 0 (no extended "
                "thinking) or a whole number of tokens between 1024 and "
                "1000000, got '100'");
-  expect_error("[provider.a]\ntype = anthropic\nthinking_budget = 4096\n",
+  expect_error("[provider.a]\ntype = anthropic\nthinking_budget = 8192\n",
                ATL_ECONFIG,
-               "%s: [provider.a] thinking_budget (4096) must be less than "
-               "max_tokens (4096): the thinking counts against max_tokens");
-  expect_error("[provider.a]\ntype = openai\nthinking_budget = 2048\n",
+               "%s: [provider.a] thinking_budget (8192) must be less than "
+               "max_tokens (8192): the thinking counts against max_tokens");
+  expect_error("[provider.a]\ntype = openai\nthinking_budget = 0\n",
                ATL_ECONFIG,
-               "%s: [provider.a] thinking_budget is for type = anthropic "
-               "(Gemini thinks by default)");
+               "%s: [provider.a] thinking_budget is for type = anthropic or "
+               "gemini (OpenAI's reasoning models set their own)");
+  expect_error("[provider.a]\ntype = openai\ncontext_tokens = 10\n",
+               ATL_ECONFIG,
+               "%s:3: [provider.a] context_tokens: expected 0 (the model's "
+               "window) or a whole number of tokens between 1000 and "
+               "100000000, got '10'");
+  expect_error("[provider.a]\ntype = openai\nmax_tokens_param = max\n",
+               ATL_ECONFIG,
+               "%s:3: [provider.a] max_tokens_param: expected auto, max_tokens "
+               "or max_completion_tokens, got 'max'");
+  expect_error("[provider.a]\ntype = gemini\nmax_tokens_param = max_tokens\n",
+               ATL_ECONFIG,
+               "%s: [provider.a] max_tokens_param is for type = openai");
 }

@@ -209,17 +209,29 @@ Test(openai, broken_streams_are_errors) {
 }
 
 /* A model message with everything a provider may have to send back: signed
- * thinking, text, a signed call; then a turn whose thinking is unsigned. */
+ * thinking, text, a signed call; then a turn whose thinking is unsigned.
+ * Its model and tool messages are tagged with the provider they came
+ * from (%s). */
 static const char *const SIGNED_HISTORY =
     "[{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"hi\"}]},"
-    "{\"role\":\"model\",\"parts\":[{\"type\":\"thinking\",\"text\":\"Plan.\","
+    "{\"role\":\"model\",\"provider\":\"%s\",\"parts\":[{\"type\":"
+    "\"thinking\",\"text\":\"Plan.\","
     "\"signature\":\"sig_t\"},{\"type\":\"text\",\"text\":\"On it.\"},{"
     "\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"render\",\"arguments\":"
     "{},\"signature\":\"sig_c\"}]},"
-    "{\"role\":\"tool\",\"parts\":[{\"type\":\"tool_result\",\"id\":\"c1\","
+    "{\"role\":\"tool\",\"provider\":\"%s\",\"parts\":[{\"type\":"
+    "\"tool_result\",\"id\":\"c1\","
     "\"name\":\"render\",\"result\":{\"success\":true},\"is_error\":false}]},"
-    "{\"role\":\"model\",\"parts\":[{\"type\":\"thinking\",\"text\":"
+    "{\"role\":\"model\",\"provider\":\"%s\",\"parts\":[{\"type\":"
+    "\"thinking\",\"text\":"
     "\"Unsigned.\"},{\"type\":\"text\",\"text\":\"Done.\"}]}]";
+
+/* SIGNED_HISTORY as from provider. */
+static json_object *signed_history(const char *provider) {
+  char buf[2048];
+  snprintf(buf, sizeof(buf), SIGNED_HISTORY, provider, provider, provider);
+  return parse(buf);
+}
 
 /* --- Anthropic ---------------------------------------------------------- */
 
@@ -281,7 +293,7 @@ Test(anthropic, the_request_merges_roles_and_marks_failed_results) {
 
 Test(anthropic, signed_thinking_goes_back_and_unsigned_does_not) {
   atl_provider_cfg_t cfg = {.base_url = "http://h", .max_tokens = 10};
-  json_object *h = parse(SIGNED_HISTORY);
+  json_object *h = signed_history("anthropic");
   atl_provider_req_t req;
   cr_assert_eq(atl_provider_build(&atl_provider_anthropic, &cfg, "m", NULL, h,
                                   NULL, &req),
@@ -299,6 +311,18 @@ Test(anthropic, signed_thinking_goes_back_and_unsigned_does_not) {
       "true}\"}]}]},"
       "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":"
       "\"Done.\"}]}]}");
+  atl_provider_req_free(&req);
+  json_object_put(h);
+  /* Another provider's signatures never go to Anthropic (it would refuse
+   * them): a session that changed provider goes on. */
+  h = signed_history("gemini");
+  cr_assert_eq(atl_provider_build(&atl_provider_anthropic, &cfg, "m", NULL, h,
+                                  NULL, &req),
+               0);
+  cr_assert(strstr(req.body, "thinking") == NULL &&
+                strstr(req.body, "sig_") == NULL &&
+                strstr(req.body, "\"On it.\"") != NULL,
+            "%s", req.body);
   atl_provider_req_free(&req);
   json_object_put(h);
 }
@@ -476,7 +500,9 @@ Test(anthropic, interleaved_thinking_goes_back_block_for_block) {
       "\"sigB1sigB2\"},"
       "{\"type\":\"tool_call\",\"id\":\"tu_1\",\"name\":\"render\","
       "\"arguments\":{}}]");
-  /* And back to the API, in the next request. */
+  /* And back to the API, in the next request (the loop tags the answer
+   * with its provider). */
+  json_object_object_add(m, "provider", json_object_new_string("anthropic"));
   json_object *h = json_object_new_array();
   json_object_array_add(h, parse("{\"role\":\"user\",\"parts\":[{\"type\":"
                                  "\"text\",\"text\":\"go\"}]}"));
@@ -613,7 +639,9 @@ Test(gemini, the_request_answers_calls_with_function_responses) {
   cr_assert_str_eq(req.headers[1], "Accept: text/event-stream");
   cr_assert_str_eq(req.headers[2], "x-goog-api-key: AIza-test");
   cr_assert_null(req.headers[3]);
-  /* The results are functionResponses with the envelope as an object, the
+  /* The calls' ids are not Gemini's (the history does not say it gave
+   * them): they stay out. The results are functionResponses with the
+   * envelope as an object, the
    * image an inlineData part after them, the user's "thanks" in the same
    * user turn; the tool without parameters has no "parametersJsonSchema",
    * the other one's schema is the JSON Schema Gemini documents (the
@@ -625,12 +653,12 @@ Test(gemini, the_request_answers_calls_with_function_responses) {
       "{\"role\":\"user\",\"parts\":[{\"text\":\"a red ball\"}]},"
       "{\"role\":\"model\",\"parts\":[{\"text\":\"Adding it.\"},"
       "{\"functionCall\":{\"name\":\"create_shape\",\"args\":{\"id\":"
-      "\"ball\"},\"id\":\"call_1\"}},{\"functionCall\":{\"name\":\"render\","
-      "\"args\":{},\"id\":\"call_2\"}}]},"
+      "\"ball\"}}},{\"functionCall\":{\"name\":\"render\","
+      "\"args\":{}}}]},"
       "{\"role\":\"user\",\"parts\":[{\"functionResponse\":{\"name\":"
-      "\"create_shape\",\"id\":\"call_1\",\"response\":{\"success\":false,"
+      "\"create_shape\",\"response\":{\"success\":false,"
       "\"error\":\"/type: missing\"}}},{\"functionResponse\":{\"name\":"
-      "\"render\",\"id\":\"call_2\",\"response\":{\"success\":true}}},"
+      "\"render\",\"response\":{\"success\":true}}},"
       "{\"inlineData\":{\"mimeType\":\"image/png\",\"data\":\"iVBORw0K\"}},"
       "{\"text\":\"thanks\"}]}],"
       "\"tools\":[{\"functionDeclarations\":[{\"name\":\"create_shape\","
@@ -657,7 +685,7 @@ Test(gemini, the_request_answers_calls_with_function_responses) {
 
 Test(gemini, thought_signatures_go_back_where_they_came_from) {
   atl_provider_cfg_t cfg = {.base_url = "http://h"};
-  json_object *h = parse(SIGNED_HISTORY);
+  json_object *h = signed_history("gemini");
   atl_provider_req_t req;
   cr_assert_eq(
       atl_provider_build(&atl_provider_gemini, &cfg, "m", NULL, h, NULL, &req),
@@ -673,6 +701,22 @@ Test(gemini, thought_signatures_go_back_where_they_came_from) {
       "\"id\":\"c1\"},\"thoughtSignature\":\"sig_c\"}]},"
       "{\"role\":\"user\",\"parts\":[{\"functionResponse\":{\"name\":"
       "\"render\",\"id\":\"c1\",\"response\":{\"success\":true}}}]},"
+      "{\"role\":\"model\",\"parts\":[{\"text\":\"Done.\"}]}]}");
+  atl_provider_req_free(&req);
+  json_object_put(h);
+  /* Another provider's signatures and call ids stay with it. */
+  h = signed_history("anthropic");
+  cr_assert_eq(
+      atl_provider_build(&atl_provider_gemini, &cfg, "m", NULL, h, NULL, &req),
+      0);
+  cr_assert_str_eq(
+      req.body,
+      "{\"contents\":["
+      "{\"role\":\"user\",\"parts\":[{\"text\":\"hi\"}]},"
+      "{\"role\":\"model\",\"parts\":[{\"text\":\"On it.\"},{\"functionCall\":"
+      "{\"name\":\"render\",\"args\":{}}}]},"
+      "{\"role\":\"user\",\"parts\":[{\"functionResponse\":{\"name\":"
+      "\"render\",\"response\":{\"success\":true}}}]},"
       "{\"role\":\"model\",\"parts\":[{\"text\":\"Done.\"}]}]}");
   atl_provider_req_free(&req);
   json_object_put(h);
@@ -723,14 +767,28 @@ Test(gemini, a_streamed_turn_with_a_thought_signature_and_parallel_calls) {
   cr_assert_null(t.error);
   cr_assert_str_eq(f.streamed, "Two balls.", "thoughts are not the text");
   json_object *m = atl_turn_message(&t);
+  /* Gemini named neither call: each gets an id of its own, made here, so
+   * that its result answers it by id with every provider. */
+  json_object *parts = json_object_object_get(m, "parts");
+  const char *ids[2];
+  for (int i = 0; i < 2; i++) {
+    json_object *c = json_object_array_get_idx(parts, (size_t)i + 2);
+    ids[i] = json_object_get_string(json_object_object_get(c, "id"));
+    cr_assert(strncmp(ids[i], "atl_", 4) == 0 && strlen(ids[i]) == 24, "%s",
+              ids[i]);
+    cr_assert(json_object_get_boolean(json_object_object_get(c, "made_id")));
+    json_object_object_del(c, "id");
+    json_object_object_del(c, "made_id");
+  }
+  cr_assert_str_neq(ids[0], ids[1]);
   cr_assert_str_eq(
       json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN),
       "{\"role\":\"model\",\"parts\":[{\"type\":\"thinking\",\"text\":"
       "\"**Placing two balls**\\n\\nThe user wants two.\"},{\"type\":"
-      "\"text\",\"text\":\"Two balls.\"},{\"type\":\"tool_call\",\"id\":"
-      "\"\",\"name\":\"create_shape\",\"arguments\":{\"id\":\"a\"},"
+      "\"text\",\"text\":\"Two balls.\"},{\"type\":\"tool_call\","
+      "\"name\":\"create_shape\",\"arguments\":{\"id\":\"a\"},"
       "\"signature\":\"CiQB0e2Kb3dRh+BYdbZvmulSN2Pwwh\"},{\"type\":"
-      "\"tool_call\",\"id\":\"\",\"name\":\"create_shape\",\"arguments\":"
+      "\"tool_call\",\"name\":\"create_shape\",\"arguments\":"
       "{\"id\":\"b\"}}],\"usage\":{\"input_tokens\":120,\"output_tokens\":"
       "31},\"stop_reason\":\"STOP\"}");
   json_object_put(m);
@@ -787,7 +845,7 @@ Test(gemini, broken_streams_are_errors) {
   cr_assert_not(t.done);
   atl_turn_free(&t);
   /* A refused prompt has no candidate, hence no finishReason: the stream
-   * would end without an answer. */
+   * ends there, a refusal the loop reports (agent_stop.c). */
   atl_turn_init(&t);
   feed_t h = {0};
   cr_assert_eq(feed(&atl_provider_gemini, &t, &h,
@@ -795,9 +853,11 @@ Test(gemini, broken_streams_are_errors) {
                     "\"PROHIBITED_CONTENT\"},\"usageMetadata\": "
                     "{\"promptTokenCount\": 7,\"totalTokenCount\": 7}}"
                     "\r\n\r\n"),
-               1);
-  cr_assert_str_eq(t.error,
-                   "the provider blocked the prompt: PROHIBITED_CONTENT");
+               0);
+  cr_assert(t.done);
+  cr_assert_str_eq(t.stop_reason, "prompt_blocked");
+  cr_assert_str_eq(t.stop_message, "PROHIBITED_CONTENT");
+  cr_assert_eq(atl_turn_stop_kind(t.stop_reason), ATL_STOP_REFUSAL);
   atl_turn_free(&t);
   const char *body = "{\n  \"error\": {\n    \"code\": 400,\n    "
                      "\"message\": \"API key not valid. Please pass a valid "
