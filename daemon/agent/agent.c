@@ -463,6 +463,27 @@ static void turn_done(const atl_http_response_t *r, void *user) {
       snprintf(msg, sizeof(msg),
                "the provider's answer stopped before its "
                "end (a truncated stream)");
+    /* Refused for length (the estimate was short, or the window smaller
+     * than the table says): the window it names is believed, and the
+     * request is made again within it, once a run. */
+    uint64_t window = 0;
+    if (!broken && !begun && r->http_code >= 400 && r->http_code < 500 &&
+        atl__agent_context_refusal(why, &window) &&
+        a->context_retries < 1) {
+      free(why);
+      a->context_retries++;
+      atl_agent_request_cache_t *c = &a->req_cache;
+      uint64_t lower = window > 0 ? window - window / 8 : c->last_estimate / 2;
+      c->ceiling = c->ceiling && c->ceiling < lower ? c->ceiling : lower;
+      if (c->bytes_per_token > 0)
+        c->bytes_per_token *= 0.8;
+      atl_log_kv(ATL_LOG_WARN, "refused for length; holding the request "
+                 "within a smaller window", "session", a->s->id, "error", msg,
+                 NULL);
+      turn_release(a);
+      atl__agent_turn_start(a);
+      return;
+    }
     free(why);
     int again = !broken && !begun &&
                 (transient ||
@@ -488,6 +509,8 @@ static void turn_done(const atl_http_response_t *r, void *user) {
     return;
   }
   json_object *msg = atl_turn_message(&a->turn);
+  /* The provider's count of what was sent teaches the estimate. */
+  atl_agent_calibrate(&a->req_cache, a->turn.input_tokens);
   if (a->turn.input_tokens > 0)
     a->input_tokens += a->turn.input_tokens;
   if (a->turn.output_tokens > 0)
@@ -557,11 +580,79 @@ void atl__agent_turn_start(atl_agent_t *a) {
   json_object_put(refs);
 }
 
+/* A summary is made (or the run was cancelled meanwhile): the request is
+ * asked for again, with the images it was to carry. */
+static void compacted(atl_agent_t *a, int ok) {
+  json_object *refs = a->pending_refs;
+  a->pending_refs = NULL;
+  if (!ok || a->cancel || a->d->shutting_down)
+    atl__agent_run_end(a, "run.cancelled", NULL);
+  else
+    turn_request(a, refs);
+  json_object_put(refs);
+}
+
+/* The request would not fit the context window even with earlier results
+ * short: the oldest messages are summarised first (agent_context.c), at
+ * most twice a run. */
+static void compact(atl_agent_t *a, json_object *refs) {
+  atl_agent_request_cache_t *c = &a->req_cache;
+  int rc = ATL_E2BIG;
+  if (a->compactions < 2) {
+    a->compactions++;
+    a->pending_refs = json_object_get(refs);
+    rc = atl__agent_compact(a, compacted);
+    if (rc != 0) {
+      json_object_put(a->pending_refs);
+      a->pending_refs = NULL;
+    }
+  }
+  if (rc == 0)
+    return;
+  char msg[400];
+  snprintf(msg, sizeof(msg),
+           "The conversation does not fit the model's context window even "
+           "with its oldest part summarised (about %llu tokens > %llu): the "
+           "newest messages alone are too long. Send a new message (earlier "
+           "results then go in short), start a new session, or raise "
+           "context_tokens in [provider.%s].",
+           (unsigned long long)c->last_estimate,
+           (unsigned long long)c->last_budget, a->d->agent->cfg.name);
+  atl__agent_run_fail(a, "context", 0, msg);
+}
+
 static void turn_request(atl_agent_t *a, json_object *refs) {
   atl_agent_provider_t *p = a->d->agent;
   if (a->cancel || a->d->shutting_down) {
     atl__agent_run_end(a, "run.cancelled", NULL);
     return;
+  }
+  atl_provider_req_t req;
+  size_t short_below = a->req_cache.short_below;
+  int rc = atl_agent_request(a->d, &a->req_cache, a->model, a->s->doc,
+                             a->history, refs, &req);
+  if (rc == ATL_E2BIG) {
+    compact(a, refs);
+    return;
+  }
+  if (rc != 0) {
+    atl__agent_run_error(a, 0, "could not build the request to the provider");
+    return;
+  }
+  if (a->req_cache.short_below > short_below) {
+    /* Never silently: the page and the log say what goes in short. */
+    json_object *data = json_object_new_object();
+    json_object_object_add(
+        data, "short_below",
+        json_object_new_int64((int64_t)a->req_cache.short_below));
+    json_object_object_add(
+        data, "tokens", json_object_new_int64((int64_t)a->req_cache.last_estimate));
+    json_object_object_add(
+        data, "budget", json_object_new_int64((int64_t)a->req_cache.last_budget));
+    atl__agent_emit(a, "context.trimmed", data);
+    atl_log_kv(ATL_LOG_INFO,
+               "context window tight: earlier tool results go in short",
+               "session", a->s->id, NULL);
   }
   a->attempt++;
   a->raw_len = 0;
@@ -570,14 +661,6 @@ static void turn_request(atl_agent_t *a, json_object *refs) {
   a->turn.on_text = on_text;
   a->turn.user = a;
   atl_sse_init(&a->sse, 0);
-  atl_provider_req_t req;
-  int rc = atl_agent_request(a->d, &a->req_cache, a->model, a->s->doc,
-                             a->history, refs, &req);
-  if (rc != 0) {
-    turn_release(a);
-    atl__agent_run_error(a, 0, "could not build the request to the provider");
-    return;
-  }
   atl_http_request_t hr = {.struct_size = sizeof(hr),
                            .method = "POST",
                            .url = req.url,
@@ -635,6 +718,7 @@ static void run_start(atl_agent_t *a, char *text, char *model) {
   a->turns = 0;
   a->continuations = a->malformed = 0;
   a->cut = 0;
+  a->compactions = a->context_retries = 0;
   a->attempt = 0;
   a->input_tokens = a->output_tokens = 0;
   /* The message's model, else the session's (session.create), else the
@@ -874,6 +958,7 @@ void atl_agent_session_free(atl_session_t *s) {
   json_object_put(a->history);
   json_object_put(a->calls);
   json_object_put(a->results);
+  json_object_put(a->pending_refs);
   free(a->model);
   uv_close((uv_handle_t *)&a->retry_timer, timer_closed);
 }

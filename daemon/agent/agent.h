@@ -64,15 +64,16 @@ char *atl_agent_system_prompt(atl_daemon_t *d, json_object *doc);
 json_object *atl_agent_demo_turns(atl_daemon_t *d);
 
 /* agent_images.c: the newest tool message's image references (a new
- * array of {id, mime}); reading their bytes on a worker (done runs on the
- * loop with "data" added where found); and putting the bytes into the
- * history for one request (attach 1) and out again (attach 0). */
+ * array of {id, mime}; summaries after it do not count); reading their
+ * bytes on a worker (done runs on the loop with "data" added where found);
+ * and putting the bytes into the history's message at index at for one
+ * request (attach 1) and out again (attach 0). */
 json_object *atl_agent_newest_images(json_object *history);
 int atl_agent_load_images(atl_daemon_t *d, json_object *refs,
                           void (*done)(void *user, json_object *refs),
                           void *user);
 void atl_agent_attach_images(json_object *history, json_object *refs,
-                             int attach);
+                             int attach, size_t at);
 
 /* agent_request.c: what a session's requests are built from, kept
  * between turns. The history is append-only, so each message's wire form
@@ -80,21 +81,66 @@ void atl_agent_attach_images(json_object *history, json_object *refs,
  * by null in the history: from then on the piece stands for it (the
  * store keeps the message). The system prompt is kept while the session's
  * document is the same object (documents are replaced, never changed in
- * place). Zero-initialised; freed with atl_agent_request_cache_free. */
+ * place).
+ *
+ * It also keeps each request within the model's context window
+ * (doc/providers.md, "The context window"): when the estimate of a
+ * request's input tokens passes the budget, old tool results go in a short
+ * form (their summaries), and when that is not enough atl_agent_request
+ * says so (ATL_E2BIG) and the loop summarises the oldest messages
+ * (agent_context.c): a "summary" message in the history then stands for
+ * every message before the one it names. Zero-initialised; freed with
+ * atl_agent_request_cache_free. */
 typedef struct {
   json_object *history;         /* the history the pieces are of (a ref) */
   atl_provider_piece_t *pieces; /* owned, one per history message */
+  /* Per message: the short form of a tool message's piece (results cut to
+   * their summaries; len 0 when not worth it), and what the message is. */
+  atl_provider_piece_t *shorts;
+  unsigned char *kind;
   size_t n_pieces, cap;
   json_object *doc; /* the document the system prompt is of (a reference) */
   char *system;
+  /* The window. */
+  uint64_t ceiling;             /* 0, or a budget learnt from a refusal */
+  double bytes_per_token;       /* 0 until measured; then the last measure */
+  size_t start;                 /* the first message sent in full */
+  atl_provider_piece_t summary; /* the summary standing for those before */
+  size_t short_below;           /* tool messages before it go short */
+  /* The last request built: its size (images aside), images and input
+   * estimate, and the budget it was held to. */
+  size_t last_bytes, last_images;
+  uint64_t last_estimate, last_budget;
 } atl_agent_request_cache_t;
 
+/* What a message is, for the window (kind[]). */
+enum {
+  ATL_MSG_OTHER = 0,
+  ATL_MSG_USER,    /* a user's message: a run starts there */
+  ATL_MSG_NUDGE,   /* a word of the loop's to the model (role user) */
+  ATL_MSG_MODEL,
+  ATL_MSG_TOOL,
+  ATL_MSG_SUMMARY
+};
+
 void atl_agent_request_cache_free(atl_agent_request_cache_t *c);
-/* The request of the next model call for history (whose last message may
- * carry images attached for this call only: refs, possibly empty), into
- * out. Returns 0 or a negative ATL_E* code. */
+/* The request of the next model call for history (whose last message, or
+ * the last before trailing summaries, may carry images attached for this
+ * call only: refs, possibly empty), into out. Returns 0; ATL_E2BIG when
+ * the request cannot be held within the context window without
+ * summarising (nothing is built); or another negative ATL_E* code. */
 int atl_agent_request(atl_daemon_t *d, atl_agent_request_cache_t *c,
                       const char *model, json_object *doc, json_object *history,
                       json_object *refs, atl_provider_req_t *out);
+/* The input tokens a request to model may take: the configured
+ * context_tokens or the model's window, less room for the answer, or the
+ * ceiling learnt from a refusal if lower. */
+uint64_t atl_agent_budget(atl_daemon_t *d, const atl_agent_request_cache_t *c,
+                          const char *model);
+/* The estimate of a request of bytes (images aside) and images. */
+uint64_t atl_agent_estimate(const atl_agent_request_cache_t *c, size_t bytes,
+                            size_t images);
+/* Learns from a provider's count of the last request's input tokens. */
+void atl_agent_calibrate(atl_agent_request_cache_t *c, int64_t input_tokens);
 
 #endif

@@ -13,9 +13,23 @@
 /* Only the newest tool message's images go with a model call: the model
  * has seen the older ones, and re-sending every render on every turn (as
  * scene-llm does) costs more tokens each turn. */
-json_object *atl_agent_newest_images(json_object *history) {
+/* The newest message but the summaries after it (a summary made before
+ * the model reads the results comes after them). */
+static json_object *newest(json_object *history) {
   size_t n = json_object_array_length(history);
-  json_object *last = n ? json_object_array_get_idx(history, n - 1) : NULL;
+  json_object *role;
+  while (n > 0) {
+    json_object *m = json_object_array_get_idx(history, n - 1);
+    if (m == NULL || !json_object_object_get_ex(m, "role", &role) ||
+        strcmp(json_object_get_string(role), "summary") != 0)
+      return m;
+    n--;
+  }
+  return NULL;
+}
+
+json_object *atl_agent_newest_images(json_object *history) {
+  json_object *last = newest(history);
   json_object *role, *parts, *out = json_object_new_array();
   if (last == NULL || !json_object_object_get_ex(last, "role", &role) ||
       strcmp(json_object_get_string(role), "tool") != 0 ||
@@ -101,13 +115,14 @@ int atl_agent_load_images(atl_daemon_t *d, json_object *refs,
   return rc;
 }
 
-/* Attaches the loaded bytes to the newest tool message's image references
- * for one request, and takes them off again after: the history in memory
- * keeps ids only. */
+/* Attaches the loaded bytes to the image references of the tool message
+ * at index at, for one request, and takes them off again after: the
+ * history in memory keeps ids only. */
 void atl_agent_attach_images(json_object *history, json_object *refs,
-                             int attach) {
-  size_t n = json_object_array_length(history);
-  json_object *last = n ? json_object_array_get_idx(history, n - 1) : NULL;
+                             int attach, size_t at) {
+  json_object *last = at < json_object_array_length(history)
+                          ? json_object_array_get_idx(history, at)
+                          : NULL;
   json_object *parts;
   if (last == NULL || !json_object_object_get_ex(last, "parts", &parts))
     return;

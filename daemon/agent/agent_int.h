@@ -60,6 +60,10 @@ struct atl_agent_s {
    * the calls now running came in an answer cut short. */
   unsigned continuations, malformed;
   int cut;
+  /* The context window: summaries made and refusals for length met in
+   * this run, and the images of the request waiting for a summary. */
+  unsigned compactions, context_retries;
+  json_object *pending_refs;
 };
 
 /* ---- agent.c ---- */
@@ -95,5 +99,17 @@ void atl__agent_turn_start(atl_agent_t *a);
  * unreadable call is reported back to the model. Returns 1 when it took
  * the run over, 0 when the loop goes on (runs the calls, or completes). */
 int atl__agent_stop(atl_agent_t *a, json_object *msg, json_object *calls);
+
+/* ---- agent_context.c ---- */
+
+/* Summarises the oldest messages so that the next request fits the
+ * window (the request cache's last estimate and budget say by how much):
+ * commits a summary message and a context.compacted event, then calls
+ * done(a, 1), or done(a, 0) if the run was cancelled meanwhile. Returns 0,
+ * or ATL_E2BIG when no cut would make it fit (done is not called). */
+int atl__agent_compact(atl_agent_t *a, void (*done)(atl_agent_t *a, int ok));
+/* Whether a provider's error message is a refusal for length, and the
+ * window it names (*window, 0 when it names none). */
+int atl__agent_context_refusal(const char *why, uint64_t *window);
 
 #endif
