@@ -1386,19 +1386,26 @@ def gemini_schema_parse_errors(schema, ppath, out):
                 # likely: the proto enum parser's wording.
                 out.append(f"Invalid value at '{ppath}.type' (type.googleapis.com/google.ai."
                            f"generativelanguage.v1beta.Type), {json.dumps(value)}")
-        elif canon in ("enum", "required", "propertyOrdering") and isinstance(value, list):
+        elif (canon in ("enum", "required", "propertyOrdering", "anyOf") and
+              not isinstance(value, list)) or (canon == "properties" and
+                                               not isinstance(value, dict)):
+            # likely: the proto parser's wording for a value of the wrong kind.
+            field = re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), canon)
+            out.append(f"Invalid value at '{ppath}.{field}' (type.googleapis.com/google.ai."
+                       f"generativelanguage.v1beta.Schema), {json.dumps(value)}")
+        elif canon in ("enum", "required", "propertyOrdering"):
             field = {"propertyOrdering": "property_ordering"}.get(canon, canon)
             for k, v in enumerate(value):
                 if not isinstance(v, str):
                     # microsoft/azure-devops-mcp#139.
                     out.append(f"Invalid value at '{ppath}.{field}[{k}]' (TYPE_STRING), "
                                f"{json.dumps(v)}")
-        elif canon == "properties" and isinstance(value, dict):
+        elif canon == "properties":
             for k, (_, sub) in enumerate(value.items()):
                 gemini_schema_parse_errors(sub, f"{ppath}.properties[{k}].value", out)
         elif canon == "items":
             gemini_schema_parse_errors(value, f"{ppath}.items", out)
-        elif canon == "anyOf" and isinstance(value, list):
+        elif canon == "anyOf":
             for k, sub in enumerate(value):
                 gemini_schema_parse_errors(sub, f"{ppath}.any_of[{k}]", out)
 
@@ -1551,8 +1558,11 @@ def gemini_check_tools(body):
                 continue
             if has_p:
                 p = d["parameters"]
+                before = len(parse)
                 gemini_schema_parse_errors(
                     p, f"tools[{t}].function_declarations[{n}].parameters", parse)
+                if len(parse) > before:
+                    continue        # refused by the parser: nothing else is checked
                 dotted = gemini_anyof_alone(p, "parameters")
                 if dotted and anyof_msg is None:
                     # vercel/ai#19000 and others quote it (Vertex wording).
