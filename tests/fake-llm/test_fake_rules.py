@@ -150,7 +150,8 @@ def png(w, h):
 def jpeg(w, h):
     """A JPEG's SOI, a JFIF APP0 segment and an SOF0 marker."""
     app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
-    sof = b"\xff\xc0" + struct.pack(">HBHHB", 17, 8, h, w, 3) + b"\x01\x22\x00\x02\x11\x01\x03\x11\x01"
+    sof = (b"\xff\xc0" + struct.pack(">HBHHB", 17, 8, h, w, 3)
+           + b"\x01\x22\x00\x02\x11\x01\x03\x11\x01")
     return b"\xff\xd8" + app0 + sof + b"\xff\xd9"
 
 
@@ -637,6 +638,16 @@ rule("parameters: only Schema fields (proto paths by index)", "gemini",
          "u": {"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 0}]},
          "l": {"type": "array", "items": {"type": "number"}, "maxItems": 3}},
          "required": ["x"], "propertyOrdering": ["x", "u", "l"]})])])
+rule("parameters: repeated fields are lists, properties an object", "gemini",
+     [(gb(tools=[g_decl({"type": "object", "properties": {"x": {"type": "string"}},
+                         "required": "x"})]), 400,
+       G("Invalid value at 'tools[0].function_declarations[0].parameters.required' "
+         "(type.googleapis.com/google.ai.generativelanguage.v1beta.Schema), \"x\"")),
+      (gb(tools=[g_decl({"type": "object", "properties": {"u": {"anyOf": 3}}})]), 400,
+       G("Invalid value at 'tools[0].function_declarations[0].parameters.properties[0].value"
+         ".any_of' (type.googleapis.com/google.ai.generativelanguage.v1beta.Schema), 3"))],
+     [gb(tools=[g_decl({"type": "object", "properties": {"x": {"type": "string"}},
+                        "required": ["x"]})])])
 rule("parameters: type a single value", "gemini",
      [(gb(tools=[g_decl({"type": "object", "properties": {"v": {"type": ["string", "null"]}}})]),
        400, G("Invalid JSON payload received. Unknown name \"type\" at "
@@ -655,8 +666,8 @@ rule("parameters: type required without anyOf (names in the path)", "gemini",
          "or all_of fields\n"))],
      [gb(tools=[g_decl({"type": "object", "properties": {
          "value": {"type": "string"},
-         "u": {"anyOf": [{"type": "object", "properties": {"pieces": {"type": "array",
-                                                                      "items": {"type": "string"}}}}]}}})])])
+         "u": {"anyOf": [{"type": "object", "properties": {
+             "pieces": {"type": "array", "items": {"type": "string"}}}}]}}})])])
 rule("parameters: an OBJECT root has properties", "gemini",
      [(gb(tools=[g_decl({"type": "OBJECT"})]), 400,
        G("* GenerateContentRequest.tools[0].function_declarations[0].parameters.properties: "
