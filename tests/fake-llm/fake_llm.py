@@ -10,30 +10,34 @@ It speaks the wire protocols of three real APIs, on their real paths:
 
 Every provider request that passes validation takes the next scripted TURN
 from one queue and renders it in the format of the API that was asked, both
-streamed (SSE) and not. Requests that lack what the real API requires (a
-key, a version header, a required field, a tool result for every tool call)
-are rejected with the real status and error body shape, without taking a
-turn. Everything received is recorded, secrets redacted.
+streamed (SSE) and not. A request the real API refuses (fake_rules.py: keys,
+headers, fields, tool schemas, message rules, images, sizes, context windows,
+per-model limits) is refused with the real status and error body, without
+taking a turn. Everything received is recorded, secrets redacted.
 
 Control endpoints (no auth):
   POST /_fake/script    {"turns": [TURN, ...], "append": false}
   GET  /_fake/script    {"turns": [the turns still queued]}
-  POST /_fake/reset     clears the queue and the request log
-  GET  /_fake/requests  {"requests": [{api, path, headers, body, stream,
-                         status, ts}, ...]}
+  POST /_fake/reset     clears the queue and the request log (not the models)
+  GET  /_fake/requests  {"requests": [{api, path, model, headers, body, stream,
+                         status, error, ts}, ...]}
+  POST /_fake/models    {"models": {NAME: {"context": N, "max_output": M, ...}},
+                         "reset_models": false}
+  GET  /_fake/models    {"models": {the overrides}, "table": {the built-in table}}
 
-tests/fake-llm/README.md documents the TURN format. Standard library only:
-    python3 fake_llm.py --port 0 [--host 127.0.0.1] [--script FILE]
+tests/fake-llm/README.md documents the TURN format and every rule. Standard
+library only:
+    python3 fake_llm.py --port 0 [--host 127.0.0.1] [--script FILE] [--capture DIR]
 prints "fake-llm listening on http://HOST:PORT" once it accepts
 connections, logs one line per request to stderr, and exits 0 on SIGTERM or
-SIGINT.
+SIGINT. Offline:
+    python3 fake_llm.py --validate FILE_OR_DIR...     (captured requests)
+    python3 fake_llm.py --check-tools API FILE [--model M]
 """
 
 import argparse
-import base64
-import hashlib
 import json
-import re
+import os
 import select
 import signal
 import socket
@@ -43,19 +47,20 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_rules as rules  # noqa: E402 - the sibling module, found via sys.path
+from fake_rules import (  # noqa: E402,F401 - re-exported: fake_llm.validate() etc.
+    ANTHROPIC_VERSIONS, GEMINI_PATH, Refusal, anthropic_error_type, estimate_tokens,
+    gemini_status, model_info, openai_error_type, thinking_signature, thought_blocks,
+    validate)
+
 NO_TURN_TEXT = "fake-llm: no scripted turn left"
 DEFAULT_CHUNKS = 3
 HANG_MAX_SECONDS = 60.0
 REDACTED = "(redacted)"
 SECRET_HEADERS = ("x-api-key", "authorization", "x-goog-api-key", "api-key",
                   "proxy-authorization", "cookie")
-# 2026-10-21 is what @anthropic-ai/sdk 1.x sends; its wire format for
-# messages, streams and errors is the one of 2023-06-01.
-ANTHROPIC_VERSIONS = ("2023-06-01", "2023-01-01", "2026-10-21")
 MAX_BODY = 64 * 1024 * 1024
-
-GEMINI_PATH = re.compile(
-    r"^/(v1|v1beta|v1alpha)/models/([^/:]+):(generateContent|streamGenerateContent)$")
 
 
 class ClientGone(Exception):
@@ -71,7 +76,41 @@ TURN_KEYS = {
     "error_message": str, "retry_after": (int, float), "truncate": bool,
     "malformed": bool, "delay_ms": (int, float), "hang": bool,
     "stop_reason": str, "comment": str, "anthropic_content": list,
+    "stream_error": str, "stream_error_after_text": bool, "cut_last_call": bool,
+    "refusal": str, "finish_message": str, "prompt_blocked": str, "thoughts_tokens": int,
 }
+
+# Every stop reason of the three APIs; a turn may name any of them and each
+# API renders its own equivalent (STOP_MAP).
+STOP_REASONS = {
+    "end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "pause_turn",
+    "model_context_window_exceeded",
+    "stop", "length", "tool_calls", "content_filter",
+    "STOP", "MAX_TOKENS", "SAFETY", "RECITATION", "MALFORMED_FUNCTION_CALL", "OTHER",
+    "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "LANGUAGE", "IMAGE_SAFETY",
+    "UNEXPECTED_TOOL_CALL", "FINISH_REASON_UNSPECIFIED",
+}
+_POLICY = ("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY")
+STOP_MAP = {
+    "anthropic": dict({"length": "max_tokens", "MAX_TOKENS": "max_tokens",
+                       "model_context_window_exceeded": "model_context_window_exceeded",
+                       "stop": "end_turn", "STOP": "end_turn", "tool_calls": "tool_use",
+                       "content_filter": "refusal"}, **{p: "refusal" for p in _POLICY}),
+    "openai": dict({"max_tokens": "length", "MAX_TOKENS": "length",
+                    "model_context_window_exceeded": "length",
+                    "end_turn": "stop", "STOP": "stop", "stop_sequence": "stop",
+                    "pause_turn": "stop", "tool_use": "tool_calls", "refusal": "content_filter"},
+                   **{p: "content_filter" for p in _POLICY}),
+    "gemini": {"max_tokens": "MAX_TOKENS", "length": "MAX_TOKENS",
+               "model_context_window_exceeded": "MAX_TOKENS",
+               "end_turn": "STOP", "stop": "STOP", "stop_sequence": "STOP",
+               "pause_turn": "STOP", "tool_use": "STOP", "tool_calls": "STOP",
+               "refusal": "SAFETY", "content_filter": "SAFETY"},
+}
+# Stop reasons that end an answer for want of output tokens: a tool call in
+# progress is cut there (cut_last_call).
+TRUNCATING = ("max_tokens", "length", "MAX_TOKENS", "model_context_window_exceeded")
+PROMPT_BLOCK_REASONS = ("SAFETY", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT", "IMAGE_SAFETY")
 
 
 def check_turn(turn, where):
@@ -90,6 +129,13 @@ def check_turn(turn, where):
         return f"{where}.chunks: must be at least 1"
     if "status" in turn and not 400 <= turn["status"] <= 599:
         return f"{where}.status: must be an HTTP error status (400-599)"
+    if "stop_reason" in turn and turn["stop_reason"] not in STOP_REASONS:
+        return (f"{where}.stop_reason: unknown {turn['stop_reason']!r} (one of "
+                f"{', '.join(sorted(STOP_REASONS))})")
+    if "prompt_blocked" in turn and turn["prompt_blocked"] not in PROMPT_BLOCK_REASONS:
+        return f"{where}.prompt_blocked: one of {', '.join(PROMPT_BLOCK_REASONS)}"
+    if turn.get("thoughts_tokens", 0) < 0:
+        return f"{where}.thoughts_tokens: must be at least 0"
     for i, call in enumerate(turn.get("tool_calls", [])):
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
             return f"{where}.tool_calls[{i}]: needs a string 'name'"
@@ -121,7 +167,7 @@ def check_script(doc):
 
 
 class State:
-    def __init__(self):
+    def __init__(self, capture_dir=None):
         self.lock = threading.Lock()
         self.turns = []
         self.requests = []
@@ -130,6 +176,10 @@ class State:
         # answer that called tools, by the calls' ids, to check that they
         # come back unmodified and in order, as the real API does.
         self.anthropic_thoughts = {}
+        # Test models (POST /_fake/models), by exact name; kept across resets.
+        self.models = {}
+        self.capture_dir = capture_dir
+        self.captured = 0
         self.stopping = threading.Event()
 
     def next_id(self):
@@ -146,6 +196,23 @@ class State:
     def record(self, entry):
         with self.lock:
             self.requests.append(entry)
+
+    def capture(self, entry):
+        """Writes one request as DIR/<counter>-<api>.json (--capture)."""
+        if not self.capture_dir:
+            return
+        with self.lock:
+            self.captured += 1
+            n = self.captured
+        doc = {k: entry.get(k) for k in ("api", "path", "model", "headers", "body", "status",
+                                         "error", "size")}
+        name = os.path.join(self.capture_dir, f"{n:04d}-{entry['api']}.json")
+        try:
+            with open(name + ".tmp", "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=1)
+            os.replace(name + ".tmp", name)
+        except OSError as e:
+            sys.stderr.write(f"fake-llm: cannot write {name}: {e}\n")
 
 
 # --------------------------------------------------------------------------
@@ -172,26 +239,50 @@ def approx_tokens(s):
 class Reply:
     """One turn, normalised; each API renders it in its own format."""
 
-    def __init__(self, turn, state, id_prefix, request_body):
+    def __init__(self, turn, state, id_prefix, request_body, api):
         self.turn = turn
+        self.api = api
         self.chunks = turn.get("chunks", DEFAULT_CHUNKS)
         self.thinking = turn.get("thinking")
         self.text = turn.get("text")
+        self.refusal = turn.get("refusal")
         self.calls = []
         for call in turn.get("tool_calls", []):
             call_id = call.get("id") or f"{id_prefix}{state.next_id()}"
             args = call.get("arguments", {})
             self.calls.append({"id": call_id, "name": call["name"], "arguments": args,
-                               "json": json.dumps(args, separators=(",", ":"))})
-        if self.text is None and not self.calls and self.thinking is None:
+                               "json": json.dumps(args, separators=(",", ":")),
+                               "scripted_id": bool(call.get("id"))})
+        if self.text is None and not self.calls and self.thinking is None and \
+                self.refusal is None:
             self.text = ""
         usage = turn.get("usage", {})
-        produced = (self.text or "") + (self.thinking or "") + "".join(
+        produced = (self.text or "") + (self.thinking or "") + (self.refusal or "") + "".join(
             c["name"] + c["json"] for c in self.calls)
-        self.input_tokens = usage.get(
-            "input", approx_tokens(json.dumps(request_body, separators=(",", ":"))))
+        self.input_tokens = usage.get("input", estimate_tokens(api, request_body))
         self.output_tokens = usage.get("output", approx_tokens(produced))
-        self.stop_reason = turn.get("stop_reason")
+        raw = turn.get("stop_reason")
+        self.stop_reason = STOP_MAP[api].get(raw, raw) if raw else None
+        # A truncated answer ends in the middle of its last tool call's
+        # arguments, as a real one does, unless the turn says otherwise.
+        self.cut = bool(self.calls) and raw in TRUNCATING and turn.get("cut_last_call", True)
+        if self.cut:
+            last = self.calls[-1]
+            last["cut"] = True
+            last["json"] = last["json"][:max(1, len(last["json"]) // 2)]
+        self.stream_error = turn.get("stream_error")
+        self.error_after_text = turn.get("stream_error_after_text", False)
+        # Hidden thinking (thoughts_tokens): set by the API that has it.
+        self.thoughts = 0
+        self.starved = False
+
+    def spend_thoughts(self, thoughts, limit):
+        """Thought tokens count against the output limit: past it the answer
+        is empty (the real silent failure of G-MAXTOK-THINKING)."""
+        self.thoughts = thoughts
+        if limit is not None and thoughts and thoughts + self.output_tokens > limit:
+            self.starved = True
+            self.thoughts = min(thoughts, limit)
 
     def signature(self):
         return thinking_signature(self.thinking or "")
@@ -214,27 +305,10 @@ class Reply:
         if self.thinking is not None:
             blocks.append({"type": "thinking", "thinking": self.thinking,
                            "signature": self.signature()})
-        if self.text is not None and (self.text or not self.calls):
-            blocks.append({"type": "text", "text": self.text, "citations": None})
+        text = self.text if self.text is not None else self.refusal
+        if text is not None and (text or not self.calls):
+            blocks.append({"type": "text", "text": text, "citations": None})
         return blocks
-
-
-def thinking_signature(text):
-    """The fake's signature of a thinking text: checkable without state."""
-    digest = hashlib.sha256(("fake-llm:" + text).encode()).digest()
-    return base64.b64encode(b"fake-llm-signature:" + digest).decode()
-
-
-def thought_blocks(content):
-    """The thinking and redacted_thinking blocks of a content list, as they
-    must come back."""
-    out = []
-    for b in content:
-        if b.get("type") == "thinking":
-            out.append(("thinking", b.get("thinking"), b.get("signature")))
-        elif b.get("type") == "redacted_thinking":
-            out.append(("redacted_thinking", b.get("data")))
-    return out
 
 
 def dumps(obj):
@@ -250,138 +324,43 @@ def malformed(data):
 # --------------------------------------------------------------------------
 # Anthropic Messages.
 
-ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-                         402: "billing_error", 403: "permission_error",
-                         404: "not_found_error", 413: "request_too_large",
-                         429: "rate_limit_error", 500: "api_error",
-                         504: "timeout_error", 529: "overloaded_error"}
+# The error event of stream_error, and the HTTP status the same failure has
+# on an unstreamed request.
+ANTHROPIC_STREAM_ERRORS = {"overloaded_error": (529, "Overloaded"),
+                           "api_error": (500, "Internal server error"),
+                           "rate_limit_error": (429, "Rate limited"),
+                           "timeout_error": (504, "Request timed out"),
+                           "invalid_request_error": (400, "Invalid request"),
+                           "authentication_error": (401, "Invalid API key"),
+                           "permission_error": (403, "Permission denied"),
+                           "not_found_error": (404, "Not found"),
+                           "request_too_large": (413, "Request exceeds the maximum size"),
+                           "billing_error": (402, "Billing error")}
 
 
-def anthropic_error_type(status):
-    if status in ANTHROPIC_ERROR_TYPES:
-        return ANTHROPIC_ERROR_TYPES[status]
-    return "api_error" if status >= 500 else "invalid_request_error"
-
-
-def anthropic_validate(headers, body, thoughts=None):
-    """Returns (status, message) for a request the real API rejects.
-    thoughts: the thinking blocks of the fake's answers that called tools,
-    by call id (State.anthropic_thoughts)."""
-    if not isinstance(body, dict):
-        return 400, "Input should be a valid dictionary"
-    if "model" not in body:
-        return 400, "model: Field required"
-    if not isinstance(body["model"], str) or not body["model"]:
-        return 400, "model: Input should be a valid string"
-    if "max_tokens" not in body:
-        return 400, "max_tokens: Field required"
-    mt = body["max_tokens"]
-    if isinstance(mt, bool) or not isinstance(mt, int):
-        return 400, "max_tokens: Input should be a valid integer"
-    if mt < 1:
-        return 400, "max_tokens: Input should be greater than or equal to 1"
-    if "messages" not in body:
-        return 400, "messages: Field required"
-    msgs = body["messages"]
-    if not isinstance(msgs, list):
-        return 400, "messages: Input should be a valid list"
-    if not msgs:
-        return 400, "messages: at least one message is required"
-    thinking = body.get("thinking")
-    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
-        budget = thinking.get("budget_tokens")
-        if isinstance(budget, bool) or not isinstance(budget, int):
-            return 400, "thinking.enabled.budget_tokens: Field required"
-        if budget < 1024:
-            return 400, ("thinking.enabled.budget_tokens: Input should be greater "
-                         "than or equal to 1024")
-        if mt <= budget:
-            return 400, "`max_tokens` must be greater than `thinking.budget_tokens`"
-    for i, tool in enumerate(body.get("tools") or []):
-        if isinstance(tool, dict) and "type" not in tool:
-            if "name" not in tool:
-                return 400, f"tools.{i}.custom.name: Field required"
-            if "input_schema" not in tool:
-                return 400, f"tools.{i}.custom.input_schema: Field required"
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict):
-            return 400, f"messages.{i}: Input should be a valid dictionary"
-        if m.get("role") not in ("user", "assistant", "system"):
-            return 400, (f"messages.{i}.role: Input should be 'user', 'assistant' "
-                         "or 'system'")
-        if "content" not in m:
-            return 400, f"messages.{i}.content: Field required"
-        if not isinstance(m["content"], (str, list)):
-            return 400, f"messages.{i}.content: Input should be a valid list"
-        if isinstance(m["content"], list):
-            for j, block in enumerate(m["content"]):
-                if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-                    return 400, f"messages.{i}.content.{j}: Input should be a valid dictionary"
-
-    def blocks(m, kind, key):
-        if not isinstance(m.get("content"), list):
-            return []
-        return [b.get(key) for b in m["content"] if b.get("type") == kind]
-
-    for i, m in enumerate(msgs):
-        if m["role"] != "assistant" or not isinstance(m["content"], list):
-            continue
-        for j, block in enumerate(m["content"]):
-            if block.get("type") == "thinking" and (
-                    not isinstance(block.get("thinking"), str) or
-                    block.get("signature") != thinking_signature(block["thinking"])):
-                return 400, (f"messages.{i}.content.{j}: Invalid `signature` in "
-                             "`thinking` block")
-        if isinstance(thinking, dict) and thinking.get("type") == "enabled":
-            for call_id in blocks(m, "tool_use", "id"):
-                want = (thoughts or {}).get(call_id)
-                if want is not None and thought_blocks(m["content"]) != want:
-                    return 400, (f"messages.{i}.content: the `thinking` and "
-                                 "`redacted_thinking` blocks of an assistant message "
-                                 "with `tool_use` must be passed back unmodified and "
-                                 "in their original order")
-
-    for i, m in enumerate(msgs):
-        if m["role"] == "assistant":
-            ids = blocks(m, "tool_use", "id")
-            if not ids:
-                continue
-            nxt = msgs[i + 1] if i + 1 < len(msgs) else None
-            answered = set(blocks(nxt, "tool_result", "tool_use_id")) \
-                if nxt is not None and nxt["role"] == "user" else set()
-            missing = [str(x) for x in ids if x not in answered]
-            if missing:
-                return 400, (f"messages.{min(i + 1, len(msgs) - 1)}: `tool_use` ids were "
-                             "found without `tool_result` blocks immediately after: "
-                             f"{', '.join(missing)}. Each `tool_use` block must have a "
-                             "corresponding `tool_result` block in the next message.")
-        else:
-            results = blocks(m, "tool_result", "tool_use_id")
-            if not results:
-                continue
-            prev = msgs[i - 1] if i > 0 else None
-            used = set(blocks(prev, "tool_use", "id")) \
-                if prev is not None and prev["role"] == "assistant" else set()
-            for j, block in enumerate(m["content"]):
-                if block.get("type") == "tool_result" and block.get("tool_use_id") not in used:
-                    return 400, (f"messages.{i}.content.{j}: unexpected `tool_use_id` found "
-                                 f"in `tool_result` blocks: {block.get('tool_use_id')}. Each "
-                                 "`tool_result` block must have a corresponding `tool_use` "
-                                 "block in the previous message.")
-    return None
+def anthropic_stream_error(reply):
+    """(status, type, message) of the turn's stream_error."""
+    status, message = ANTHROPIC_STREAM_ERRORS.get(reply.stream_error, (500, None))
+    return status, reply.stream_error, reply.turn.get("error_message") or message or \
+        f"fake-llm: scripted {reply.stream_error}"
 
 
 def anthropic_stop_reason(reply):
     if reply.stop_reason:
         return reply.stop_reason
+    if reply.refusal is not None:
+        return "refusal"
     return "tool_use" if reply.calls else "end_turn"
 
 
 def anthropic_message(reply, model, msg_id):
     content = reply.anthropic_content()
     for c in reply.calls:
+        # An unstreamed answer cut inside a tool call carries what parsed of
+        # its input: nothing (likely).
         content.append({"type": "tool_use", "id": c["id"], "name": c["name"],
-                        "input": c["arguments"], "caller": {"type": "direct"}})
+                        "input": {} if c.get("cut") else c["arguments"],
+                        "caller": {"type": "direct"}})
     return {"id": msg_id, "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": anthropic_stop_reason(reply),
             "stop_sequence": None, "stop_details": None, "container": None,
@@ -401,7 +380,7 @@ def anthropic_events(reply, model, msg_id):
     index = 0
     pinged = False
 
-    def block(first, deltas):
+    def block(first, deltas, stop=True):
         nonlocal index, pinged
         ev.append(("content_block_start", {"type": "content_block_start",
                                            "index": index, "content_block": first}))
@@ -411,8 +390,23 @@ def anthropic_events(reply, model, msg_id):
         for d in deltas:
             ev.append(("content_block_delta", {"type": "content_block_delta",
                                                "index": index, "delta": d}))
-        ev.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        if stop:
+            ev.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
+
+    if reply.stream_error:
+        # HTTP 200 and message_start, then an error event and the end of the
+        # stream (docker/docker-agent#2880); with stream_error_after_text,
+        # the first half of the text streams first.
+        text = reply.text or ""
+        if reply.error_after_text and text:
+            pieces = split_text(text, max(2, reply.chunks))
+            block({"type": "text", "text": "", "citations": None},
+                  [{"type": "text_delta", "text": p}
+                   for p in pieces[:max(1, len(pieces) // 2)]], stop=False)
+        _, etype, message = anthropic_stream_error(reply)
+        ev.append(("error", {"type": "error", "error": {"type": etype, "message": message}}))
+        return ev
 
     for b in reply.anthropic_content():
         if b["type"] == "thinking":
@@ -446,100 +440,53 @@ def anthropic_events(reply, model, msg_id):
 # --------------------------------------------------------------------------
 # OpenAI Chat Completions.
 
-OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+OPENAI_SERVER_ERROR = ("The server had an error while processing your request. Sorry about "
+                       "that!")
 
 
-def openai_error_type(status):
-    if status == 429:
-        return "requests", "rate_limit_exceeded"
-    if status >= 500:
-        return "server_error", None
-    return "invalid_request_error", None
-
-
-def openai_validate(body):
-    """Returns (status, message, param, code) for a request the API rejects."""
-    if not isinstance(body, dict):
-        return 400, "Invalid type for body: expected an object.", None, "invalid_type"
-    if "model" not in body or body["model"] in (None, ""):
-        return 400, "you must provide a model parameter", None, None
-    if not isinstance(body["model"], str):
-        return 400, "Invalid type for 'model': expected a string.", "model", "invalid_type"
-    if "messages" not in body:
-        return (400, "Missing required parameter: 'messages'.", "messages",
-                "missing_required_parameter")
-    msgs = body["messages"]
-    if not isinstance(msgs, list):
-        return 400, "Invalid type for 'messages': expected an array.", "messages", "invalid_type"
-    if not msgs:
-        return (400, "Invalid 'messages': empty array. Expected an array with minimum length "
-                "1, but got an empty array instead.", "messages", "empty_array")
-    if body.get("stream_options") is not None and not body.get("stream"):
-        return (400, "The 'stream_options' parameter is only allowed when 'stream' is "
-                "enabled.", "stream_options", None)
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict):
-            return (400, f"Invalid type for 'messages[{i}]': expected an object.",
-                    f"messages.[{i}]", "invalid_type")
-        if m.get("role") not in OPENAI_ROLES:
-            return (400, f"Invalid value: '{m.get('role')}'. Supported values are: 'system', "
-                    "'assistant', 'user', 'function', 'tool', and 'developer'.",
-                    f"messages[{i}].role", "invalid_value")
-        if m["role"] == "tool" and not isinstance(m.get("tool_call_id"), str):
-            return (400, f"Missing required parameter: 'messages[{i}].tool_call_id'.",
-                    f"messages.[{i}].tool_call_id", "missing_required_parameter")
-    pending = set()
-    i = 0
-    while i < len(msgs):
-        m = msgs[i]
-        if m["role"] == "tool":
-            if m["tool_call_id"] not in pending:
-                return (400, "Invalid parameter: messages with role 'tool' must be a response "
-                        "to a preceeding message with 'tool_calls'.", f"messages.[{i}].role",
-                        None)
-            pending.discard(m["tool_call_id"])
-            i += 1
-            continue
-        pending = set()
-        calls = m.get("tool_calls") if m["role"] == "assistant" else None
-        if calls:
-            ids = [c.get("id") for c in calls if isinstance(c, dict)]
-            answered = set()
-            j = i + 1
-            while j < len(msgs) and msgs[j]["role"] == "tool":
-                answered.add(msgs[j]["tool_call_id"])
-                j += 1
-            missing = [str(x) for x in ids if x not in answered]
-            if missing:
-                return (400, "An assistant message with 'tool_calls' must be followed by tool "
-                        "messages responding to each 'tool_call_id'. The following "
-                        f"tool_call_ids did not have response messages: {', '.join(missing)}",
-                        f"messages.[{i + 1 if i + 1 < len(msgs) else i}].role", None)
-            pending = set(ids)
-        i += 1
-    return None
+def openai_stream_error(reply):
+    """The error object of the turn's stream_error (a server_error)."""
+    return {"message": reply.turn.get("error_message") or OPENAI_SERVER_ERROR,
+            "type": "server_error", "param": None, "code": None}
 
 
 def openai_finish_reason(reply):
+    if reply.starved:
+        return "length"
     if reply.stop_reason:
-        return {"max_tokens": "length", "end_turn": "stop"}.get(reply.stop_reason,
-                                                                 reply.stop_reason)
+        return reply.stop_reason
     return "tool_calls" if reply.calls else "stop"
 
 
 def openai_usage(reply):
-    return {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens,
-            "total_tokens": reply.input_tokens + reply.output_tokens}
+    completion = reply.output_tokens + reply.thoughts
+    if reply.starved:
+        completion = reply.thoughts
+    u = {"prompt_tokens": reply.input_tokens, "completion_tokens": completion,
+         "total_tokens": reply.input_tokens + completion}
+    if reply.thoughts:
+        u["completion_tokens_details"] = {"reasoning_tokens": reply.thoughts}
+    return u
+
+
+def openai_content(reply):
+    """The answer's content: null beside a refusal or with only tool calls;
+    empty when the reasoning spent every output token."""
+    if reply.starved:
+        return ""
+    if reply.refusal is not None:
+        return reply.text or None
+    return reply.text if (reply.text or not reply.calls) else None
 
 
 def openai_completion(reply, model, cid, created):
-    message = {"role": "assistant",
-               "content": reply.text if (reply.text or not reply.calls) else None,
-               "refusal": None, "annotations": []}
-    if reply.calls:
+    calls = [] if reply.starved else reply.calls
+    message = {"role": "assistant", "content": openai_content(reply),
+               "refusal": None if reply.starved else reply.refusal, "annotations": []}
+    if calls:
         message["tool_calls"] = [
             {"id": c["id"], "type": "function",
-             "function": {"name": c["name"], "arguments": c["json"]}} for c in reply.calls]
+             "function": {"name": c["name"], "arguments": c["json"]}} for c in calls]
     return {"id": cid, "object": "chat.completion", "created": created, "model": model,
             "choices": [{"index": 0, "message": message, "logprobs": None,
                          "finish_reason": openai_finish_reason(reply)}],
@@ -559,16 +506,27 @@ def openai_chunks(reply, model, cid, created, include_usage):
             c["usage"] = None
         out.append(c)
 
-    first = {"role": "assistant", "content": "" if (reply.text or not reply.calls) else None,
-             "refusal": None}
-    chunk(first)
-    for piece in split_text(reply.text or "", reply.chunks):
-        chunk({"content": piece})
-    for index, c in enumerate(reply.calls):
-        chunk({"tool_calls": [{"index": index, "id": c["id"], "type": "function",
-                               "function": {"name": c["name"], "arguments": ""}}]})
-        for piece in split_text(c["json"], reply.chunks):
-            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    content = openai_content(reply)
+    chunk({"role": "assistant", "content": "" if content is not None else None,
+           "refusal": None})
+    if reply.stream_error:
+        # After the first chunk, an error object and the end of the stream.
+        if reply.error_after_text and reply.text:
+            pieces = split_text(reply.text, max(2, reply.chunks))
+            for piece in pieces[:max(1, len(pieces) // 2)]:
+                chunk({"content": piece})
+        out.append({"error": openai_stream_error(reply)})
+        return out
+    if not reply.starved:
+        for piece in split_text(reply.text or "", reply.chunks):
+            chunk({"content": piece})
+        for piece in split_text(reply.refusal or "", reply.chunks):
+            chunk({"refusal": piece})
+        for index, c in enumerate(reply.calls):
+            chunk({"tool_calls": [{"index": index, "id": c["id"], "type": "function",
+                                   "function": {"name": c["name"], "arguments": ""}}]})
+            for piece in split_text(c["json"], reply.chunks):
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     chunk({}, openai_finish_reason(reply))
     if include_usage:
         out.append({"id": cid, "object": "chat.completion.chunk", "created": created,
@@ -581,87 +539,49 @@ def openai_chunks(reply, model, cid, created, include_usage):
 # --------------------------------------------------------------------------
 # Gemini.
 
-GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-                 404: "NOT_FOUND", 409: "ABORTED", 429: "RESOURCE_EXHAUSTED",
-                 499: "CANCELLED", 500: "INTERNAL", 501: "NOT_IMPLEMENTED",
-                 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+GEMINI_OVERLOADED = "The model is overloaded. Please try again later."
+# Finish reasons after which a candidate carries no content when the turn
+# gives none (a blocked or failed answer has no parts at all).
+GEMINI_CONTENTLESS = ("SAFETY", "RECITATION", "MALFORMED_FUNCTION_CALL", "BLOCKLIST",
+                      "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "UNEXPECTED_TOOL_CALL",
+                      "OTHER")
 
 
-def gemini_status(status):
-    if status in GEMINI_STATUS:
-        return GEMINI_STATUS[status]
-    return "INTERNAL" if status >= 500 else "FAILED_PRECONDITION"
-
-
-def gemini_validate(body):
-    """Returns a message for a request the real API rejects (400)."""
-    if not isinstance(body, dict):
-        return "Invalid JSON payload received. Expected an object."
-    contents = body.get("contents")
-    if not contents:
-        return "* GenerateContentRequest.contents: contents is not specified\n"
-    if not isinstance(contents, list):
-        return ("Invalid JSON payload received. Unknown name \"contents\": "
-                "Proto field is not repeating, cannot start list.")
-    for i, c in enumerate(contents):
-        if not isinstance(c, dict):
-            return f"Invalid value at 'contents[{i}]': expected an object."
-        if c.get("role", "user") not in ("user", "model", "function"):
-            return "Please use a valid role: user, model."
-        if not isinstance(c.get("parts"), list) or not c["parts"]:
-            return (f"* GenerateContentRequest.contents[{i}].parts: contents.parts must "
-                    "not be empty.\n")
-        for part in c["parts"]:
-            if not isinstance(part, dict):
-                return f"Invalid value at 'contents[{i}].parts': expected an object."
-
-    def names(c, kind):
-        return [p[kind].get("name") for p in c["parts"] if isinstance(p.get(kind), dict)]
-
-    for i, c in enumerate(contents):
-        calls = names(c, "functionCall") if c.get("role") == "model" else []
-        responses = names(c, "functionResponse")
-        if responses:
-            prev = contents[i - 1] if i > 0 else None
-            if prev is None or prev.get("role") != "model" or not names(prev, "functionCall"):
-                return ("Please ensure that function response turn comes immediately after "
-                        "a function call turn.")
-        if not calls:
-            continue
-        nxt = contents[i + 1] if i + 1 < len(contents) else None
-        answers = names(nxt, "functionResponse") if nxt is not None \
-            and nxt.get("role", "user") in ("user", "function") else []
-        if not answers:
-            return ("Please ensure that function call turn comes immediately after a user "
-                    "turn or after a function response turn, and that every function call "
-                    "is answered by a function response turn.")
-        if len(answers) != len(calls):
-            return ("Please ensure that the number of function response parts is equal to "
-                    "the number of function call parts of the function call turn.")
-        if sorted(map(str, answers)) != sorted(map(str, calls)):
-            return ("Please ensure that each function response part has the name of a "
-                    "function call part of the function call turn. Unanswered: "
-                    + ", ".join(sorted(set(map(str, calls)) - set(map(str, answers)))))
-    return None
+def gemini_stream_error(reply):
+    return {"code": 503, "message": reply.turn.get("error_message") or GEMINI_OVERLOADED,
+            "status": "UNAVAILABLE"}
 
 
 def gemini_usage(reply, final=True):
     u = {"promptTokenCount": reply.input_tokens}
-    if final:
+    thoughts = reply.thoughts + (approx_tokens(reply.thinking) if reply.thinking else 0)
+    if reply.starved:
+        # No candidatesTokenCount: nothing was answered.
+        u["totalTokenCount"] = reply.input_tokens + reply.thoughts
+        u["thoughtsTokenCount"] = reply.thoughts
+    elif final:
         u["candidatesTokenCount"] = reply.output_tokens
-        u["totalTokenCount"] = reply.input_tokens + reply.output_tokens
-        if reply.thinking is not None:
-            u["thoughtsTokenCount"] = approx_tokens(reply.thinking)
+        u["totalTokenCount"] = reply.input_tokens + reply.output_tokens + reply.thoughts
+        if thoughts:
+            u["thoughtsTokenCount"] = thoughts
     else:
         u["totalTokenCount"] = reply.input_tokens
     return u
 
 
 def gemini_finish(reply):
+    if reply.starved:
+        return "MAX_TOKENS"
     if reply.stop_reason:
-        return {"max_tokens": "MAX_TOKENS", "end_turn": "STOP", "tool_use": "STOP"}.get(
-            reply.stop_reason, reply.stop_reason)
+        return reply.stop_reason
+    if reply.refusal is not None:
+        return "SAFETY"
     return "STOP"
+
+
+def gemini_calls(reply):
+    """The calls rendered: a call cut by max tokens is not sent at all."""
+    return [c for c in reply.calls if not c.get("cut")]
 
 
 def gemini_call_part(c):
@@ -671,14 +591,21 @@ def gemini_call_part(c):
     return {"functionCall": fc}
 
 
+def gemini_contentless(reply):
+    return reply.starved or (gemini_finish(reply) in GEMINI_CONTENTLESS and
+                             not reply.text and not gemini_calls(reply) and
+                             reply.thinking is None)
+
+
 def gemini_parts(reply):
     """All parts of the answer, in order, with the thought signature placed."""
     parts = []
+    calls = gemini_calls(reply)
     if reply.thinking is not None:
         parts.append({"text": reply.thinking, "thought": True})
-    if reply.text or not reply.calls:
+    if reply.text or not calls:
         parts.append({"text": reply.text or ""})
-    for c in reply.calls:
+    for c in calls:
         parts.append(gemini_call_part(c))
     sig = reply.turn.get("thought_signature")
     if sig:
@@ -688,22 +615,56 @@ def gemini_parts(reply):
 
 
 def gemini_response(reply, model, rid, parts, final):
-    cand = {"content": {"parts": parts, "role": "model"}, "index": 0}
+    cand = {"index": 0} if parts is None else \
+        {"content": {"parts": parts, "role": "model"}, "index": 0}
     if final:
         cand["finishReason"] = gemini_finish(reply)
+        if "finish_message" in reply.turn:
+            cand["finishMessage"] = reply.turn["finish_message"]
     return {"candidates": [cand], "usageMetadata": gemini_usage(reply, final),
             "modelVersion": model, "responseId": rid}
 
 
+def gemini_blocked(reply, model, rid):
+    """A prompt refused before any answer: promptFeedback, no candidates."""
+    reason = reply.turn["prompt_blocked"]
+    ratings = [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH"}] \
+        if reason == "SAFETY" else []
+    return {"promptFeedback": {"blockReason": reason, "safetyRatings": ratings},
+            "usageMetadata": {"promptTokenCount": reply.input_tokens,
+                              "totalTokenCount": reply.input_tokens},
+            "modelVersion": model, "responseId": rid}
+
+
+def gemini_document(reply, model, rid):
+    """The unstreamed answer."""
+    if "prompt_blocked" in reply.turn:
+        return gemini_blocked(reply, model, rid)
+    parts = None if gemini_contentless(reply) else gemini_parts(reply)
+    return gemini_response(reply, model, rid, parts, True)
+
+
 def gemini_stream(reply, model, rid):
     """The GenerateContentResponse objects of one stream: text split across them."""
+    if "prompt_blocked" in reply.turn:
+        return [gemini_blocked(reply, model, rid)]
+    if reply.stream_error:
+        out = []
+        if reply.error_after_text and reply.text:
+            pieces = split_text(reply.text, max(2, reply.chunks))
+            out = [gemini_response(reply, model, rid, [{"text": p}], False)
+                   for p in pieces[:max(1, len(pieces) // 2)]]
+        return out + [{"error": gemini_stream_error(reply)}]
+    if gemini_contentless(reply):
+        return [gemini_response(reply, model, rid, None, True)]
+    calls = gemini_calls(reply)
     groups = []
     if reply.thinking is not None:
         groups += [[{"text": p, "thought": True}]
                    for p in split_text(reply.thinking, reply.chunks)]
     groups += [[{"text": p}] for p in split_text(reply.text or "", reply.chunks)]
-    if reply.calls:
-        groups.append([gemini_call_part(c) for c in reply.calls])
+    if calls:
+        groups.append([gemini_call_part(c) for c in calls])
     if not groups:
         groups.append([{"text": ""}])
     sig = reply.turn.get("thought_signature")
@@ -754,7 +715,7 @@ class Handler(BaseHTTPRequestHandler):
     def read_body(self):
         """The raw request body (Content-Length or chunked)."""
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
-            data = b""
+            pieces, total = [], 0
             while True:
                 line = self.rfile.readline(1024)
                 if not line:
@@ -763,10 +724,11 @@ class Handler(BaseHTTPRequestHandler):
                 if size == 0:
                     while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
                         pass
-                    return data
-                data += self.rfile.read(size)
+                    return b"".join(pieces)
+                pieces.append(self.rfile.read(size))
+                total += len(pieces[-1])
                 self.rfile.readline(1024)
-                if len(data) > MAX_BODY:
+                if total > MAX_BODY:
                     raise ClientGone()
         length = int(self.headers.get("content-length") or 0)
         if length > MAX_BODY:
@@ -875,9 +837,12 @@ class Handler(BaseHTTPRequestHandler):
         self.dispatch()
 
     def send_response(self, code, message=None):
-        # The log entry gets its status before the client can see the answer.
-        if getattr(self, "entry", None) is not None:
-            self.entry["status"] = code
+        # The log entry gets its status before the client can see the answer,
+        # and --capture writes the request then.
+        entry = getattr(self, "entry", None)
+        if entry is not None and entry["status"] is None:
+            entry["status"] = code
+            self.server.state.capture(entry)
         super().send_response(code, message)
 
     def dispatch(self):
@@ -897,19 +862,45 @@ class Handler(BaseHTTPRequestHandler):
             return self.models(path)
         if api is None or self.command != "POST":
             return self.not_found(path)
-        entry = {"api": api, "path": redact_path(self.path), "headers": self.header_log(),
-                 "body": None, "stream": False, "status": None, "ts": time.time()}
+        entry = {"api": api, "path": redact_path(self.path), "model": None,
+                 "headers": self.header_log(), "body": None, "stream": False, "status": None,
+                 "error": None, "size": len(body), "ts": time.time()}
         try:
             entry["body"] = json.loads(body) if body else None
             parsed = True
         except ValueError:
             entry["body"] = body.decode("utf-8", "replace")
             parsed = False
+        entry["model"] = rules.request_model(api, entry["body"], self.path)
         self.entry = entry
         self.server.state.record(entry)
+        state = self.server.state
+        with state.lock:
+            thoughts = dict(state.anthropic_thoughts)
+            models = dict(state.models)
+        refusal = rules.check(api, self.headers, entry["body"], path=self.path,
+                              raw_size=len(body), parsed=parsed, thoughts=thoughts,
+                              models=models)
+        if refusal is not None:
+            return self.refuse(api, refusal)
+        info = model_info(entry["model"], models)
         handler = {"anthropic": self.anthropic, "openai": self.openai,
                    "gemini": self.gemini}[api]
-        handler(entry, parsed)
+        handler(entry, info)
+
+    def refuse(self, api, refusal):
+        """Answers a request the real API refuses, in that API's shape."""
+        self.entry["error"] = refusal.message
+        body = rules.error_body(api, refusal)
+        extra = {}
+        if api == "anthropic" and refusal.body is None:
+            rid = f"req_fake_{self.server.state.next_id()}"
+            body = dict(body, request_id=rid)
+            extra["request-id"] = rid
+        elif api == "openai":
+            extra["x-request-id"] = f"req_fake_{self.server.state.next_id()}"
+        return self.send_json(refusal.status, body, extra, note=f"refused: {refusal.message}"
+                              [:200].replace("\n", " "))
 
     def not_found(self, path):
         if path.startswith("/v1beta/") or path.startswith("/v1alpha/"):
@@ -921,6 +912,17 @@ class Handler(BaseHTTPRequestHandler):
         return self.send_json(404, {"error": {
             "message": f"Invalid URL ({self.command} {path})",
             "type": "invalid_request_error", "param": None, "code": None}})
+
+    def anthropic_authorized(self):
+        """An API key in x-api-key, or (as @anthropic-ai/sdk 1.x sends it)
+        in Authorization: Bearer."""
+        auth = self.headers.get("authorization", "")
+        return bool(self.headers.get("x-api-key", "").strip()) or (
+            auth.startswith("Bearer ") and auth[7:].strip() != "")
+
+    def openai_authorized(self):
+        auth = self.headers.get("authorization", "")
+        return auth.startswith("Bearer ") and auth[7:].strip() != ""
 
     def models(self, path):
         """GET /v1/models: OpenAI's list, or Anthropic's when asked like Anthropic."""
@@ -935,7 +937,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"data": data, "has_more": False,
                                         "first_id": data[0]["id"], "last_id": data[0]["id"]})
         if not self.openai_authorized():
-            return self.openai_auth_error()
+            return self.send_json(401, rules.error_body("openai", Refusal(
+                401, rules.OPENAI_NO_KEY, code="invalid_api_key")))
         data = [{"id": mid, "object": "model", "created": now, "owned_by": "fake-llm"}
                 for mid in ("gpt-fake-1", "gpt-fake-mini")]
         if path != "/v1/models":
@@ -955,11 +958,37 @@ class Handler(BaseHTTPRequestHandler):
                 turns = list(state.turns)
             return self.send_json(200, {"turns": turns})
         if path == "/_fake/reset" and self.command == "POST":
+            # The model overrides stay: tests reset the script often.
             with state.lock:
                 state.turns.clear()
                 state.requests.clear()
                 state.anthropic_thoughts.clear()
             return self.send_json(200, {"ok": True})
+        if path == "/_fake/models" and self.command == "GET":
+            with state.lock:
+                models = dict(state.models)
+            return self.send_json(200, {"models": models, "table": rules.MODELS,
+                                        "default": rules.DEFAULT_MODEL})
+        if path == "/_fake/models" and self.command == "POST":
+            try:
+                doc = json.loads(body)
+            except ValueError as e:
+                return self.send_json(400, {"error": f"not JSON: {e}"})
+            if not isinstance(doc, dict) or not isinstance(doc.get("models", {}), dict) or \
+                    not isinstance(doc.get("reset_models", False), bool):
+                return self.send_json(400, {"error": "expected {\"models\": {NAME: {...}}, "
+                                                     "\"reset_models\"?: bool}"})
+            for name, entry in doc.get("models", {}).items():
+                err = rules.check_model_entry(name, entry)
+                if err:
+                    return self.send_json(400, {"error": err})
+            with state.lock:
+                if doc.get("reset_models"):
+                    state.models.clear()
+                for name, entry in doc.get("models", {}).items():
+                    state.models[name] = dict(state.models.get(name, {}), **entry)
+                models = dict(state.models)
+            return self.send_json(200, {"ok": True, "models": models})
         if path == "/_fake/script" and self.command == "POST":
             try:
                 doc = json.loads(body)
@@ -1036,39 +1065,33 @@ class Handler(BaseHTTPRequestHandler):
             out[i] = payloads[i][1]
         return out
 
+    def stream_payloads(self, turn, rid, payloads, content_type=None):
+        """Sends a whole stream; notes the scripted stream error in the log."""
+        if turn.get("stream_error"):
+            self.entry["error"] = f"stream_error: {turn['stream_error']}"
+        if content_type:
+            self.start_stream(rid, content_type=content_type)
+        else:
+            self.start_stream(rid)
+        note = self.send_events(turn, payloads)
+        if turn.get("stream_error"):
+            note = " ".join(x for x in (note, "stream_error") if x)
+        self.log_line(200, " ".join(x for x in ("stream", note) if x))
+        return 200
+
     # ---- Anthropic -------------------------------------------------------
 
     def anthropic_error(self, status, message, extra=None):
         rid = f"req_fake_{self.server.state.next_id()}"
+        message = message or f"fake-llm: scripted HTTP {status}"
+        if self.entry is not None:
+            self.entry["error"] = message
         return self.send_json(status, {"type": "error", "error": {
-            "type": anthropic_error_type(status), "message": message or
-            f"fake-llm: scripted HTTP {status}"}, "request_id": rid},
+            "type": anthropic_error_type(status), "message": message}, "request_id": rid},
             dict(extra or {}, **{"request-id": rid}))
 
-    def anthropic_authorized(self):
-        """An API key in x-api-key, or (as @anthropic-ai/sdk 1.x sends it)
-        in Authorization: Bearer."""
-        auth = self.headers.get("authorization", "")
-        return bool(self.headers.get("x-api-key", "").strip()) or (
-            auth.startswith("Bearer ") and auth[7:].strip() != "")
-
-    def anthropic(self, entry, parsed):
-        if not self.anthropic_authorized():
-            return self.anthropic_error(401, "x-api-key header is required")
-        version = self.headers.get("anthropic-version")
-        if not version:
-            return self.anthropic_error(400, "anthropic-version: header is required")
-        if version not in ANTHROPIC_VERSIONS:
-            return self.anthropic_error(400, f"anthropic-version: invalid version '{version}'")
-        if not parsed:
-            return self.anthropic_error(400, "There was an issue with your request body: "
-                                        "it is not valid JSON")
+    def anthropic(self, entry, info):
         body = entry["body"]
-        with self.server.state.lock:
-            thoughts = dict(self.server.state.anthropic_thoughts)
-        err = anthropic_validate(self.headers, body, thoughts)
-        if err:
-            return self.anthropic_error(*err)
         stream = body.get("stream") is True
         entry["stream"] = stream
         turn = self.take_turn()
@@ -1076,7 +1099,13 @@ class Handler(BaseHTTPRequestHandler):
         if done is not None:
             return done
         n = self.server.state.next_id()
-        reply = Reply(turn, self.server.state, "toolu_fake_", body)
+        reply = Reply(turn, self.server.state, "toolu_fake_", body, "anthropic")
+        if reply.stream_error and not stream:
+            status, etype, message = anthropic_stream_error(reply)
+            rid = f"req_fake_{n}"
+            entry["error"] = message
+            return self.send_json(status, {"type": "error", "error": {
+                "type": etype, "message": message}, "request_id": rid}, {"request-id": rid})
         msg_id = f"msg_fake_{n}"
         kept = thought_blocks(reply.anthropic_content())
         if reply.calls and kept:
@@ -1095,45 +1124,20 @@ class Handler(BaseHTTPRequestHandler):
         deltas = [i for i, (name, _) in enumerate(events) if name == "content_block_delta"]
         payloads = self.malform_one(
             turn, payloads, lambda n_: deltas[len(deltas) // 2] if deltas else n_ // 2)
-        self.start_stream(rid)
-        note = self.send_events(turn, payloads)
-        self.log_line(200, " ".join(x for x in ("stream", note) if x))
-        return 200
+        return self.stream_payloads(turn, rid, payloads)
 
     # ---- OpenAI ----------------------------------------------------------
 
-    def openai_authorized(self):
-        auth = self.headers.get("authorization", "")
-        return auth.startswith("Bearer ") and auth[7:].strip() != ""
-
-    def openai_auth_error(self):
-        return self.send_json(401, {"error": {
-            "message": "You didn't provide an API key. You need to provide your API key in "
-                       "an Authorization header using Bearer auth (i.e. Authorization: "
-                       "Bearer YOUR_KEY).",
-            "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}})
-
     def openai_error(self, status, message, extra=None, param=None, code=None):
-        etype, default_code = openai_error_type(status)
         rid = f"req_fake_{self.server.state.next_id()}"
-        return self.send_json(status, {"error": {
-            "message": message or f"fake-llm: scripted HTTP {status}", "type": etype,
-            "param": param, "code": code or (default_code if status == 429 else code)}},
-            dict(extra or {}, **{"x-request-id": rid}))
+        message = message or f"fake-llm: scripted HTTP {status}"
+        if self.entry is not None:
+            self.entry["error"] = message
+        return self.send_json(status, rules.openai_error_body(status, message, param, code),
+                              dict(extra or {}, **{"x-request-id": rid}))
 
-    def openai(self, entry, parsed):
-        if not self.openai_authorized():
-            return self.openai_auth_error()
-        if not parsed:
-            return self.openai_error(
-                400, "We could not parse the JSON body of your request. (HINT: This likely "
-                "means you aren't using your HTTP library correctly. The OpenAI API expects a "
-                "JSON payload, but what was sent was not valid JSON.)")
+    def openai(self, entry, info):
         body = entry["body"]
-        err = openai_validate(body)
-        if err:
-            status, message, param, code = err
-            return self.openai_error(status, message, param=param, code=code)
         stream = body.get("stream") is True
         entry["stream"] = stream
         turn = self.take_turn()
@@ -1141,10 +1145,18 @@ class Handler(BaseHTTPRequestHandler):
         if done is not None:
             return done
         n = self.server.state.next_id()
-        reply = Reply(turn, self.server.state, "call_fake_", body)
+        reply = Reply(turn, self.server.state, "call_fake_", body, "openai")
+        # Reasoning tokens count against max_completion_tokens (or max_tokens).
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        reply.spend_thoughts(turn.get("thoughts_tokens", 0),
+                             limit if isinstance(limit, int) else None)
         cid = f"chatcmpl-fake{n}"
         created = int(time.time())
         rid = {"x-request-id": f"req_fake_{n}"}
+        if reply.stream_error and not stream:
+            err = openai_stream_error(reply)
+            entry["error"] = err["message"]
+            return self.send_json(500, {"error": err}, rid)
         if not stream:
             return self.send_document(turn, openai_completion(reply, body["model"], cid,
                                                               created), rid)
@@ -1155,42 +1167,21 @@ class Handler(BaseHTTPRequestHandler):
             payloads.append((f"data: {text}\n\n".encode(),
                              f"data: {malformed(text)}\n\n".encode()))
         payloads = self.malform_one(turn, payloads, lambda n_: max(1, (n_ - 1) // 2))
-        self.start_stream(rid)
-        note = self.send_events(turn, payloads)
-        self.log_line(200, " ".join(x for x in ("stream", note) if x))
-        return 200
+        return self.stream_payloads(turn, rid, payloads)
 
     # ---- Gemini ----------------------------------------------------------
 
     def gemini_error(self, status, message, extra=None):
-        return self.send_json(status, {"error": {
-            "code": status, "message": message or f"fake-llm: scripted HTTP {status}",
-            "status": gemini_status(status)}}, extra)
+        message = message or f"fake-llm: scripted HTTP {status}"
+        if self.entry is not None:
+            self.entry["error"] = message
+        return self.send_json(status, rules.gemini_error_body(status, message), extra)
 
-    def gemini(self, entry, parsed):
+    def gemini(self, entry, info):
         match = GEMINI_PATH.match(urlsplit(self.path).path)
         model, method = match.group(2), match.group(3)
         query = dict(parse_qsl(urlsplit(self.path).query, True))
-        key = self.headers.get("x-goog-api-key")
-        if key is None:
-            key = query.get("key")
-        if key is None:
-            return self.gemini_error(
-                403, "Method doesn't allow unregistered callers (callers without established "
-                "identity). Please use API Key or other form of API consumer identity to "
-                "call this API.")
-        if not key.strip():
-            return self.send_json(400, {"error": {
-                "code": 400, "message": "API key not valid. Please pass a valid API key.",
-                "status": "INVALID_ARGUMENT",
-                "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                             "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}})
-        if not parsed:
-            return self.gemini_error(400, "Invalid JSON payload received. Unexpected token.")
         body = entry["body"]
-        err = gemini_validate(body)
-        if err:
-            return self.gemini_error(400, err)
         stream = method == "streamGenerateContent"
         sse = query.get("alt") == "sse"
         entry["stream"] = stream
@@ -1199,14 +1190,24 @@ class Handler(BaseHTTPRequestHandler):
                             "text/event-stream" if sse else "application/json")
         if done is not None:
             return done
-        reply = Reply(turn, self.server.state, "fc_fake_", body)
-        # Gemini's function calls carry an id only when the script gives one.
-        for c, orig in zip(reply.calls, turn.get("tool_calls", [])):
-            c["scripted_id"] = bool(orig.get("id"))
+        reply = Reply(turn, self.server.state, "fc_fake_", body, "gemini")
+        # Thought tokens (at most the thinking budget; -1 is unbounded) count
+        # against maxOutputTokens.
+        gc = body.get("generationConfig") or {}
+        tc = gc.get("thinkingConfig") or {} if isinstance(gc, dict) else {}
+        thoughts = turn.get("thoughts_tokens", 0)
+        budget = tc.get("thinkingBudget") if isinstance(tc, dict) else None
+        if isinstance(budget, int) and budget >= 0:
+            thoughts = min(thoughts, budget)
+        limit = gc.get("maxOutputTokens") if isinstance(gc, dict) else None
+        reply.spend_thoughts(thoughts, limit if isinstance(limit, int) else None)
         rid = f"fake{self.server.state.next_id()}"
+        if reply.stream_error and not stream:
+            err = gemini_stream_error(reply)
+            entry["error"] = err["message"]
+            return self.send_json(503, {"error": err})
         if not stream:
-            return self.send_document(
-                turn, gemini_response(reply, model, rid, gemini_parts(reply), True))
+            return self.send_document(turn, gemini_document(reply, model, rid))
         responses = gemini_stream(reply, model, rid)
         if sse:
             payloads = [(f"data: {json.dumps(r)}\r\n\r\n".encode(),
@@ -1223,10 +1224,7 @@ class Handler(BaseHTTPRequestHandler):
                         for i, r in enumerate(responses)]
             content_type = "application/json; charset=UTF-8"
         payloads = self.malform_one(turn, payloads, lambda n_: n_ // 2)
-        self.start_stream(content_type=content_type)
-        note = self.send_events(turn, payloads)
-        self.log_line(200, " ".join(x for x in ("stream", note) if x))
-        return 200
+        return self.stream_payloads(turn, None, payloads, content_type)
 
 
 class Server(ThreadingHTTPServer):
@@ -1249,14 +1247,129 @@ class Server(ThreadingHTTPServer):
         traceback.print_exc(file=sys.stderr)
 
 
+# --------------------------------------------------------------------------
+# Offline checks: --validate and --check-tools.
+
+CHECK_TOOLS_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1",
+                      "gemini": "gemini-2.5-flash"}
+
+
+def capture_files(paths):
+    """The JSON files named, directories expanded (sorted)."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            out += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".json"))
+        else:
+            out.append(p)
+    return out
+
+
+def run_validate(paths, out=sys.stdout):
+    """--validate: re-checks captured requests. Exit status 1 when any is
+    refused now."""
+    refused = 0
+    files = capture_files(paths)
+    if not files:
+        out.write("not ok: no capture file found\n")
+        return 1
+    for name in files:
+        try:
+            with open(name, encoding="utf-8") as f:
+                doc = json.load(f)
+            api = doc["api"]
+            if api not in rules.APIS:
+                raise ValueError(f"unknown api {api!r}")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            refused += 1
+            out.write(f"not ok {name}: not a capture file ({e})\n")
+            continue
+        body = doc.get("body")
+        parsed = not isinstance(body, str)
+        # A redacted secret stands for a key that was there: the log keeps
+        # "authorization" without its "Bearer " scheme.
+        headers = dict(doc.get("headers") or {})
+        if headers.get("authorization") == REDACTED:
+            headers["authorization"] = "Bearer " + REDACTED
+        r = rules.check(api, headers, body, doc.get("model"),
+                        path=doc.get("path"), raw_size=doc.get("size"), parsed=parsed)
+        was = f" (was {doc.get('status')})" if doc.get("status") is not None else ""
+        if r is None:
+            out.write(f"ok {name}{was}\n")
+        else:
+            refused += 1
+            first = r.message.strip().replace("\n", " | ")
+            out.write(f"not ok {name}{was}: {r.status} {first}\n")
+    out.write(f"{len(files) - refused} ok, {refused} refused\n")
+    return 1 if refused else 0
+
+
+def tools_request(api, tools, model):
+    """A minimal request of that API carrying the tools: (headers, body, path)."""
+    if api == "anthropic":
+        return ({"x-api-key": "k", "anthropic-version": "2023-06-01"},
+                {"model": model, "max_tokens": 1024, "tools": tools,
+                 "messages": [{"role": "user", "content": "hi"}]}, "/v1/messages")
+    if api == "openai":
+        return ({"authorization": "Bearer k"},
+                {"model": model, "tools": tools,
+                 "messages": [{"role": "user", "content": "hi"}]}, "/v1/chat/completions")
+    return ({"x-goog-api-key": "k"},
+            {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": tools},
+            f"/v1beta/models/{model}:streamGenerateContent?alt=sse")
+
+
+def run_check_tools(api, name, model=None, out=sys.stdout):
+    """--check-tools: a tools array, checked as part of a minimal request."""
+    if api not in rules.APIS:
+        out.write(f"not ok: unknown api {api!r} (anthropic, openai, gemini)\n")
+        return 2
+    try:
+        with open(name, encoding="utf-8") as f:
+            tools = json.load(f)
+    except (OSError, ValueError) as e:
+        out.write(f"not ok: cannot read {name}: {e}\n")
+        return 2
+    if not isinstance(tools, list):
+        out.write(f"not ok: {name} must hold a JSON array (the request's \"tools\" value)\n")
+        return 2
+    model = model or CHECK_TOOLS_MODELS[api]
+    headers, body, path = tools_request(api, tools, model)
+    r = rules.check(api, headers, body, model, path=path)
+    if r is None:
+        out.write("ok\n")
+        return 0
+    out.write(f"not ok: {r.status} {json.dumps(rules.error_body(api, r))}\n")
+    return 1
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="A scripted fake LLM provider for tests.")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
     ap.add_argument("--script", help="a JSON file {\"turns\": [...]} to preload")
+    ap.add_argument("--capture", default=os.environ.get("FAKE_LLM_CAPTURE_DIR"),
+                    help="write every provider request as DIR/<n>-<api>.json "
+                    "(default: $FAKE_LLM_CAPTURE_DIR)")
+    ap.add_argument("--validate", nargs="+", metavar="FILE_OR_DIR",
+                    help="re-check captured requests and exit (1 if any is refused)")
+    ap.add_argument("--check-tools", nargs=2, metavar=("API", "FILE"),
+                    help="check a tools array of API (anthropic|openai|gemini) and exit")
+    ap.add_argument("--model", help="the model for --check-tools")
     args = ap.parse_args(argv)
 
-    state = State()
+    if args.validate:
+        return run_validate(args.validate)
+    if args.check_tools:
+        return run_check_tools(args.check_tools[0], args.check_tools[1], args.model)
+
+    if args.capture:
+        try:
+            os.makedirs(args.capture, exist_ok=True)
+        except OSError as e:
+            sys.stderr.write(f"fake-llm: cannot create {args.capture}: {e}\n")
+            return 2
+    state = State(args.capture)
     if args.script:
         try:
             with open(args.script, encoding="utf-8") as f:

@@ -497,7 +497,12 @@ await anthropicSuite(Anthropic0, `anthropic ${sdkVersion('anthropic-sdk-0')}`);
   const model = 'gemini-fake-1';
   const user = { role: 'user', parts: [{ text: 'Build me a scene.' }] };
   const config = {
-    tools: [{ functionDeclarations: CALLS.map((c) => ({ name: c.name, description: c.name, parameters: { type: 'OBJECT' } })) }],
+    // The real API refuses an OBJECT root without properties ("properties: should be
+    // non-empty for OBJECT type"), and the fake does too: every tool declares its id.
+    tools: [{ functionDeclarations: CALLS.map((c) => ({
+      name: c.name, description: c.name,
+      parameters: { type: 'OBJECT', properties: { id: { type: 'STRING' } } },
+    })) }],
   };
   const SIGNATURE = Buffer.from('fake thought signature').toString('base64');
   let modelTurn = null;

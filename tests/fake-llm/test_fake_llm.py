@@ -39,10 +39,10 @@ SERVERS = []
 class Fake:
     """One fake_llm.py process."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, env=None):
         self.proc = subprocess.Popen(
             [sys.executable, FAKE, "--port", "0", *args], stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+            stderr=subprocess.PIPE, text=True, env=env)
         SERVERS.append(self)
         # Drain stderr (one line per request) so the server never blocks on it.
         self.log = []
