@@ -891,6 +891,9 @@ class Handler(BaseHTTPRequestHandler):
     def refuse(self, api, refusal):
         """Answers a request the real API refuses, in that API's shape."""
         self.entry["error"] = refusal.message
+        # A refusal by the rules, as opposed to an error a script asked
+        # for: the integration tests fail on any they did not expect.
+        self.entry["refused"] = True
         body = rules.error_body(api, refusal)
         extra = {}
         if api == "anthropic" and refusal.body is None:

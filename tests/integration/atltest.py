@@ -160,6 +160,7 @@ class Fake:
         return json.load(urllib.request.urlopen(req, timeout=10))
 
     def script(self, turns):
+        self.check_refusals()
         self._post("/_fake/reset", {})
         self._post("/_fake/script", {"turns": turns})
 
@@ -167,6 +168,26 @@ class Fake:
         with urllib.request.urlopen(self.url + "/_fake/requests", timeout=10) as r:
             return [q for q in json.load(r)["requests"]
                     if q["path"].startswith("/v1")]
+
+    def take_refusals(self):
+        """The requests the fake refused by the real APIs' rules since the
+        last reset, which are then forgotten: for a check that means to
+        provoke one."""
+        got = [q for q in self.requests() if q.get("refused")]
+        self._post("/_fake/reset", {})
+        return got
+
+    def check_refusals(self):
+        """Every request Atelier sends must be one the real API would take:
+        a refusal nobody asked for fails the check in progress."""
+        got = [q for q in self.requests() if q.get("refused")]
+        if got:
+            self._post("/_fake/reset", {})
+            raise AssertionError(
+                "the fake provider refused %d request(s) the real API would "
+                "refuse too: %s" % (len(got), "; ".join(
+                    "%s %s: %s" % (q["api"], q.get("model"), q.get("error"))
+                    for q in got[:3])))
 
 
 class Checks(list):
@@ -189,6 +210,10 @@ def run_checks(checks, ctx):
     for n, (name, fn) in enumerate(checks, 1):
         try:
             fn(ctx)
+            for fake in (ctx.get("fake"), ctx.get("fakes")):
+                for f in (fake if isinstance(fake, list) else [fake]):
+                    if f is not None:
+                        f.check_refusals()
             print("ok %d - %s" % (n, name), flush=True)
             passed += 1
         except Exception as e:  # noqa: BLE001 - every failure is reported
