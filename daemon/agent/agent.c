@@ -253,6 +253,32 @@ static void calls_done(atl_agent_t *a) {
   }
 }
 
+/* A call answered without running (env taken): its result, and a
+ * tool.finished event as a call that ran has, so that the page and the
+ * trace see how it ended. */
+static void unrun(atl_agent_t *a, json_object *call, const char *tool,
+                  json_object *id, int redact, json_object *env) {
+  json_object *ev = json_object_new_object(), *op = json_object_new_object(),
+              *args = NULL;
+  json_object_object_add(op, "tool", json_object_new_string(tool ? tool : ""));
+  json_object_object_get_ex(call, "arguments", &args);
+  json_object_object_add(op, "arguments",
+                         redact ? json_object_new_string("(redacted)")
+                                : json_object_get(args));
+  json_object_object_add(ev, "operation", op);
+  json_object_object_add(ev, "id", json_object_get(id));
+  json_object_object_add(ev, "success", json_object_new_boolean(0));
+  json_object *err;
+  json_object_object_get_ex(env, "error", &err);
+  json_object_object_add(ev, "error", json_object_get(err));
+  json_object_object_add(ev, "duration_ms", json_object_new_int(0));
+  char ts[32];
+  atl_format_time_ms(atl_now_ms(), ts, sizeof(ts));
+  json_object_object_add(ev, "timestamp", json_object_new_string(ts));
+  atl__agent_add_result(a, call, env);
+  atl__agent_emit(a, "tool.finished", ev);
+}
+
 /* Runs the calls one after the other: each sees the document the previous
  * one committed. The cancel flag is honoured between calls, never in the
  * middle of one. */
@@ -265,30 +291,34 @@ static void call_next(atl_agent_t *a) {
     json_object_object_get_ex(call, "arguments", &args);
     json_object_object_get_ex(call, "id", &id);
     const char *tool = json_object_get_string(name);
+    /* A tool that asks for its arguments to be kept out of traces gets
+     * them kept out of the events too. */
+    const atl_tool_entry_t *te = atl_registry_find(&a->d->registry, tool);
+    int redact = te != NULL && (te->tool.flags & ATL_TOOL_REDACT_ARGS);
     json_object *started = atl__agent_obj_str("tool", tool);
     json_object_object_add(started, "id", json_object_get(id));
-    json_object_object_add(started, "arguments", json_object_get(args));
+    json_object_object_add(started, "arguments",
+                           redact ? json_object_new_string("(redacted)")
+                                  : json_object_get(args));
     atl__agent_emit(a, "tool.started", started);
     if (a->cancel) {
-      atl__agent_add_result(
-          a, call,
-          atl__agent_error_envelope("not run: the user cancelled the run"));
+      unrun(a, call, tool, id, redact,
+            atl__agent_error_envelope("not run: the user cancelled the run"));
       continue;
     }
     if (json_object_object_get_ex(call, "bad_arguments", &bad)) {
       /* Nothing is skipped: the model learns its arguments were broken,
        * and why, when its answer reached the output limit inside them. */
-      atl__agent_add_result(
-          a, call,
-          a->cut ? atl__agent_error_envelope(
-                       "not run: your answer reached its output limit "
-                       "(max_tokens) inside these arguments, so they are cut "
-                       "short: %.300s. Make the call again with less in it, "
-                       "or split the work into several calls.",
-                       json_object_get_string(bad))
-                 : atl__agent_error_envelope(
-                       "the arguments are not a JSON object: %.300s",
-                       json_object_get_string(bad)));
+      unrun(a, call, tool, id, redact,
+            a->cut ? atl__agent_error_envelope(
+                         "not run: your answer reached its output limit "
+                         "(max_tokens) inside these arguments, so they are "
+                         "cut short: %.300s. Make the call again with less in "
+                         "it, or split the work into several calls.",
+                         json_object_get_string(bad))
+                   : atl__agent_error_envelope(
+                         "the arguments are not a JSON object: %.300s",
+                         json_object_get_string(bad)));
       continue;
     }
     /* An unknown tool gets its error from the tool-call path itself, with
@@ -468,8 +498,7 @@ static void turn_done(const atl_http_response_t *r, void *user) {
      * request is made again within it, once a run. */
     uint64_t window = 0;
     if (!broken && !begun && r->http_code >= 400 && r->http_code < 500 &&
-        atl__agent_context_refusal(why, &window) &&
-        a->context_retries < 1) {
+        atl__agent_context_refusal(why, &window) && a->context_retries < 1) {
       free(why);
       a->context_retries++;
       atl_agent_request_cache_t *c = &a->req_cache;
@@ -477,9 +506,10 @@ static void turn_done(const atl_http_response_t *r, void *user) {
       c->ceiling = c->ceiling && c->ceiling < lower ? c->ceiling : lower;
       if (c->bytes_per_token > 0)
         c->bytes_per_token *= 0.8;
-      atl_log_kv(ATL_LOG_WARN, "refused for length; holding the request "
-                 "within a smaller window", "session", a->s->id, "error", msg,
-                 NULL);
+      atl_log_kv(ATL_LOG_WARN,
+                 "refused for length; holding the request "
+                 "within a smaller window",
+                 "session", a->s->id, "error", msg, NULL);
       turn_release(a);
       atl__agent_turn_start(a);
       return;
@@ -646,9 +676,11 @@ static void turn_request(atl_agent_t *a, json_object *refs) {
         data, "short_below",
         json_object_new_int64((int64_t)a->req_cache.short_below));
     json_object_object_add(
-        data, "tokens", json_object_new_int64((int64_t)a->req_cache.last_estimate));
+        data, "tokens",
+        json_object_new_int64((int64_t)a->req_cache.last_estimate));
     json_object_object_add(
-        data, "budget", json_object_new_int64((int64_t)a->req_cache.last_budget));
+        data, "budget",
+        json_object_new_int64((int64_t)a->req_cache.last_budget));
     atl__agent_emit(a, "context.trimmed", data);
     atl_log_kv(ATL_LOG_INFO,
                "context window tight: earlier tool results go in short",

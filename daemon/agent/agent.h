@@ -116,8 +116,8 @@ typedef struct {
 /* What a message is, for the window (kind[]). */
 enum {
   ATL_MSG_OTHER = 0,
-  ATL_MSG_USER,    /* a user's message: a run starts there */
-  ATL_MSG_NUDGE,   /* a word of the loop's to the model (role user) */
+  ATL_MSG_USER,  /* a user's message: a run starts there */
+  ATL_MSG_NUDGE, /* a word of the loop's to the model (role user) */
   ATL_MSG_MODEL,
   ATL_MSG_TOOL,
   ATL_MSG_SUMMARY

@@ -81,8 +81,8 @@ static size_t choose_cut(const atl_agent_request_cache_t *c) {
   size_t suffix = cached, best = 0;
   for (size_t i = c->start; i < n; i++) {
     if (i > c->start && cut_ok(c, i)) {
-      uint64_t est = atl_agent_estimate(c, rest + suffix + SUMMARY_BYTES,
-                                        c->last_images);
+      uint64_t est =
+          atl_agent_estimate(c, rest + suffix + SUMMARY_BYTES, c->last_images);
       if (est <= c->last_budget / 2)
         return i;
       if (est <= c->last_budget)
@@ -119,8 +119,8 @@ static char *transcript(const atl_agent_request_cache_t *c, size_t from,
     while (cut < n && ((unsigned char)t[cut] & 0xC0) == 0x80)
       cut++;
     char *shorter = NULL;
-    if (asprintf(&shorter, "(...the oldest part is left out...)\n%s",
-                 t + cut) < 0)
+    if (asprintf(&shorter, "(...the oldest part is left out...)\n%s", t + cut) <
+        0)
       shorter = NULL;
     free(t);
     t = shorter;
@@ -134,7 +134,8 @@ static void finish(compact_t *k, const char *text, const char *why) {
   atl_agent_t *a = k->a;
   json_object *m = json_object_new_object(), *parts = json_object_new_array();
   json_object_object_add(m, "role", json_object_new_string("summary"));
-  json_object_object_add(m, "covers", json_object_new_int64((int64_t)k->covers));
+  json_object_object_add(m, "covers",
+                         json_object_new_int64((int64_t)k->covers));
   json_object_object_add(m, "from", json_object_new_int64((int64_t)k->from));
   char dropped[300];
   if (text == NULL)
@@ -143,7 +144,8 @@ static void finish(compact_t *k, const char *text, const char *why) {
              "no summary of them could be made.)",
              k->covers - k->from);
   json_object *p = atl__agent_obj_str("type", "text");
-  json_object_object_add(p, "text", json_object_new_string(text ? text : dropped));
+  json_object_object_add(p, "text",
+                         json_object_new_string(text ? text : dropped));
   json_object_array_add(parts, p);
   json_object_object_add(m, "parts", parts);
   json_object_object_add(m, "tokens_before",
@@ -157,8 +159,8 @@ static void finish(compact_t *k, const char *text, const char *why) {
                          json_object_new_int64((int64_t)k->covers));
   json_object_object_add(data, "tokens_before",
                          json_object_new_int64((int64_t)k->before));
-  json_object_object_add(data, "budget",
-                         json_object_new_int64((int64_t)a->req_cache.last_budget));
+  json_object_object_add(
+      data, "budget", json_object_new_int64((int64_t)a->req_cache.last_budget));
   if (why != NULL)
     json_object_object_add(data, "error", json_object_new_string(why));
   atl_log_kv(text ? ATL_LOG_INFO : ATL_LOG_WARN,

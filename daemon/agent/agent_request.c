@@ -89,7 +89,8 @@ static json_object *brief(json_object *env) {
   if (err != NULL) {
     size_t n = strlen(err);
     size_t k = n > 2 * SHORT_KEEP ? utf8_cut(err, 2 * SHORT_KEEP) : n;
-    json_object_object_add(out, "error", json_object_new_string_len(err, (int)k));
+    json_object_object_add(out, "error",
+                           json_object_new_string_len(err, (int)k));
   }
   if (json_object_object_get_ex(env, "result", &v)) {
     const char *t = json_object_to_json_string_ext(
@@ -120,15 +121,15 @@ static int short_piece(const atl_provider_ops_t *ops, json_object *m,
   json_object *parts;
   if (full_len <= SHORT_FROM || !json_object_object_get_ex(m, "parts", &parts))
     return 0;
-  json_object *copy = json_object_new_object(), *cparts = json_object_new_array();
+  json_object *copy = json_object_new_object(),
+              *cparts = json_object_new_array();
   json_object_object_foreach(m, k, v) {
     if (strcmp(k, "parts") != 0)
       json_object_object_add(copy, k, json_object_get(v));
   }
   for (size_t i = 0; i < json_object_array_length(parts); i++) {
-    json_object *p = json_object_array_get_idx(parts, i), *np =
-                                                            json_object_new_object(),
-                *env = NULL;
+    json_object *p = json_object_array_get_idx(parts, i),
+                *np = json_object_new_object(), *env = NULL;
     json_object_object_foreach(p, pk, pv) {
       /* Images of earlier results are never sent again anyway. */
       if (strcmp(pk, "result") != 0 && strcmp(pk, "images") != 0)
@@ -255,8 +256,8 @@ uint64_t atl_agent_budget(atl_daemon_t *d, const atl_agent_request_cache_t *c,
                     : mi != NULL          ? mi->context
                                           : ATL_MODEL_DEFAULT_CONTEXT;
   /* Room for the answer (and its thinking), at most a quarter. */
-  uint64_t reserve =
-      (uint64_t)p->cfg.max_tokens + (p->cfg.thinking_set ? p->cfg.thinking_budget : 0);
+  uint64_t reserve = (uint64_t)p->cfg.max_tokens +
+                     (p->cfg.thinking_set ? p->cfg.thinking_budget : 0);
   if (reserve > window / 4)
     reserve = window / 4;
   uint64_t b = window - reserve;
@@ -278,7 +279,8 @@ void atl_agent_calibrate(atl_agent_request_cache_t *c, int64_t input_tokens) {
   if (input_tokens <= 0 || c->last_bytes == 0 ||
       (uint64_t)input_tokens <= img + 16)
     return;
-  double measured = (double)c->last_bytes / (double)((uint64_t)input_tokens - img);
+  double measured =
+      (double)c->last_bytes / (double)((uint64_t)input_tokens - img);
   /* A little under what was measured, so that the next estimate errs
    * high; within what any tokenizer does. */
   measured *= 0.9;
@@ -288,16 +290,16 @@ void atl_agent_calibrate(atl_agent_request_cache_t *c, int64_t input_tokens) {
 /* The pieces of the request, in order: the summary, then the messages
  * from c->start on, short where they may be. bytes: their size. */
 static void assemble(const atl_agent_request_cache_t *c, size_t n, size_t upto,
-                     const atl_provider_piece_t *temp, atl_provider_piece_t *all,
-                     size_t *count, size_t *bytes) {
+                     const atl_provider_piece_t *temp,
+                     atl_provider_piece_t *all, size_t *count, size_t *bytes) {
   size_t k = 0, b = 0;
   if (c->summary.len > 0)
     all[k++] = c->summary;
   for (size_t i = c->start; i < n; i++) {
-    const atl_provider_piece_t *p =
-        i >= upto ? &temp[i - upto]
-        : i < c->short_below && c->shorts[i].len > 0 ? &c->shorts[i]
-                                                      : &c->pieces[i];
+    const atl_provider_piece_t *p = i >= upto ? &temp[i - upto]
+                                    : i < c->short_below && c->shorts[i].len > 0
+                                        ? &c->shorts[i]
+                                        : &c->pieces[i];
     all[k++] = *p;
     b += p->len + 32;
   }
@@ -306,7 +308,8 @@ static void assemble(const atl_agent_request_cache_t *c, size_t n, size_t upto,
 }
 
 /* The last message of kind before n, from c->start on, or c->start. */
-static size_t last_of(const atl_agent_request_cache_t *c, size_t upto, int kind) {
+static size_t last_of(const atl_agent_request_cache_t *c, size_t upto,
+                      int kind) {
   for (size_t i = upto; i-- > c->start;)
     if (c->kind[i] == kind)
       return i;
@@ -335,9 +338,8 @@ int atl_agent_request(atl_daemon_t *d, atl_agent_request_cache_t *c,
   size_t n_images = refs != NULL ? json_object_array_length(refs) : 0;
   /* The images go on the newest message but the summaries after it. */
   size_t img_at = n;
-  while (img_at > c->n_pieces &&
-         kind_of(json_object_array_get_idx(history, img_at - 1)) ==
-             ATL_MSG_SUMMARY)
+  while (img_at > c->n_pieces && kind_of(json_object_array_get_idx(
+                                     history, img_at - 1)) == ATL_MSG_SUMMARY)
     img_at--;
   img_at = img_at > 0 ? img_at - 1 : 0;
   /* Rendered messages are gone from the history (extend), so what was
@@ -367,16 +369,16 @@ int atl_agent_request(atl_daemon_t *d, atl_agent_request_cache_t *c,
   }
   /* Held within the window: earlier runs' results short, then all but the
    * newest tool message's; past that, summarising is the caller's. */
-  size_t count = 0, bytes = 0, fixed = strlen(c->system) + OVERHEAD_BYTES +
-                                       (p->tools_text ? strlen(p->tools_text)
-                                                      : 0);
+  size_t count = 0, bytes = 0,
+         fixed = strlen(c->system) + OVERHEAD_BYTES +
+                 (p->tools_text ? strlen(p->tools_text) : 0);
   uint64_t budget = atl_agent_budget(d, c, model), est = 0;
   for (int step = 0; rc == 0; step++) {
     assemble(c, n, upto, temp, all, &count, &bytes);
     est = atl_agent_estimate(c, fixed + bytes, n_images);
     if (est <= budget)
       break;
-    size_t below = step == 0 ? last_of(c, upto, ATL_MSG_USER)
+    size_t below = step == 0   ? last_of(c, upto, ATL_MSG_USER)
                    : step == 1 ? last_of(c, upto, ATL_MSG_TOOL)
                                : 0;
     if (step >= 2) {

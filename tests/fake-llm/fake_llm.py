@@ -38,6 +38,7 @@ SIGINT. Offline:
 import argparse
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -78,6 +79,7 @@ TURN_KEYS = {
     "stop_reason": str, "comment": str, "anthropic_content": list,
     "stream_error": str, "stream_error_after_text": bool, "cut_last_call": bool,
     "refusal": str, "finish_message": str, "prompt_blocked": str, "thoughts_tokens": int,
+    "match": str,
 }
 
 # Every stop reason of the three APIs; a turn may name any of them and each
@@ -125,6 +127,11 @@ def check_turn(turn, where):
             return f"{where}.{key}: wrong type"
         if not isinstance(value, want):
             return f"{where}.{key}: wrong type"
+    if "match" in turn:
+        try:
+            re.compile(turn["match"])
+        except re.error as e:
+            return f"{where}.match: not a regular expression ({e})"
     if "chunks" in turn and turn["chunks"] < 1:
         return f"{where}.chunks: must be at least 1"
     if "status" in turn and not 400 <= turn["status"] <= 599:
@@ -187,10 +194,16 @@ class State:
             self.counter += 1
             return self.counter
 
-    def pop_turn(self):
+    def pop_turn(self, said=""):
+        """The first queued turn this request may take: one whose "match"
+        (a regular expression) is found in the request's last user words,
+        or one without "match". A turn with "match" waits for its request,
+        so a test can script an answer for a request it cannot time (the
+        daemon's own summary call, say)."""
         with self.lock:
-            if self.turns:
-                return self.turns.pop(0)
+            for i, turn in enumerate(self.turns):
+                if "match" not in turn or re.search(turn["match"], said):
+                    return self.turns.pop(i)
         return None
 
     def record(self, entry):
@@ -309,6 +322,25 @@ class Reply:
         if text is not None and (text or not self.calls):
             blocks.append({"type": "text", "text": text, "citations": None})
         return blocks
+
+
+def last_user_text(body):
+    """The text of the last user message of a request, in any of the three
+    formats ("" when there is none)."""
+    if not isinstance(body, dict):
+        return ""
+    msgs = body.get("messages") or body.get("contents") or []
+    for m in reversed(msgs if isinstance(msgs, list) else []):
+        if not isinstance(m, dict) or m.get("role") not in ("user", None):
+            continue
+        items = m.get("content", m.get("parts"))
+        if isinstance(items, str):
+            return items
+        texts = [b.get("text") for b in items or [] if isinstance(b, dict) and
+                 isinstance(b.get("text"), str)]
+        if texts:
+            return "\n".join(texts)
+    return ""
 
 
 def dumps(obj):
@@ -1011,7 +1043,7 @@ class Handler(BaseHTTPRequestHandler):
     # ---- turns -----------------------------------------------------------
 
     def take_turn(self):
-        turn = self.server.state.pop_turn()
+        turn = self.server.state.pop_turn(last_user_text(self.entry["body"]))
         return turn if turn is not None else {"text": NO_TURN_TEXT}
 
     def prelude(self, turn, stream, error_cb, content_type):

@@ -605,6 +605,21 @@ def check_one_queue(fake):
                c["choices"][0]["message"]["content"]), ("one", "two", "three"), "order")
 
 
+def check_match(fake):
+    fake.reset()
+    fake.script({"text": "summary", "match": "no longer fits"}, {"text": "plain"},
+                {"text": "plain 2"})
+    _, _, a = fake.json("POST", "/v1/chat/completions", OAI_BODY, OAI_H)
+    body = dict(OAI_BODY, messages=[{"role": "user",
+                                     "content": "It no longer fits: summarise."}])
+    _, _, b = fake.json("POST", "/v1/chat/completions", body, OAI_H)
+    _, _, c = fake.json("POST", "/v1/chat/completions", OAI_BODY, OAI_H)
+    expect_eq([x["choices"][0]["message"]["content"] for x in (a, b, c)],
+              ["plain", "summary", "plain 2"], "a matched turn waits for its request")
+    st, _, doc = fake.json("POST", "/_fake/script", {"turns": [{"match": "("}]})
+    expect_eq(st, 400, "a match that is no regular expression")
+
+
 def check_retry_after(fake):
     fake.reset()
     fake.script({"status": 429, "retry_after": 2, "error_message": "slow down"},
@@ -929,6 +944,7 @@ def main():
         ("gemini: response, SSE (CRLF) and array streams, thoughtSignature", check_gemini_shapes),
         ("an empty queue answers 'no scripted turn left'", check_empty_queue),
         ("one queue serves all three APIs in order", check_one_queue),
+        ("match: a turn waits for the request whose words it matches", check_match),
         ("status turns: error shapes and Retry-After", check_retry_after),
         ("truncate: streams and bodies end early", check_truncate),
         ("malformed: exactly one invalid data line", check_malformed),

@@ -1,0 +1,391 @@
+#!/usr/bin/env python3
+"""What the real Anthropic, OpenAI and Gemini servers refuse, against the
+real atelierd: every request it sends must pass tests/fake-llm's rules,
+which refuse what the real APIs refuse (with their statuses and texts).
+
+Each check is one of the defects of issue 16 (shared/anchors/provider-
+constraints.md), shown for all three providers where it applies:
+  - every tool of every plugin, in each provider's wire form, taken by that
+    provider's rules (the tool lists go through fake_rules directly);
+  - whitespace-only text and empty answers never wedge a session;
+  - stop reasons acted on (max_tokens continued or reported, refusals
+    reported, a malformed call reported to the model, an overload inside
+    the stream retried);
+  - model-aware parameters (reasoning models, adaptive thinking, Gemini's
+    thinking budget);
+  - a session that changes provider goes on;
+  - a session driven past its context window keeps working.
+Besides the checks' own assertions, atltest fails any check during which
+the fake refused a request it did not mean to provoke; and at the end every
+captured request is validated again offline (fake_llm.py --validate).
+
+Output: "ok N -" / "not ok N -" lines, "#" diagnostics, "P passed, F
+failed". Standard library only.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from atltest import (BUILDDIR, KEY, SRCDIR, TMP, Checks, Daemon, Fake,
+                     run_checks)
+
+sys.path.insert(0, os.path.join(SRCDIR, "tests", "fake-llm"))
+import fake_rules  # noqa: E402  (the fake's own rules, by import)
+
+FAKE = os.path.join(SRCDIR, "tests", "fake-llm", "fake_llm.py")
+CAPTURE = os.path.join(TMP, "captures")
+
+# A model of each provider that the fake's table knows.
+MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1-mini",
+          "gemini": "gemini-2.5-flash"}
+APIS = ("anthropic", "openai", "gemini")
+
+
+def conf(url, api, model=None, extra="", plugins=""):
+    return ("[agent]\nprovider = p\nmax_turns = 6\n%s"
+            "[provider.p]\ntype = %s\nbase_url = %s\napi_key_env = FAKE_LLM_KEY\n"
+            "models = %s\ntimeout_ms = 10000\n%s"
+            % (plugins, api, url, model or MODELS[api], extra))
+
+
+def daemon(ctx, name, api, **kw):
+    data = kw.pop("data", None)
+    return Daemon(name, conf(ctx["fake"].url, api, **kw), data_dir=data,
+                  env={"FAKE_LLM_KEY": KEY})
+
+
+def types(ev):
+    return [e["type"] for e in ev if e["type"] != "text.delta"]
+
+
+def last(ev, kind):
+    got = [e for e in ev if e["type"] == kind]
+    assert got, "no %s in %s" % (kind, types(ev))
+    return got[-1]["data"]
+
+
+checks = Checks()
+check = checks.add
+
+
+@check("every tool of every plugin, in each provider's wire form, passes that "
+       "provider's rules")
+def _(ctx):
+    d = ctx["d"]["openai"]
+    names = {t["name"] for t in d.rpc("tool.list", {})}
+    assert len(names) >= 39 and "optics_add" in names, len(names)
+    for api in APIS:
+        tools = d.rpc("tool.list", {"wire": api})
+        if api == "gemini":
+            decls = tools[0]["functionDeclarations"]
+            assert {t["name"] for t in decls} == names
+            assert not any("parameters" in t for t in decls), "parametersJsonSchema only"
+        else:
+            assert len(tools) == len(names), (api, len(tools))
+        body = fake_rules_request(api, tools)
+        got = fake_rules.validate(api, HEADERS[api], body, path=PATHS[api])
+        assert got is None, (api, got)
+        # The one that broke every request: no union at any root.
+        for t in tools if api != "gemini" else decls:
+            s = t.get("input_schema") or (t.get("function") or {}).get(
+                "parameters") or t.get("parametersJsonSchema") or {}
+            assert not {"oneOf", "anyOf", "allOf"} & set(s), (api, t["name"])
+    # And the command-line check on the same lists, as a user would run it.
+    for api in APIS:
+        path = os.path.join(TMP, "tools-%s.json" % api)
+        with open(path, "w") as f:
+            json.dump(d.rpc("tool.list", {"wire": api}), f)
+        r = subprocess.run([sys.executable, FAKE, "--check-tools", api, path,
+                            "--model", MODELS[api]], capture_output=True, text=True)
+        assert r.returncode == 0, (api, r.stdout, r.stderr)
+
+
+HEADERS = {"anthropic": {"x-api-key": "k", "anthropic-version": "2023-06-01"},
+           "openai": {"authorization": "Bearer k"},
+           "gemini": {"x-goog-api-key": "k"}}
+PATHS = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions",
+         "gemini": "/v1beta/models/%s:streamGenerateContent?alt=sse"
+         % MODELS["gemini"]}
+
+
+def fake_rules_request(api, tools):
+    if api == "anthropic":
+        return {"model": MODELS[api], "max_tokens": 100, "tools": tools,
+                "messages": [{"role": "user", "content": "hi"}]}
+    if api == "openai":
+        return {"model": MODELS[api], "tools": tools,
+                "messages": [{"role": "user", "content": "hi"}]}
+    return {"tools": tools, "contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+
+
+@check("optics_add takes pieces (ParamMirror), through a real provider's call")
+def _(ctx):
+    for api in APIS:
+        d, fake = ctx["d"][api], ctx["fake"]
+        mirror = {"name": "m", "type": "ParamMirror", "origin": {"x": 10, "y": 10},
+                  "pieces": [{"eqnX": "t", "eqnY": "t^2", "tMin": 0, "tMax": 1,
+                              "tStep": 0.1}]}
+        fake.script([{"tool_calls": [{"name": "optics_add", "arguments": mirror}]},
+                     {"text": "Added."}])
+        ev = d.run(d.session(), "a parabolic mirror")
+        assert last(ev, "tool.finished")["success"] is True, (api, last(ev, "tool.finished"))
+        assert ev[-1]["type"] == "run.completed", (api, types(ev))
+
+
+@check("whitespace: a user message of spaces is refused at once; a model's "
+       "\"\\n\\n\" before its call never goes back")
+def _(ctx):
+    for api in APIS:
+        d, fake = ctx["d"][api], ctx["fake"]
+        sid = d.session()
+        try:
+            d.rpc("session.send", {"session": sid, "text": "  \n\t "})
+        except RuntimeError as e:
+            assert "-32602" in str(e) and "only whitespace" in str(e), e
+        else:
+            raise AssertionError("a message of spaces was taken")
+        fake.script([{"text": "\n\n", "tool_calls": [
+            {"name": "echo", "arguments": {"text": "x"}}]}, {"text": "Done."},
+            {"text": "Again."}])
+        ev = d.run(sid, "go")
+        assert ev[-1]["type"] == "run.completed", (api, types(ev))
+        # The next run's request carries the first answer: accepted.
+        ev = d.run(sid, "and again")
+        assert ev[-1]["type"] == "run.completed", (api, types(ev))
+        h = d.history(sid)
+        model = [m for m in h if m["role"] == "model"][0]["content"]
+        assert [p["type"] for p in model["parts"]] == ["tool_call"], model
+        assert model["provider"] == api, model
+
+
+@check("an empty answer (the output limit reached before a word) is reported, "
+       "and the session goes on")
+def _(ctx):
+    for api in APIS:
+        d, fake = ctx["d"][api], ctx["fake"]
+        sid = d.session()
+        fake.script([{"text": "", "stop_reason": "max_tokens"}, {"text": "Fine."}])
+        ev = d.run(sid, "hello")
+        err = last(ev, "run.error")
+        assert err["reason"] == "max_tokens" and "without answering" in err["message"], err
+        ev = d.run(sid, "hello again")
+        assert ev[-1]["type"] == "run.completed", (api, types(ev))
+
+
+@check("max_tokens: a cut answer is continued; a call cut in its arguments "
+       "gets an error saying why")
+def _(ctx):
+    for api in APIS:
+        d, fake = ctx["d"][api], ctx["fake"]
+        sid = d.session()
+        fake.script([{"text": "The first half", "stop_reason": "max_tokens"},
+                     {"text": " and the rest."}])
+        ev = d.run(sid, "tell me")
+        assert types(ev) == ["run.started", "text.done", "run.continued",
+                             "text.done", "run.completed"], (api, types(ev))
+        nudge = fake.requests()[-1]["body"]
+        assert "cut off at the output limit" in json.dumps(nudge), api
+        fake.script([{"tool_calls": [
+            {"name": "echo", "arguments": {"text": "a long text"}}],
+            "stop_reason": "max_tokens"}, {"text": "I will split it."}])
+        ev = d.run(sid, "call it")
+        if api == "gemini":
+            # Gemini leaves a cut call out: nothing was said at all.
+            assert last(ev, "run.error")["reason"] == "max_tokens", types(ev)
+            continue
+        fin = last(ev, "tool.finished")
+        assert fin["success"] is False and "output limit" in fin["error"], (api, fin)
+        assert ev[-1]["type"] == "run.completed", (api, types(ev))
+
+
+@check("refusals and safety stops end the run with run.error {reason}")
+def _(ctx):
+    cases = {"anthropic": ({"stop_reason": "refusal"}, "refusal"),
+             "openai": ({"refusal": "I can't help with that."}, "refusal"),
+             "gemini": ({"stop_reason": "SAFETY"}, "safety")}
+    for api, (turn, reason) in cases.items():
+        d, fake = ctx["d"][api], ctx["fake"]
+        sid = d.session()
+        fake.script([turn, {"text": "ok"}])
+        ev = d.run(sid, "something")
+        err = last(ev, "run.error")
+        assert err["reason"] == reason, (api, err)
+        ev = d.run(sid, "something else")
+        assert ev[-1]["type"] == "run.completed", (api, types(ev))
+    d, fake = ctx["d"]["gemini"], ctx["fake"]
+    fake.script([{"prompt_blocked": "PROHIBITED_CONTENT"}])
+    err = last(d.run(d.session(), "x"), "run.error")
+    assert err["reason"] == "safety" and "blocked" in err["message"], err
+
+
+@check("gemini: a malformed function call is reported to the model, which "
+       "tries again")
+def _(ctx):
+    d, fake = ctx["d"]["gemini"], ctx["fake"]
+    fake.script([{"stop_reason": "MALFORMED_FUNCTION_CALL",
+                  "finish_message": "Malformed function call: echo(text=x"},
+                 {"tool_calls": [{"name": "echo", "arguments": {"text": "x"}}]},
+                 {"text": "Done."}])
+    sid = d.session()
+    ev = d.run(sid, "echo x")
+    assert types(ev) == ["run.started", "text.done", "run.continued", "text.done",
+                         "tool.started", "tool.finished", "tool.results",
+                         "text.done", "run.completed"], types(ev)
+    told = json.dumps(fake.requests()[1]["body"])
+    assert "could not be read (MALFORMED_FUNCTION_CALL)" in told and \
+        "echo(text=x" in told, told[-600:]
+
+
+@check("an overload reported inside the stream, before any content, is retried")
+def _(ctx):
+    for api in APIS:
+        d, fake = ctx["d"][api], ctx["fake"]
+        fake.script([{"stream_error": {"anthropic": "overloaded_error",
+                                       "openai": "server_error",
+                                       "gemini": "UNAVAILABLE"}[api]},
+                     {"text": "Back."}])
+        ev = d.run(d.session(), "hi", timeout=30)
+        assert ev[-1]["type"] == "run.completed", (api, types(ev))
+        assert len(fake.requests()) == 2, (api, len(fake.requests()))
+
+
+@check("model-aware parameters: reasoning models, adaptive thinking, Gemini's "
+       "thinking budget")
+def _(ctx):
+    fake = ctx["fake"]
+    # o4-mini refuses max_tokens; gpt-5 too.
+    d = daemon(ctx, "o4", "openai", model="o4-mini")
+    try:
+        fake.script([{"text": "ok"}])
+        assert d.run(d.session(), "hi")[-1]["type"] == "run.completed"
+        body = fake.requests()[-1]["body"]
+        assert "max_completion_tokens" in body and "max_tokens" not in body, body
+    finally:
+        d.stop()
+    # Opus 4.7 refuses a thinking budget: adaptive thinking instead.
+    d = daemon(ctx, "opus", "anthropic", model="claude-opus-4-7",
+               extra="max_tokens = 8192\nthinking_budget = 2048\n")
+    try:
+        fake.script([{"text": "ok"}])
+        assert d.run(d.session(), "hi")[-1]["type"] == "run.completed"
+        assert fake.requests()[-1]["body"]["thinking"] == {"type": "adaptive"}
+    finally:
+        d.stop()
+    # Gemini 2.5 thinking 5000 tokens with max_tokens 1000: the answer
+    # still comes (it came back empty when the thoughts ate the limit).
+    d = daemon(ctx, "g25", "gemini", extra="max_tokens = 1000\n")
+    try:
+        fake.script([{"text": "The answer.", "thoughts_tokens": 5000}])
+        ev = d.run(d.session(), "think hard")
+        assert ev[-1]["type"] == "run.completed", types(ev)
+        assert last(ev, "text.done")["text"] == "The answer."
+        gc = fake.requests()[-1]["body"]["generationConfig"]
+        assert gc["thinkingConfig"]["thinkingBudget"] == 8192 and \
+            gc["maxOutputTokens"] == 9192, gc
+    finally:
+        d.stop()
+
+
+@check("a session that changes provider goes on: Gemini's calls (no ids) and "
+       "signatures, then Anthropic, then OpenAI")
+def _(ctx):
+    fake = ctx["fake"]
+    data = os.path.join(TMP, "switch-data")
+    d = daemon(ctx, "switch-g", "gemini", data=data)
+    try:
+        fake.script([{"tool_calls": [{"name": "echo", "arguments": {"text": "a"}},
+                                     {"name": "echo", "arguments": {"text": "b"}}],
+                      "thought_signature": "c2lnbmF0dXJl", "thinking": "plan"},
+                     {"text": "Both."}])
+        sid = d.session()
+        assert d.run(sid, "two echoes")[-1]["type"] == "run.completed"
+    finally:
+        d.stop()
+    for api in ("anthropic", "openai", "gemini"):
+        d = daemon(ctx, "switch-" + api, api, data=data)
+        try:
+            fake.script([{"text": "Still here."}])
+            ev = d.run(sid, "and now?")
+            assert ev[-1]["type"] == "run.completed", (api, types(ev))
+            body = json.dumps(fake.requests()[-1]["body"])
+            if api != "gemini":
+                assert "c2lnbmF0dXJl" not in body, api
+        finally:
+            d.stop()
+
+
+@check("a session driven past its context window keeps working: earlier "
+       "results go short, then the oldest messages are summarised")
+def _(ctx):
+    fake = ctx["fake"]
+    fake._post("/_fake/models", {"models": {"tiny": {"context": 6000,
+                                                     "max_output": 1000}}})
+    d = daemon(ctx, "ctx", "openai", model="tiny",
+               extra="context_tokens = 6000\nmax_tokens = 500\n",
+               plugins="[plugins]\ndisable = scene, optics, render\n")
+    try:
+        sid = d.session()
+        seen = []
+        for i in range(8):
+            fake.script([
+                {"match": "no longer fits your context window",
+                 "text": "Summary: the user asked for %d echoes of long texts." % i},
+                {"tool_calls": [{"name": "echo", "arguments": {"text": "%d " % i +
+                                                               "lorem ipsum " * 250}}]},
+                {"text": "Echoed %d." % i}])
+            ev = d.run(sid, "echo a long text, number %d" % i, timeout=30)
+            assert ev[-1]["type"] == "run.completed", (i, types(ev), ev[-1]["data"])
+            seen += types(ev)
+            for q in fake.requests():
+                assert q["status"] == 200, (i, q["status"], q.get("error"))
+        assert "context.trimmed" in seen, seen
+        assert "context.compacted" in seen, seen
+        comp = [e for e in d.events(sid) if e["type"] == "context.compacted"]
+        assert comp[0]["data"]["summary"].startswith("Summary:"), comp[0]
+        h = d.history(sid)
+        summaries = [m for m in h if m["role"] == "summary"]
+        assert summaries and summaries[0]["content"]["covers"] > 0, summaries
+        # What the model is sent now starts with the summary.
+        fake.script([{"text": "Still going."}])
+        ev = d.run(sid, "are you still there?")
+        assert ev[-1]["type"] == "run.completed", types(ev)
+        msgs = fake.requests()[-1]["body"]["messages"]
+        assert "summarised to fit the context window" in msgs[1]["content"], msgs[1]
+    finally:
+        d.stop()
+
+
+def main():
+    shutil.rmtree(CAPTURE, ignore_errors=True)
+    os.environ["FAKE_LLM_CAPTURE_DIR"] = CAPTURE
+    fake = Fake()
+    ctx = {"fake": fake, "d": {}}
+    for api in APIS:
+        ctx["d"][api] = daemon(ctx, "rules-" + api, api)
+    passed, failed = run_checks(checks, ctx)
+    for d in ctx["d"].values():
+        d.stop()
+    # Every request of this run, validated again offline.
+    n = len(checks) + 1
+    r = subprocess.run([sys.executable, FAKE, "--validate", CAPTURE],
+                       capture_output=True, text=True)
+    count = len(os.listdir(CAPTURE)) if os.path.isdir(CAPTURE) else 0
+    if r.returncode == 0 and count > 50:
+        print("ok %d - all %d captured requests pass the rules again offline"
+              % (n, count))
+        passed += 1
+    else:
+        print("not ok %d - the captured requests (%d) validated offline" % (n, count))
+        for line in (r.stdout + r.stderr).splitlines()[-10:]:
+            print("# " + line)
+        failed += 1
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
