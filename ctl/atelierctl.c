@@ -24,10 +24,8 @@
 
 #include <json-c/json.h>
 
+#include "ctl.h"
 #include "rpc_client.h"
-
-#define EXIT_TOOL_FAILED 1
-#define EXIT_USAGE 2
 
 /* events --follow asks the daemon to hold each read this long. */
 #define FOLLOW_WAIT_MS 30000
@@ -37,7 +35,15 @@ static const char *const usage_text =
     "usage: atelierctl [OPTIONS] COMMAND [ARGS]\n"
     "\n"
     "Commands:\n"
-    "  tools [NAME]                     list the tools, or describe one\n"
+    "  tools [NAME] [--wire PROVIDER]   list the tools, or describe one;\n"
+    "                                   --wire: the tool list exactly as\n"
+    "                                   PROVIDER (anthropic, openai, gemini)\n"
+    "                                   is sent it\n"
+    "  provider check [NAME] [--model M]\n"
+    "                                   send the provider one small request\n"
+    "                                   with the real tool list: does the key\n"
+    "                                   work, is every tool taken, what does\n"
+    "                                   the model answer\n"
     "  session new [--model NAME]       create a session, print its id\n"
     "  session list                     list the sessions\n"
     "  session show ID                  print a session (document, history)\n"
@@ -72,7 +78,8 @@ typedef struct {
   int after_set;
   int follow;
   int json;
-  const char *model; /* session new --model */
+  const char *model; /* session new --model, provider check --model */
+  const char *wire;  /* tools --wire */
 } options;
 
 static options opt = {.timeout_ms = 60000};
@@ -262,10 +269,58 @@ static int first_line_len(const char *s) {
   return n > INT_MAX ? INT_MAX : (int)n;
 }
 
+/* ---- for the commands of other files (ctl.h) ---- */
+
+int ctl_timeout_ms(void) {
+  return opt.timeout_ms;
+}
+
+const char *ctl_model(void) {
+  return opt.model;
+}
+
+int ctl_json_output(void) {
+  return opt.json;
+}
+
+int ctl_usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("atelierctl: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs("\nTry 'atelierctl --help'.\n", stderr);
+  va_end(ap);
+  return EXIT_USAGE;
+}
+
+int ctl_connect(void) {
+  return connect_daemon();
+}
+
+int ctl_request(const char *method, json_object *params, json_object **out) {
+  return request(method, params, NULL, opt.timeout_ms, out);
+}
+
+void ctl_print_json(FILE *f, json_object *o) {
+  print_json(f, o);
+}
+
 static int cmd_tools(int argc, char **argv) {
-  if (argc > 1)
-    return usage_error("%s", "usage: atelierctl tools [NAME]");
+  if (argc > 1 || (opt.wire != NULL && argc > 0))
+    return usage_error("%s", "usage: atelierctl tools [NAME] | tools --wire "
+                             "PROVIDER");
   json_object *tools = NULL;
+  if (opt.wire != NULL) {
+    /* What a provider is sent, byte for byte as JSON. */
+    json_object *p = json_object_new_object();
+    json_object_object_add(p, "wire", json_object_new_string(opt.wire));
+    if (connect_daemon() != 0 ||
+        request("tool.list", p, NULL, opt.timeout_ms, &tools) != 0)
+      return EXIT_USAGE;
+    print_json(stdout, tools);
+    json_object_put(tools);
+    return 0;
+  }
   if (connect_daemon() != 0 || request("tool.list", json_object_new_object(),
                                        NULL, opt.timeout_ms, &tools) != 0)
     return EXIT_USAGE;
@@ -756,7 +811,15 @@ static int parse_number(const char *what, const char *s, long long min,
 }
 
 int main(int argc, char **argv) {
-  enum { O_SOCKET_DIR = 256, O_SOCKET, O_TIMEOUT, O_VERSION, O_AFTER, O_MODEL };
+  enum {
+    O_SOCKET_DIR = 256,
+    O_SOCKET,
+    O_TIMEOUT,
+    O_VERSION,
+    O_AFTER,
+    O_MODEL,
+    O_WIRE
+  };
   static const struct option longopts[] = {
       {"socket-dir", required_argument, NULL, O_SOCKET_DIR},
       {"socket", required_argument, NULL, O_SOCKET},
@@ -768,6 +831,7 @@ int main(int argc, char **argv) {
       {"json", no_argument, NULL, 'j'},
       {"output", required_argument, NULL, 'o'},
       {"model", required_argument, NULL, O_MODEL},
+      {"wire", required_argument, NULL, O_WIRE},
       {NULL, 0, NULL, 0},
   };
   /* The daemon going away mid-write must be an error message, not a
@@ -797,6 +861,9 @@ int main(int argc, char **argv) {
     case O_MODEL:
       opt.model = optarg;
       break;
+    case O_WIRE:
+      opt.wire = optarg;
+      break;
     case 'f':
       opt.follow = 1;
       break;
@@ -825,10 +892,16 @@ int main(int argc, char **argv) {
   int is_call = strcmp(cmd, "call") == 0, is_events = !strcmp(cmd, "events");
   if (opt.out_dir != NULL && !is_call)
     return usage_error("-o is an option of call, not of %s", cmd);
-  if ((opt.follow || opt.json || opt.after_set) && !is_events)
-    return usage_error("--after, --follow and --json are options of events, "
+  int is_provider = strcmp(cmd, "provider") == 0;
+  if ((opt.follow || opt.after_set) && !is_events)
+    return usage_error("--after and --follow are options of events, not of %s",
+                       cmd);
+  if (opt.json && !is_events && !is_provider)
+    return usage_error("--json is an option of events and provider check, "
                        "not of %s",
                        cmd);
+  if (opt.wire != NULL && strcmp(cmd, "tools") != 0)
+    return usage_error("--wire is an option of tools, not of %s", cmd);
 
   int status;
   if (strcmp(cmd, "tools") == 0)
@@ -841,6 +914,8 @@ int main(int argc, char **argv) {
     status = cmd_events(cargc, cargv);
   else if (strcmp(cmd, "raw") == 0)
     status = cmd_raw(cargc, cargv);
+  else if (is_provider)
+    status = ctl_cmd_provider(cargc, cargv);
   else
     status = usage_error("unknown command '%s'", cmd);
   ctl_rpc_close(&rpc);

@@ -784,6 +784,38 @@ static void m_agent_models(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   json_object_put(r);
 }
 
+/* provider.check {provider?, model?}: agent_check.c. */
+static void checked(atl_daemon_t *d, json_object *report, void *user) {
+  atl_rpc_call_t *c = user;
+  if (report == NULL) {
+    atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    return;
+  }
+  atl_rpc_reply(d, c, report);
+  json_object_put(report);
+}
+
+static void m_provider_check(atl_daemon_t *d, atl_rpc_call_t *c,
+                             json_object *p) {
+  static const char *const names[] = {"provider", "model", NULL};
+  if (!only(d, c, p, names))
+    return;
+  json_object *v = NULL;
+  const char *name = NULL, *model = NULL;
+  if (p != NULL && json_object_object_get_ex(p, "provider", &v)) {
+    if (!json_object_is_type(v, json_type_string) ||
+        !atl_provider_name_ok(json_object_get_string(v))) {
+      invalid(d, c, "\"provider\" must name a [provider.NAME] section (1 to 32 "
+                    "of a-z, 0-9, '_' and '-')");
+      return;
+    }
+    name = json_object_get_string(v);
+  }
+  if (!model_param(d, c, p, &model))
+    return;
+  atl_agent_check(d, name, model, checked, c);
+}
+
 /* ---- dispatch ---- */
 
 static const struct {
@@ -795,6 +827,7 @@ static const struct {
     {"daemon.info", m_daemon_info, 0},
     {"events.read", m_events_read, 0},
     {"image.get", m_image_get, 0},
+    {"provider.check", m_provider_check, 0},
     {"session.cancel", m_session_cancel, 0},
     {"session.create", m_session_create, 1},
     {"session.delete", m_session_delete, 1},

@@ -34,6 +34,26 @@ typedef struct atl_agent_s atl_agent_t;
 int atl_agent_init(atl_daemon_t *d);
 void atl_agent_free(atl_daemon_t *d);
 
+/* Fills p (zeroed by the caller) with the provider [provider.NAME] of the
+ * configuration, or, for NULL, the one the agent uses (the configured
+ * one, else the first whose key is in the environment); offline (ops
+ * NULL, why_offline set) when there is none. atl_agent_provider_clear
+ * frees what it holds. */
+void atl_agent_provider_resolve(atl_daemon_t *d, const char *name,
+                                atl_agent_provider_t *p);
+void atl_agent_provider_clear(atl_agent_provider_t *p);
+
+/* provider.check (agent_check.c): sends the provider NAME (NULL: the
+ * agent's) one small request with the real tool list, and calls done with
+ * what came of it (a new object: {provider, type, model, base_url, ok,
+ * key: {ok, message}, tools: {ok, count, message, tool?}, answer: {text,
+ * stop_reason, latency_ms, input_tokens, output_tokens}, status?}),
+ * which done takes. model NULL: the provider's default. */
+void atl_agent_check(atl_daemon_t *d, const char *name, const char *model,
+                     void (*done)(atl_daemon_t *d, json_object *report,
+                                  void *user),
+                     void *user);
+
 /* The session's agent state is freed with the session. */
 void atl_agent_session_free(atl_session_t *s);
 

@@ -48,13 +48,23 @@ static void offline(atl_agent_provider_t *p, const char *why) {
   p->why_offline = strdup(why);
 }
 
-static void resolve(atl_daemon_t *d, atl_agent_provider_t *p) {
+void atl_agent_provider_resolve(atl_daemon_t *d, const char *name,
+                                atl_agent_provider_t *p) {
   const atl_config_t *cfg = d->cfg;
   const atl_provider_conf_t *conf = NULL;
   int def = -1;
-  if (cfg->agent_provider != NULL) {
-    conf = atl_provider_conf(cfg, cfg->agent_provider);
+  if (name == NULL)
+    name = cfg->agent_provider;
+  if (name != NULL) {
+    conf = atl_provider_conf(cfg, name);
     def = conf ? default_of(conf->type) : -1;
+    if (conf == NULL) {
+      char msg[160];
+      snprintf(msg, sizeof(msg),
+               "There is no [provider.%.40s] in atelierd.conf.", name);
+      offline(p, msg);
+      return;
+    }
   } else {
     /* No provider chosen: the first whose key is in the environment. */
     for (size_t i = 0; i < NDEFAULTS && def < 0; i++)
@@ -197,7 +207,7 @@ int atl_agent_init(atl_daemon_t *d) {
     json_object_put(tools);
     return ATL_ENOMEM;
   }
-  resolve(d, p);
+  atl_agent_provider_resolve(d, NULL, p);
   d->agent = p;
   const atl_provider_conf_t *conf =
       d->cfg->agent_provider ? atl_provider_conf(d->cfg, d->cfg->agent_provider)
@@ -246,17 +256,22 @@ int atl_agent_init(atl_daemon_t *d) {
   return 0;
 }
 
+void atl_agent_provider_clear(atl_agent_provider_t *p) {
+  free(p->model);
+  free(p->base_url);
+  free(p->api_key);
+  free(p->why_offline);
+  free(p->prompt);
+  free(p->tools_text);
+  json_object_put(p->cassette);
+  json_object_put(p->demo);
+  memset(p, 0, sizeof(*p));
+}
+
 void atl_agent_free(atl_daemon_t *d) {
   atl_agent_provider_t *p = d->agent;
   if (p != NULL) {
-    free(p->model);
-    free(p->base_url);
-    free(p->api_key);
-    free(p->why_offline);
-    free(p->prompt);
-    free(p->tools_text);
-    json_object_put(p->cassette);
-    json_object_put(p->demo);
+    atl_agent_provider_clear(p);
     free(p);
   }
   d->agent = NULL;

@@ -1,0 +1,32 @@
+/* What atelierctl's commands share (atelierctl.c): the options, the
+ * connection to atelierd and one request on it, and printing. The
+ * commands that live in files of their own (ctl_provider.c) use these.
+ */
+#ifndef ATL_CTL_H
+#define ATL_CTL_H
+
+#include <stdio.h>
+
+#include <json-c/json.h>
+
+#define EXIT_TOOL_FAILED 1
+#define EXIT_USAGE 2
+
+/* The command line's options that commands read. */
+int ctl_timeout_ms(void);
+const char *ctl_model(void);     /* --model, or NULL */
+int ctl_json_output(void);       /* --json */
+
+/* Prints "atelierctl: <message>" and the hint to --help; EXIT_USAGE. */
+int ctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Connects to api.sock; 0, or -1 after printing why. */
+int ctl_connect(void);
+/* One request (params taken); 0 with *out (the caller puts it), or -1
+ * after printing why. */
+int ctl_request(const char *method, json_object *params, json_object **out);
+void ctl_print_json(FILE *f, json_object *o);
+
+/* ctl_provider.c: "provider check [NAME]". */
+int ctl_cmd_provider(int argc, char **argv);
+
+#endif
