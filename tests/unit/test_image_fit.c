@@ -141,19 +141,19 @@ Test(image_fit, max_side_keeps_the_aspect_ratio) {
 
 Test(image_fit, pixel_and_short_side_limits) {
   uint8_t grey = 90;
-  unsigned char *px = solid(4000, 3000, 1, &grey);
+  unsigned char *px = solid(2000, 1500, 1, &grey);
   size_t len;
-  unsigned char *png = img_png8(px, 4000, 3000, 1, 1, &len);
+  unsigned char *png = img_png8(px, 2000, 1500, 1, 1, &len);
   atl_image_fit_t f;
-  /* 1.15 Mpx: the largest 4:3 size under it, to the pixel. */
-  atl_image_limits_t lim = {.max_pixels = 1150000};
+  /* 287,500 px: the largest 4:3 size under it, to the pixel. */
+  atl_image_limits_t lim = {.max_pixels = 287500};
   cr_assert_eq(atl_image_fit(png, len, &lim, &f), 0);
-  cr_assert_leq((uint64_t)f.width * f.height, 1150000);
-  cr_assert_eq(f.width, 1237);
-  cr_assert_eq(f.height, 928);
-  /* One more pixel on the long side would be over: 1238 x 929 (928.5,
-   * rounded up) is 1,150,102 px. */
-  cr_assert_gt(1238ull * ((3000ull * 1238 + 2000) / 4000), 1150000);
+  cr_assert_leq((uint64_t)f.width * f.height, 287500);
+  cr_assert_eq(f.width, 619);
+  cr_assert_eq(f.height, 464);
+  /* One more pixel on the long side would be over: 620 x 465 (465.0)
+   * is 288,300 px. */
+  cr_assert_gt(620ull * ((1500ull * 620 + 1000) / 2000), 287500);
   atl_image_fit_free(&f);
   /* OpenAI's 2048 px, then 768 on the short side. */
   atl_image_limits_t oa = {.max_side = 2048, .max_short_side = 768};
@@ -170,6 +170,60 @@ Test(image_fit, pixel_and_short_side_limits) {
   atl_image_fit_free(&f);
   free(png);
   free(px);
+}
+
+/* The size the header promises, found the slow way: the largest long
+ * side t whose short side round(S * t / L) (half up, at least 1) meets
+ * every limit. */
+static void expected_size(uint32_t w, uint32_t h, const atl_image_limits_t *l,
+                          uint32_t *ew, uint32_t *eh) {
+  uint32_t big = w > h ? w : h, sm = w > h ? h : w;
+  for (uint32_t t = big; t >= 1; t--) {
+    uint32_t s = (uint32_t)(((uint64_t)sm * t + big / 2) / big);
+    s = s ? s : 1;
+    if ((!l->max_side || t <= l->max_side) &&
+        (!l->max_short_side || s <= l->max_short_side) &&
+        (!l->max_pixels || (uint64_t)t * s <= l->max_pixels)) {
+      *ew = w > h ? t : s;
+      *eh = w > h ? s : t;
+      return;
+    }
+  }
+}
+
+Test(image_fit, sizes_are_the_largest_that_fit) {
+  static const struct {
+    uint32_t w, h;
+    atl_image_limits_t lim;
+  } cases[] = {
+      {3000, 1000, {.max_side = 1568}},
+      {1000, 3000, {.max_side = 1568, .max_pixels = 1000000}},
+      {4000, 40, {.max_pixels = 1000}},
+      {4000, 39, {.max_pixels = 3001}},
+      {5000, 7, {.max_pixels = 999}},
+      {3001, 1999, {.max_pixels = 777777}},
+      {2047, 2049, {.max_short_side = 768}},
+      {4001, 301, {.max_short_side = 100}},
+      {4001, 301, {.max_short_side = 100, .max_pixels = 20000}},
+      {65535, 3, {.max_side = 100}},
+      {1, 5000, {.max_side = 50, .max_short_side = 1}},
+      {333, 331, {.max_side = 1, .max_pixels = 1}},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    uint32_t w = cases[i].w, h = cases[i].h, ew = 0, eh = 0;
+    uint8_t grey = 200;
+    unsigned char *px = solid(w, h, 1, &grey);
+    size_t len;
+    unsigned char *png = img_png8(px, w, h, 1, 1, &len);
+    atl_image_fit_t f;
+    cr_assert_eq(atl_image_fit(png, len, &cases[i].lim, &f), 0, "case %zu", i);
+    expected_size(w, h, &cases[i].lim, &ew, &eh);
+    cr_assert(f.width == ew && f.height == eh, "%ux%u: %ux%u, not %ux%u", w, h,
+              f.width, f.height, ew, eh);
+    atl_image_fit_free(&f);
+    free(png);
+    free(px);
+  }
 }
 
 Test(image_fit, solid_colour_stays_exact) {
