@@ -834,6 +834,27 @@ Test(image_fit, impossible_limits_are_e2big) {
   free(px);
 }
 
+Test(image_fit, a_png_that_fools_the_estimate_still_fits) {
+  /* Flat where image_fit.c samples its rows for an estimate (the first 8
+   * of every 64), noise elsewhere: the estimate says the PNG fits, the
+   * encoder finds out it does not, and JPEG takes over. */
+  unsigned char *px = noise(512, 512, 3, 13);
+  for (uint32_t y = 0; y < 512; y++)
+    if (y % 64 < 8)
+      memset(px + (size_t)y * 512 * 3, 90, 512 * 3);
+  size_t len;
+  unsigned char *png = img_png8(px, 512, 512, 3, 1, &len);
+  atl_image_limits_t lim = {.max_base64 = 400000};
+  cr_assert_gt(atl_base64_len(len), lim.max_base64);
+  atl_image_fit_t f;
+  cr_assert_eq(atl_image_fit(png, len, &lim, &f), 0);
+  cr_assert_str_eq(f.mime, "image/jpeg");
+  cr_assert_leq(atl_base64_len(f.len), lim.max_base64);
+  atl_image_fit_free(&f);
+  free(png);
+  free(px);
+}
+
 Test(image_fit, shrinks_until_the_base64_fits) {
   /* Noise of 1024 x 1024 in 300 kB of base64: several sizes down, each
    * checked. */
