@@ -17,8 +17,8 @@ cc=${CLANG:-clang}
 command -v "$cc" >/dev/null || { echo "clang not found: apt-get install clang libclang-rt-14-dev"; exit 1; }
 mkdir -p "$out"
 flags="-g -O1 -std=gnu17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-  -D_GNU_SOURCE -I$src/include -I$src/daemon -I$src/plugins/scene -I$src/fcgi -I$src/render -I$src/optics -I$src/plugins/optics -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto sqlite3)"
-libs="$(pkg-config --libs json-c libpcre2-8 inih libcrypto sqlite3) -lpthread -lm"
+  -D_GNU_SOURCE -I$src/include -I$src/daemon -I$src/plugins/scene -I$src/fcgi -I$src/render -I$src/optics -I$src/plugins/optics -I$src/tests/unit -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto sqlite3 libpng libjpeg)"
+libs="$(pkg-config --libs json-c libpcre2-8 inih libcrypto sqlite3 libpng libjpeg) -lpthread -lm"
 sources() {
   case $1 in
     jsonrpc) echo daemon/jsonrpc.c daemon/util.c ;;
@@ -28,6 +28,9 @@ sources() {
       daemon/providers/openai.c daemon/providers/anthropic.c \
       daemon/providers/gemini.c ;;
     fcgi) echo fcgi/match.c ;;
+    # The fitter, and the unit tests' libpng/libjpeg reader that checks
+    # its output.
+    image_fit) echo daemon/image_fit.c tests/unit/image_samples.c ;;
     optics_expr) echo optics/fail.c optics/expr.c optics/expr_parse.c optics/expr_deriv.c ;;
     # The tracer's own files: everything in render/ but the farm, its
     # worker, the CLI and PNG encoding.
@@ -52,7 +55,8 @@ sources() {
 }
 status=0
 for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene stream fcgi render \
-    optics_scene optics_mathexpr optics_module optics_expr optics_query}; do
+    optics_scene optics_mathexpr optics_module optics_expr optics_query \
+    image_fit}; do
   files=
   for f in $(sources $t) tests/fuzz/fuzz_$t.c; do files="$files $src/$f"; done
   # shellcheck disable=SC2086
