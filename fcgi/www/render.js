@@ -14,6 +14,8 @@ import { CallMatcher, RUN_END, usageLine } from './events.js';
 import { api } from './api.js';
 
 const firstLine = (s) => String(s).split('\n', 1)[0];
+const count = (x) => x.toLocaleString('en-US');
+const isCount = (x) => Number.isSafeInteger(x) && x >= 0;
 
 // A change list longer than this is cut (an import can touch everything);
 // the raw call below it still has all of it.
@@ -105,6 +107,9 @@ export class ChatView {
       case 'tool.progress': this.toolProgress(d); break;
       case 'tool.finished': this.toolFinished(ev, d); break;
       case 'tool.results': this.unfinished('No result: the call did not run.'); break;
+      case 'run.continued': this.runContinued(ev, d); break;
+      case 'context.trimmed': this.contextTrimmed(ev, d); break;
+      case 'context.compacted': this.contextCompacted(ev, d); break;
       case 'render.progress':
         if (typeof d.image === 'string' && d.image !== '') this.hooks.onImage(d.image);
         if (Number.isFinite(d.fraction)) {
@@ -281,6 +286,71 @@ export class ChatView {
     }
   }
 
+  // A notice in the open run: role=alert for what went wrong, else status.
+  notice(run, kind, text, alert = false, ...children) {
+    const node = el('div', {
+      class: 'notice',
+      dataset: { kind },
+      attrs: { role: alert ? 'alert' : 'status' },
+      text: children.length > 0 ? null : text,
+    }, children.length > 0 ? el('span', { class: 'notice-text', text }) : null, ...children);
+    run.box.appendChild(node);
+    return node;
+  }
+
+  // The loop kept the run going after a turn ended abnormally; what the
+  // model says next comes as the run's next text.delta/text.done, in a
+  // bubble of its own below this notice (the cut turn had its text.done).
+  runContinued(ev, d) {
+    const run = this.current(ev.seq);
+    const n = isCount(d.attempt) && d.attempt > 0 ? ` (${d.attempt})` : '';
+    let text;
+    switch (d.reason) {
+      case 'max_tokens':
+        text = `The answer reached the output limit; continuing${n}…`;
+        break;
+      case 'malformed_function_call':
+        text = `The model's tool call could not be read; it was told and is trying again${n}…`;
+        break;
+      case 'pause_turn':
+        text = 'Paused by the provider; resuming…';
+        break;
+      default:
+        text = `The model's turn ended early; continuing${n}…`;
+    }
+    const node = this.notice(run, 'continued', text);
+    // What the loop told the model, for whoever wonders.
+    if (typeof d.text === 'string' && d.text !== '') node.title = d.text;
+    if (typeof d.reason === 'string') node.dataset.reason = d.reason;
+  }
+
+  contextTrimmed(ev, d) {
+    const run = this.current(ev.seq);
+    const size = isCount(d.tokens) && isCount(d.budget) && d.budget > 0
+      ? ` (about ${count(d.tokens)} of ${count(d.budget)} tokens)` : '';
+    this.notice(run, 'trimmed',
+      `Older tool results are now sent to the model in short, to fit its context window${size}.`);
+  }
+
+  // The summary is the model's words about the conversation: Markdown
+  // through the safe builder, folded away in a <details>. Without one the
+  // messages were dropped, and the error says why.
+  contextCompacted(ev, d) {
+    const run = this.current(ev.seq);
+    const n = d.messages;
+    const which = !isCount(n) ? 'The oldest messages were'
+      : n === 1 ? 'The oldest message was' : `The ${count(n)} oldest messages were`;
+    if (typeof d.summary === 'string' && d.summary !== '') {
+      const body = el('div', { class: 'md notice-summary' });
+      body.appendChild(buildMarkdown(parseMarkdown(d.summary)));
+      this.notice(run, 'compacted', `${which} summarised to fit the model's context window.`, false,
+        el('details', { class: 'notice-details' }, el('summary', { text: 'Summary' }), body));
+    } else {
+      const why = typeof d.error === 'string' && d.error !== '' ? `: ${d.error}` : '.';
+      this.notice(run, 'dropped', `${which} dropped to fit the model's context window${why}`);
+    }
+  }
+
   runEnded(ev, d) {
     this.renderEnded();
     const run = this.current(ev.seq);
@@ -297,7 +367,12 @@ export class ChatView {
         break;
       case 'run.error': {
         const status = Number.isFinite(d.status) ? ` (HTTP ${d.status})` : '';
-        notice = ['error', `Error${status}: ${message || 'the run failed.'}`];
+        if (d.reason === 'refusal' || d.reason === 'safety')
+          notice = ['declined', `Declined: ${message || 'the model would not answer.'}`];
+        else if (d.reason === 'max_tokens' || d.reason === 'context')
+          notice = ['error', `Stopped: ${message || 'the run could not go on.'}`];
+        else
+          notice = ['error', `Error${status}: ${message || 'the run failed.'}`];
         break;
       }
       case 'run.interrupted':
@@ -308,13 +383,10 @@ export class ChatView {
       ? 'Interrupted: atelierd stopped before this call ran.'
       : ev.type === 'run.cancelled' ? 'Not run: the run was stopped.' : 'No result: the call did not run.';
     this.unfinished(reason);
-    if (notice !== null)
-      run.box.appendChild(el('div', {
-        class: 'notice',
-        dataset: { kind: notice[0] },
-        attrs: { role: notice[0] === 'error' ? 'alert' : 'status' },
-        text: notice[1],
-      }));
+    if (notice !== null) {
+      const node = this.notice(run, notice[0], notice[1], notice[0] === 'error' || notice[0] === 'declined');
+      if (ev.type === 'run.error' && typeof d.reason === 'string') node.dataset.reason = d.reason;
+    }
     this.closeRun(ev.type.slice(4), usageLine(d));
     this.hooks.onRunEnded(ev.type);
   }

@@ -253,6 +253,147 @@ describe('ChatView: runs in progress', () => {
   });
 });
 
+// The loop's own notices: a run kept going after a cut or unreadable turn,
+// the context window trimmed and compacted, and the reasons a run.error
+// may carry.
+describe('ChatView: notices from the agent loop', () => {
+  const seqd = (evs) => evs.map(([type, data], i) => ({ seq: i + 1, type, ts: 0, data }));
+  const notices = (root) => all(root, '.notice').map((n) => [n.dataset.kind, n.textContent]);
+
+  test('run.continued: a notice per continuation, and the run goes on', () => {
+    const { view, root, log } = makeView();
+    const note = '(Your answer was cut off at the output limit. Continue exactly where it stopped, without repeating anything.)';
+    for (const ev of seqd([
+      ['run.started', { text: 'tell me' }],
+      ['text.delta', { text: 'The first half' }],
+      ['text.done', { text: 'The first half' }],
+      ['run.continued', { reason: 'max_tokens', text: note, attempt: 1 }],
+      ['text.delta', { text: ' and the rest.' }],
+      ['text.done', { text: ' and the rest.' }],
+      ['run.continued', { reason: 'malformed_function_call', text: '(Your last tool call could not be read)', attempt: 2 }],
+      ['run.continued', { reason: 'pause_turn', attempt: 1 }],
+      ['tool.started', { tool: 'create_shape', id: 'c1', arguments: { id: 'ball' } }],
+    ])) view.apply(ev);
+    const run = root.querySelector('.run');
+    assert.equal(all(root, '.run').length, 1, 'one run throughout');
+    assert.equal(run.dataset.state, 'active');
+    assert.deepEqual(log.active, [true], 'still running after the continuations');
+    assert.deepEqual(notices(root), [
+      ['continued', 'The answer reached the output limit; continuing (1)…'],
+      ['continued', "The model's tool call could not be read; it was told and is trying again (2)…"],
+      ['continued', 'Paused by the provider; resuming…'],
+    ]);
+    const ns = all(root, '.notice');
+    assert.deepEqual(ns.map((n) => n.getAttribute('role')), ['status', 'status', 'status']);
+    assert.deepEqual(ns.map((n) => n.dataset.reason), ['max_tokens', 'malformed_function_call', 'pause_turn']);
+    assert.equal(ns[0].title, note);
+    // The continued text is in the same run, after the notice, in its own bubble.
+    const kids = run.children.map((c) => c.classList.contains('notice') ? 'notice'
+      : c.classList.contains('msg-assistant') ? 'answer:' + c.textContent : c.className);
+    assert.deepEqual(kids, ['answer:The first half', 'notice', 'answer:and the rest.', 'notice', 'notice', 'tool-call']);
+    assert.equal(run.querySelector('.tool-call').dataset.state, 'pending');
+    view.apply({ seq: 10, type: 'tool.finished', data: { operation: { tool: 'create_shape', target: 'ball' }, success: true, id: 'c1' } });
+    view.apply({ seq: 11, type: 'run.completed', data: { turns: 4 } });
+    assert.equal(run.dataset.state, 'completed');
+    assert.equal(run.querySelector('.tool-call').dataset.state, 'ok');
+    assert.deepEqual(log.active, [true, false]);
+  });
+
+  test('run.continued without an attempt count, or with a reason not known yet', () => {
+    const { view, root } = makeView();
+    view.apply({ seq: 1, type: 'run.started', data: { text: 'x' } });
+    view.apply({ seq: 2, type: 'run.continued', data: { reason: 'max_tokens' } });
+    view.apply({ seq: 3, type: 'run.continued', data: { reason: EVIL, attempt: 3 } });
+    assert.deepEqual(notices(root), [
+      ['continued', 'The answer reached the output limit; continuing…'],
+      ['continued', "The model's turn ended early; continuing (3)…"],
+    ]);
+  });
+
+  test('context.trimmed: says what goes in short, with the estimate', () => {
+    const { view, root } = makeView();
+    view.apply({ seq: 1, type: 'run.started', data: { text: 'x' } });
+    view.apply({ seq: 2, type: 'context.trimmed', data: { short_below: 12, tokens: 181234, budget: 190000 } });
+    view.apply({ seq: 3, type: 'context.trimmed', data: { short_below: 14 } });
+    assert.deepEqual(notices(root), [
+      ['trimmed', 'Older tool results are now sent to the model in short, to fit its context window (about 181,234 of 190,000 tokens).'],
+      ['trimmed', 'Older tool results are now sent to the model in short, to fit its context window.'],
+    ]);
+    assert.equal(root.querySelector('.notice').getAttribute('role'), 'status');
+    assert.equal(root.querySelector('.run').dataset.state, 'active');
+  });
+
+  test('context.compacted: the summary folded in a <details>, hostile text stays text', () => {
+    const { view, root } = makeView();
+    const summary = `The user asked for a **snowman**. ${EVIL} <script>alert(1)</script> [x](javascript:alert(1))`;
+    view.apply({ seq: 1, type: 'run.started', data: { text: 'x' } });
+    view.apply({ seq: 2, type: 'context.compacted', data: { summary, messages: 24, covers: 25, tokens_before: 200000, budget: 190000 } });
+    view.apply({ seq: 3, type: 'text.done', data: { text: 'Still here.' } });
+    const n = root.querySelector('.notice');
+    assert.equal(n.dataset.kind, 'compacted');
+    assert.equal(n.getAttribute('role'), 'status');
+    assert.equal(n.querySelector('.notice-text').textContent,
+      "The 24 oldest messages were summarised to fit the model's context window.");
+    const details = n.querySelector('details');
+    assert.ok(details, 'a <details>');
+    assert.ok(!details.open, 'folded');
+    assert.equal(details.querySelector('summary').textContent, 'Summary');
+    const body = details.querySelector('.notice-summary');
+    assert.equal(body.querySelector('strong').textContent, 'snowman');
+    assert.ok(body.textContent.includes(EVIL), 'the <img> is shown as text');
+    assert.ok(body.textContent.includes('<script>alert(1)</script>'));
+    const allowed = new Set(['details', 'summary', 'div', 'span', 'p', 'strong', 'em', 'code', 'br']);
+    for (const e of n.descendants()) assert.ok(allowed.has(e.localName), 'unexpected <' + e.localName + '>');
+    assert.equal(all(root, 'img').length + all(root, 'script').length + all(root, 'a').length, 0);
+    assert.equal(all(root, '.msg-assistant').at(-1).textContent, 'Still here.', 'the run goes on');
+  });
+
+  test('context.compacted without a summary: the messages were dropped, and why', () => {
+    const { view, root } = makeView();
+    view.apply({ seq: 1, type: 'run.started', data: { text: 'x' } });
+    view.apply({ seq: 2, type: 'context.compacted', data: { summary: null, messages: 7, covers: 8, tokens_before: 9, budget: 5, error: `HTTP 500 ${EVIL}` } });
+    view.apply({ seq: 3, type: 'context.compacted', data: { summary: null, messages: 1, covers: 9 } });
+    assert.deepEqual(notices(root), [
+      ['dropped', `The 7 oldest messages were dropped to fit the model's context window: HTTP 500 ${EVIL}`],
+      ['dropped', "The oldest message was dropped to fit the model's context window."],
+    ]);
+    assert.equal(all(root, 'details').length, 0);
+    assert.equal(all(root, 'img').length, 0);
+  });
+
+  test('run.error reasons: declined, stopped, or an error as before', () => {
+    const { view, root, log } = makeView();
+    const errs = [
+      { reason: 'refusal', message: `I can't help with that. ${EVIL}` },
+      { reason: 'safety', message: 'The answer was blocked (SAFETY).' },
+      { reason: 'max_tokens', message: 'The answer was cut off at the output limit without answering.' },
+      { reason: 'context', message: 'The conversation no longer fits the context window.' },
+      { reason: 'malformed_function_call', message: 'The tool call could not be read twice.', status: 200 },
+      { message: 'overloaded', status: 529 },
+    ];
+    let seq = 0;
+    for (const e of errs) {
+      view.apply({ seq: ++seq, type: 'run.started', data: { text: 'x' } });
+      view.apply({ seq: ++seq, type: 'run.error', data: e });
+    }
+    assert.deepEqual(notices(root), [
+      ['declined', `Declined: I can't help with that. ${EVIL}`],
+      ['declined', 'Declined: The answer was blocked (SAFETY).'],
+      ['error', 'Stopped: The answer was cut off at the output limit without answering.'],
+      ['error', 'Stopped: The conversation no longer fits the context window.'],
+      ['error', 'Error (HTTP 200): The tool call could not be read twice.'],
+      ['error', 'Error (HTTP 529): overloaded'],
+    ]);
+    const ns = all(root, '.notice');
+    assert.ok(ns.every((n) => n.getAttribute('role') === 'alert'));
+    assert.deepEqual(ns.map((n) => n.dataset.reason),
+      ['refusal', 'safety', 'max_tokens', 'context', 'malformed_function_call', undefined]);
+    assert.ok(all(root, '.run').every((r) => r.dataset.state === 'error'));
+    assert.equal(log.ended.length, errs.length);
+    assert.equal(all(root, 'img').length, 0);
+  });
+});
+
 // A stand-in for the browser's EventSource: records its URL and listeners.
 class FakeEventSource {
   static CONNECTING = 0;
