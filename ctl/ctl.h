@@ -14,8 +14,8 @@
 
 /* The command line's options that commands read. */
 int ctl_timeout_ms(void);
-const char *ctl_model(void);     /* --model, or NULL */
-int ctl_json_output(void);       /* --json */
+const char *ctl_model(void); /* --model, or NULL */
+int ctl_json_output(void);   /* --json */
 
 /* Prints "atelierctl: <message>" and the hint to --help; EXIT_USAGE. */
 int ctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -76,8 +76,8 @@ int ctl_cmd_provider(int argc, char **argv) {
   if (key != NULL && yes(key))
     printf("key      ok\n");
   else
-    printf("key      REFUSED: %s\n", text(key, "message") ? text(key, "message")
-                                                          : "(no reason)");
+    printf("key      REFUSED: %s\n",
+           text(key, "message") ? text(key, "message") : "(no reason)");
   if (tools == NULL)
     printf("tools    not checked\n");
   else if (yes(tools))

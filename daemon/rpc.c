@@ -805,8 +805,9 @@ static void m_provider_check(atl_daemon_t *d, atl_rpc_call_t *c,
   if (p != NULL && json_object_object_get_ex(p, "provider", &v)) {
     if (!json_object_is_type(v, json_type_string) ||
         !atl_provider_name_ok(json_object_get_string(v))) {
-      invalid(d, c, "\"provider\" must name a [provider.NAME] section (1 to 32 "
-                    "of a-z, 0-9, '_' and '-')");
+      invalid(d, c,
+              "\"provider\" must name a [provider.NAME] section (1 to 32 "
+              "of a-z, 0-9, '_' and '-')");
       return;
     }
     name = json_object_get_string(v);

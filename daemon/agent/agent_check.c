@@ -43,10 +43,10 @@ static json_object *verdict(int ok, const char *message) {
 static json_object *report_of(check_t *k) {
   json_object *r = json_object_new_object();
   const atl_agent_provider_t *p = &k->p;
-  json_object_object_add(r, "provider",
-                         p->cfg.name ? json_object_new_string(p->cfg.name) : NULL);
-  json_object_object_add(r, "type",
-                         p->cfg.type ? json_object_new_string(p->cfg.type) : NULL);
+  json_object_object_add(
+      r, "provider", p->cfg.name ? json_object_new_string(p->cfg.name) : NULL);
+  json_object_object_add(
+      r, "type", p->cfg.type ? json_object_new_string(p->cfg.type) : NULL);
   json_object_object_add(r, "model",
                          k->model ? json_object_new_string(k->model) : NULL);
   json_object_object_add(
@@ -123,7 +123,8 @@ static void answered(const atl_http_response_t *res, void *user) {
              res->error ? res->error : "connection failed");
     json_object_object_add(r, "key", verdict(0, msg));
   } else {
-    json_object_object_add(r, "status", json_object_new_int((int)res->http_code));
+    json_object_object_add(r, "status",
+                           json_object_new_int((int)res->http_code));
     int key_refused =
         res->http_code == 401 || res->http_code == 403 ||
         (said != NULL && strstr(said, "API key not valid") != NULL);

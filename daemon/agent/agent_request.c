@@ -372,9 +372,18 @@ int atl_agent_request(atl_daemon_t *d, atl_agent_request_cache_t *c,
   size_t count = 0, bytes = 0,
          fixed = strlen(c->system) + OVERHEAD_BYTES +
                  (p->tools_text ? strlen(p->tools_text) : 0);
+  /* The images are counted as images, not as their base64's bytes. */
+  size_t image_bytes = 0;
+  for (size_t i = 0; i < n_images; i++) {
+    json_object *data;
+    if (json_object_object_get_ex(json_object_array_get_idx(refs, i), "data",
+                                  &data))
+      image_bytes += (size_t)json_object_get_string_len(data);
+  }
   uint64_t budget = atl_agent_budget(d, c, model), est = 0;
   for (int step = 0; rc == 0; step++) {
     assemble(c, n, upto, temp, all, &count, &bytes);
+    bytes = bytes > image_bytes ? bytes - image_bytes : 0;
     est = atl_agent_estimate(c, fixed + bytes, n_images);
     if (est <= budget)
       break;

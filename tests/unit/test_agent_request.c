@@ -102,11 +102,12 @@ static void expect_same(fixture_t *f, atl_agent_request_cache_t *c,
   atl_provider_req_t got, want;
   cr_assert_eq(atl_agent_request(&f->d, c, model, doc, history, refs, &got), 0);
   char *system = atl_agent_system_prompt(&f->d, doc);
-  atl_agent_attach_images(full, refs, 1);
+  size_t last = json_object_array_length(full) - 1;
+  atl_agent_attach_images(full, refs, 1, last);
   cr_assert_eq(atl_provider_build(f->p.ops, &f->p.cfg, model, system, full,
                                   f->tools, &want),
                0);
-  atl_agent_attach_images(full, refs, 0);
+  atl_agent_attach_images(full, refs, 0, last);
   cr_assert_str_eq(got.body, want.body, "%s: %zu messages", f->p.ops->type,
                    json_object_array_length(history));
   cr_assert_str_eq(got.url, want.url);
