@@ -1,11 +1,14 @@
 /* Fuzz target: the schema validator. The first line of the input is a
  * schema (compiled strict and lenient), the rest an instance, validated
  * against it and against a realistic tool schema, then completed with
- * defaults. */
+ * defaults. A schema that compiles also goes through the derivation of each
+ * provider's wire form and its lint (providers/wire_schema.c), as every
+ * tool's does when its plugin loads. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "providers/wire_schema.h"
 #include "schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -56,6 +59,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *err = NULL;
     if (atl_schema_compile_text(text, flags, &s, &err) == 0) {
       run(s, instance);
+      if (flags == ATL_SCHEMA_STRICT) {
+        free(atl_wire_check_tool("fuzzed_tool", atl_schema_json(s)));
+        for (int w = 0; w < ATL_WIRE_N; w++) {
+          char *why = NULL;
+          json_object *wire = atl_wire_schema(atl_schema_json(s), w, &why);
+          free(atl_wire_lint("fuzzed_tool", wire, w));
+          json_object_put(wire);
+          free(why);
+        }
+      }
       atl_schema_free(s);
     }
     free(err);

@@ -22,7 +22,8 @@ libs="$(pkg-config --libs json-c libpcre2-8 inih libcrypto sqlite3 libpng libjpe
 sources() {
   case $1 in
     jsonrpc) echo daemon/jsonrpc.c daemon/util.c ;;
-    schema) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c daemon/util.c ;;
+    schema) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c daemon/util.c \
+      daemon/providers/wire_schema.c ;;
     config) echo daemon/config.c daemon/config_provider.c daemon/log.c daemon/util.c ;;
     stream) echo daemon/agent/sse.c daemon/providers/turn.c daemon/providers/request.c \
       daemon/providers/openai.c daemon/providers/anthropic.c \
