@@ -27,7 +27,8 @@ sources() {
     config) echo daemon/config.c daemon/config_provider.c daemon/log.c daemon/util.c ;;
     stream) echo daemon/agent/sse.c daemon/providers/turn.c daemon/providers/request.c \
       daemon/providers/openai.c daemon/providers/anthropic.c \
-      daemon/providers/gemini.c ;;
+      daemon/providers/gemini.c daemon/providers/wire_schema.c \
+      daemon/providers/models.c ;;
     fcgi) echo fcgi/match.c ;;
     # The fitter, and the unit tests' libpng/libjpeg reader that checks
     # its output.

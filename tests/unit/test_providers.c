@@ -770,10 +770,11 @@ Test(gemini, a_streamed_turn_with_a_thought_signature_and_parallel_calls) {
   /* Gemini named neither call: each gets an id of its own, made here, so
    * that its result answers it by id with every provider. */
   json_object *parts = json_object_object_get(m, "parts");
-  const char *ids[2];
+  char ids[2][32];
   for (int i = 0; i < 2; i++) {
     json_object *c = json_object_array_get_idx(parts, (size_t)i + 2);
-    ids[i] = json_object_get_string(json_object_object_get(c, "id"));
+    snprintf(ids[i], sizeof(ids[i]), "%s",
+             json_object_get_string(json_object_object_get(c, "id")));
     cr_assert(strncmp(ids[i], "atl_", 4) == 0 && strlen(ids[i]) == 24, "%s",
               ids[i]);
     cr_assert(json_object_get_boolean(json_object_object_get(c, "made_id")));
