@@ -80,6 +80,7 @@ typedef struct {
   int json;
   const char *model; /* session new --model, provider check --model */
   const char *wire;  /* tools --wire */
+  int timeout_given; /* --timeout was on the command line */
 } options;
 
 static options opt = {.timeout_ms = 60000};
@@ -299,6 +300,12 @@ int ctl_connect(void) {
 
 int ctl_request(const char *method, json_object *params, json_object **out) {
   return request(method, params, NULL, opt.timeout_ms, out);
+}
+
+int ctl_request_wait(const char *method, json_object *params, int timeout_ms,
+                     json_object **out) {
+  return request(method, params, NULL,
+                 opt.timeout_given ? opt.timeout_ms : timeout_ms, out);
 }
 
 void ctl_print_json(FILE *f, json_object *o) {
@@ -851,6 +858,7 @@ int main(int argc, char **argv) {
       if (parse_number("--timeout", optarg, 1, 86400000, &num) != 0)
         return EXIT_USAGE;
       opt.timeout_ms = (int)num;
+      opt.timeout_given = 1;
       break;
     case O_AFTER:
       if (parse_number("--after", optarg, 0, LLONG_MAX, &num) != 0)

@@ -24,6 +24,10 @@ int ctl_connect(void);
 /* One request (params taken); 0 with *out (the caller puts it), or -1
  * after printing why. */
 int ctl_request(const char *method, json_object *params, json_object **out);
+/* The same, waiting timeout_ms unless --timeout said otherwise: for a
+ * request that waits on something slower than atelierd. */
+int ctl_request_wait(const char *method, json_object *params, int timeout_ms,
+                     json_object **out);
 void ctl_print_json(FILE *f, json_object *o);
 
 /* ctl_provider.c: "provider check [NAME]". */

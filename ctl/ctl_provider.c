@@ -58,7 +58,10 @@ int ctl_cmd_provider(int argc, char **argv) {
     json_object_object_add(p, "provider", json_object_new_string(argv[1]));
   if (ctl_model() != NULL)
     json_object_object_add(p, "model", json_object_new_string(ctl_model()));
-  if (ctl_connect() != 0 || ctl_request("provider.check", p, &r) != 0)
+  /* The daemon answers within the provider's own timeout_ms (at most an
+   * hour): atelierctl waits that long, not its usual minute. */
+  if (ctl_connect() != 0 ||
+      ctl_request_wait("provider.check", p, 3660000, &r) != 0)
     return EXIT_USAGE;
   if (ctl_json_output()) {
     ctl_print_json(stdout, r);
@@ -78,6 +81,9 @@ int ctl_cmd_provider(int argc, char **argv) {
   else
     printf("key      REFUSED: %s\n",
            text(key, "message") ? text(key, "message") : "(no reason)");
+  json_object *request = member(r, "request");
+  if (request != NULL)
+    printf("request  REFUSED: %s\n", text(request, "message"));
   if (tools == NULL)
     printf("tools    not checked\n");
   else if (yes(tools))

@@ -396,6 +396,11 @@ static void turn_finished(atl_agent_t *a, json_object *msg, uint64_t ms) {
   a->tag = a->replay == NULL && p->ops != NULL ? p->cfg.type : NULL;
   if (a->tag != NULL)
     json_object_object_add(msg, "provider", json_object_new_string(a->tag));
+  /* Ids unique in the session: Anthropic refuses a request with the same
+   * tool_use id twice, and some servers number calls afresh each answer. */
+  if (a->ids == NULL)
+    a->ids = json_object_new_object();
+  atl_provider_claim_ids(msg, a->s->history_len, a->ids, NULL);
   json_object_object_get_ex(msg, "parts", &parts);
   a->turns++;
   a->attempt = 0;
@@ -497,12 +502,19 @@ static void turn_done(const atl_http_response_t *r, void *user) {
      * than the table says): the window it names is believed, and the
      * request is made again within it, once a run. */
     uint64_t window = 0;
+    int with_output = 0;
     if (!broken && !begun && r->http_code >= 400 && r->http_code < 500 &&
-        atl__agent_context_refusal(why, &window) && a->context_retries < 1) {
+        atl__agent_context_refusal(why, &window, &with_output) &&
+        a->context_retries < 1) {
       free(why);
       a->context_retries++;
       atl_agent_request_cache_t *c = &a->req_cache;
-      uint64_t lower = window > 0 ? window - window / 8 : c->last_estimate / 2;
+      uint64_t out = p->ops->output_cap ? p->ops->output_cap(&p->cfg, a->model)
+                                        : p->cfg.max_tokens;
+      uint64_t lower = window == 0                 ? c->last_estimate / 2
+                       : !with_output              ? window - window / 8
+                       : window > out + window / 8 ? window - out - window / 8
+                                                   : window / 4;
       c->ceiling = c->ceiling && c->ceiling < lower ? c->ceiling : lower;
       if (c->bytes_per_token > 0)
         c->bytes_per_token *= 0.8;
@@ -610,25 +622,44 @@ void atl__agent_turn_start(atl_agent_t *a) {
   json_object_put(refs);
 }
 
-/* A summary is made (or the run was cancelled meanwhile): the request is
- * asked for again, with the images it was to carry. */
-static void compacted(atl_agent_t *a, int ok) {
+#define MAX_COMPACTIONS 3
+
+/* A summary is made (or the run was cancelled meanwhile, or the summary
+ * call failed for now): the request is asked for again, with the images
+ * it was to carry. */
+static void compacted(atl_agent_t *a, int status, const char *why) {
   json_object *refs = a->pending_refs;
   a->pending_refs = NULL;
-  if (!ok || a->cancel || a->d->shutting_down)
+  if (status == 0 || a->cancel || a->d->shutting_down) {
     atl__agent_run_end(a, "run.cancelled", NULL);
-  else
+  } else if (status > 0) {
     turn_request(a, refs);
+  } else if (a->compactions < MAX_COMPACTIONS) {
+    /* The summary call met a passing trouble: the turn starts again after
+     * a pause, as a failed model call does, and summarises again. */
+    uint64_t delay = (1000u << (a->compactions - 1)) + (uint64_t)(rand() % 250);
+    atl_log_kv(ATL_LOG_WARN, "summary call failed; retrying", "session",
+               a->s->id, "error", why ? why : "", NULL);
+    uv_timer_start(&a->retry_timer, retry_fired, delay, 0);
+  } else {
+    char msg[800];
+    snprintf(msg, sizeof(msg),
+             "The conversation no longer fits the model's context window and "
+             "its oldest part could not be summarised: %s. Send the message "
+             "again later.",
+             why ? why : "the provider did not answer");
+    atl__agent_run_fail(a, "context", 0, msg);
+  }
   json_object_put(refs);
 }
 
 /* The request would not fit the context window even with earlier results
  * short: the oldest messages are summarised first (agent_context.c), at
- * most twice a run. */
+ * most MAX_COMPACTIONS times a run (failed attempts included). */
 static void compact(atl_agent_t *a, json_object *refs) {
   atl_agent_request_cache_t *c = &a->req_cache;
   int rc = ATL_E2BIG;
-  if (a->compactions < 2) {
+  if (a->compactions < MAX_COMPACTIONS) {
     a->compactions++;
     a->pending_refs = json_object_get(refs);
     rc = atl__agent_compact(a, compacted);
@@ -881,6 +912,23 @@ static void load_done(void *arg) {
   else
     json_object_put(l->history);
   free(l);
+  /* A history stored before call ids were made unique (Gemini's empty
+   * ones), or from a server that reuses them, is given unique ones in
+   * memory, each call's result with it. */
+  json_object_put(a->ids);
+  a->ids = json_object_new_object();
+  size_t n = json_object_array_length(a->history), changed = 0;
+  for (size_t i = 0; i < n; i++) {
+    json_object *m = json_object_array_get_idx(a->history, i), *role;
+    if (json_object_object_get_ex(m, "role", &role) &&
+        strcmp(json_object_get_string(role), "model") == 0)
+      changed += atl_provider_claim_ids(
+          m, i, a->ids,
+          i + 1 < n ? json_object_array_get_idx(a->history, i + 1) : NULL);
+  }
+  if (changed > 0)
+    atl_log_kv(ATL_LOG_INFO, "call ids made unique in the loaded history",
+               "session", a->s->id, NULL);
   repair(a);
   run_next(a);
   if (!a->active)
@@ -991,6 +1039,7 @@ void atl_agent_session_free(atl_session_t *s) {
   json_object_put(a->calls);
   json_object_put(a->results);
   json_object_put(a->pending_refs);
+  json_object_put(a->ids);
   free(a->model);
   uv_close((uv_handle_t *)&a->retry_timer, timer_closed);
 }

@@ -49,8 +49,20 @@ static json_object *report_of(check_t *k) {
       r, "type", p->cfg.type ? json_object_new_string(p->cfg.type) : NULL);
   json_object_object_add(r, "model",
                          k->model ? json_object_new_string(k->model) : NULL);
-  json_object_object_add(
-      r, "base_url", p->base_url ? json_object_new_string(p->base_url) : NULL);
+  /* The URL without what could be a credential (user:password@, a
+   * query's key=...). */
+  char url[512] = "";
+  if (p->base_url != NULL) {
+    const char *u = p->base_url, *scheme = strstr(u, "://");
+    const char *host = scheme ? scheme + 3 : u, *at = strchr(host, '@');
+    const char *slash = strchr(host, '/');
+    if (at != NULL && (slash == NULL || at < slash))
+      host = at + 1;
+    snprintf(url, sizeof(url), "%.*s%.*s", scheme ? (int)(scheme + 3 - u) : 0,
+             u, (int)strcspn(host, "?#"), host);
+  }
+  json_object_object_add(r, "base_url",
+                         p->base_url ? json_object_new_string(url) : NULL);
   return r;
 }
 
@@ -66,7 +78,9 @@ static void finish(check_t *k, json_object *r) {
  * "function_declarations[3]") or by name ("function 'create_shape'"), or
  * NULL. */
 static const char *tool_named(atl_daemon_t *d, const char *msg) {
-  static const char *const at[] = {"tools.", "tools[", "function_declarations[",
+  /* Gemini's path names the tools block first ("tools[0].function_
+   * declarations[13]"): the declaration's place is the tool's. */
+  static const char *const at[] = {"function_declarations[", "tools.", "tools[",
                                    NULL};
   for (size_t i = 0; msg != NULL && at[i] != NULL; i++) {
     const char *s = strstr(msg, at[i]);
@@ -134,12 +148,22 @@ static void answered(const atl_http_response_t *res, void *user) {
       json_object_object_add(r, "key", verdict(1, NULL));
       char count[64];
       snprintf(count, sizeof(count), "all %zu accepted", k->n_tools);
-      if (res->http_code >= 400) {
-        json_object *t = verdict(0, said ? said : "the request was refused");
-        const char *tool = tool_named(k->d, said);
+      const char *tool = res->http_code >= 400 ? tool_named(k->d, said) : NULL;
+      if (res->http_code >= 400 &&
+          (tool != NULL ||
+           (said != NULL && (strstr(said, "schema") || strstr(said, "tool") ||
+                             strstr(said, "function"))))) {
+        json_object *t = verdict(0, said);
         if (tool != NULL)
           json_object_object_add(t, "tool", json_object_new_string(tool));
         json_object_object_add(r, "tools", t);
+      } else if (res->http_code >= 300) {
+        /* Refused for something else (an unknown model, a rate limit):
+         * the tools were not what was checked. */
+        char msg[600];
+        snprintf(msg, sizeof(msg), "HTTP %ld: %s", res->http_code,
+                 said ? said : "(no message)");
+        json_object_object_add(r, "request", verdict(0, msg));
       } else {
         json_object *t = verdict(1, count);
         json_object_object_add(t, "count",

@@ -38,7 +38,7 @@ typedef struct {
   uint64_t before;     /* the estimate that did not fit */
   char raw[4096];      /* the start of an error answer's body */
   size_t raw_len;
-  void (*done)(atl_agent_t *a, int ok);
+  void (*done)(atl_agent_t *a, int status, const char *why);
 } compact_t;
 
 static const char summary_system[] =
@@ -93,9 +93,10 @@ static size_t choose_cut(const atl_agent_request_cache_t *c) {
   return best;
 }
 
-/* What is summarised, as the messages went to the model (short forms
- * where they were sent short), the previous summary first; cut from the
- * front to at most max bytes. */
+/* What is summarised: the previous summary, then the messages as they
+ * went to the model, tool results in their short form (the summary call
+ * must itself fit, and a summary keeps what results said, not their
+ * bulk); cut from the front to at most max bytes. */
 static char *transcript(const atl_agent_request_cache_t *c, size_t from,
                         size_t covers, size_t max) {
   atl_strbuf_t b = {0};
@@ -167,9 +168,9 @@ static void finish(compact_t *k, const char *text, const char *why) {
              "context compacted: the oldest messages summarised", "session",
              a->s->id, "error", why ? why : "", NULL);
   atl__agent_commit(a, m, "context.compacted", data);
-  void (*done)(atl_agent_t *, int) = k->done;
+  void (*done)(atl_agent_t *, int, const char *) = k->done;
   free(k);
-  done(a, 1);
+  done(a, 1, NULL);
 }
 
 static int sse_event(const char *event, const char *data, size_t len,
@@ -180,6 +181,8 @@ static int sse_event(const char *event, const char *data, size_t len,
 
 static int on_data(const char *data, size_t len, void *user) {
   compact_t *k = user;
+  if (k->a->cancel)
+    return 1; /* stop listening: the run ends as soon as the call does */
   size_t keep = sizeof(k->raw) - 1 - k->raw_len;
   if (keep > len)
     keep = len;
@@ -195,6 +198,13 @@ static void answered(const atl_http_response_t *r, void *user) {
   const atl_provider_ops_t *ops = a->d->agent->ops;
   char why[600] = "";
   char *text = NULL;
+  /* A passing trouble (no connection, 429, 5xx, an overload in the
+   * stream) is the loop's to retry, as for any model call: the messages
+   * are not dropped for it. */
+  int transient = r->status < 0 || r->http_code == 429 || r->http_code >= 500 ||
+                  (k->turn.error != NULL && k->turn.error_transient) ||
+                  (r->status == 0 && r->http_code < 300 && !k->turn.done &&
+                   k->turn.error == NULL);
   if (r->status != 0 || r->http_code < 200 || r->http_code >= 300 ||
       k->turn.error != NULL || !k->turn.done) {
     char *said = ops->error_message && r->body_len > 0
@@ -217,18 +227,24 @@ static void answered(const atl_http_response_t *r, void *user) {
     ops->turn_free(&k->turn);
   atl_turn_free(&k->turn);
   atl_sse_free(&k->sse);
+  void (*done)(atl_agent_t *, int, const char *) = k->done;
   if (a->cancel || a->d->shutting_down) {
-    void (*done)(atl_agent_t *, int) = k->done;
     free(k);
     free(text);
-    done(a, 0);
+    done(a, 0, NULL);
+    return;
+  }
+  if (text == NULL && transient) {
+    free(k);
+    done(a, -1, why);
     return;
   }
   finish(k, text, text ? NULL : why);
   free(text);
 }
 
-int atl__agent_compact(atl_agent_t *a, void (*done)(atl_agent_t *a, int ok)) {
+int atl__agent_compact(atl_agent_t *a, void (*done)(atl_agent_t *a, int status,
+                                                    const char *why)) {
   atl_agent_request_cache_t *c = &a->req_cache;
   atl_agent_provider_t *p = a->d->agent;
   size_t covers = choose_cut(c);
@@ -293,10 +309,22 @@ static uint64_t number_after(const char *s, const char *phrase) {
   return strtoull(at, NULL, 10);
 }
 
-int atl__agent_context_refusal(const char *why, uint64_t *window) {
+int atl__agent_context_refusal(const char *why, uint64_t *window,
+                               int *with_output) {
   *window = 0;
+  *with_output = 0;
   if (why == NULL)
     return 0;
+  /* "input length and `max_tokens` exceed context limit: 188240 + 21333 >
+   * 200000, decrease input length or `max_tokens` and try again"
+   * (Anthropic): the window counts the answer too. */
+  const char *both = strstr(why, "exceed context limit");
+  if (both != NULL) {
+    const char *over = strstr(both, " > ");
+    *window = over ? strtoull(over + 3, NULL, 10) : 0;
+    *with_output = 1;
+    return 1;
+  }
   /* "prompt is too long: 208310 tokens > 200000 maximum" (Anthropic),
    * "This model's maximum context length is 128000 tokens" and
    * "context_length_exceeded" (OpenAI), "Input tokens exceed the

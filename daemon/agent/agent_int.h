@@ -64,6 +64,9 @@ struct atl_agent_s {
    * this run, and the images of the request waiting for a summary. */
   unsigned compactions, context_retries;
   json_object *pending_refs;
+  /* Every call id of the session, as a set: a new answer's ids are made
+   * unique against it (atl_provider_claim_ids). */
+  json_object *ids;
 };
 
 /* ---- agent.c ---- */
@@ -105,11 +108,18 @@ int atl__agent_stop(atl_agent_t *a, json_object *msg, json_object *calls);
 /* Summarises the oldest messages so that the next request fits the
  * window (the request cache's last estimate and budget say by how much):
  * commits a summary message and a context.compacted event, then calls
- * done(a, 1), or done(a, 0) if the run was cancelled meanwhile. Returns 0,
- * or ATL_E2BIG when no cut would make it fit (done is not called). */
-int atl__agent_compact(atl_agent_t *a, void (*done)(atl_agent_t *a, int ok));
-/* Whether a provider's error message is a refusal for length, and the
- * window it names (*window, 0 when it names none). */
-int atl__agent_context_refusal(const char *why, uint64_t *window);
+ * done(a, 1, NULL); done(a, 0, NULL) if the run was cancelled meanwhile;
+ * done(a, -1, why) when the summary call met a passing trouble (to be
+ * retried; nothing was committed). A summary the provider will not make
+ * (refused, empty) is committed as the messages dropped, and done(a, 1).
+ * Returns 0, or ATL_E2BIG when no cut would make it fit (done is not
+ * called). */
+int atl__agent_compact(atl_agent_t *a, void (*done)(atl_agent_t *a, int status,
+                                                    const char *why));
+/* Whether a provider's error message is a refusal for length, the window
+ * it names (*window, 0 when it names none), and whether that window holds
+ * the answer too (*with_output). */
+int atl__agent_context_refusal(const char *why, uint64_t *window,
+                               int *with_output);
 
 #endif

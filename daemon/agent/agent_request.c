@@ -255,11 +255,16 @@ uint64_t atl_agent_budget(atl_daemon_t *d, const atl_agent_request_cache_t *c,
   uint64_t window = p->cfg.context_tokens ? p->cfg.context_tokens
                     : mi != NULL          ? mi->context
                                           : ATL_MODEL_DEFAULT_CONTEXT;
-  /* Room for the answer (and its thinking), at most a quarter. */
-  uint64_t reserve = (uint64_t)p->cfg.max_tokens +
-                     (p->cfg.thinking_set ? p->cfg.thinking_budget : 0);
-  if (reserve > window / 4)
-    reserve = window / 4;
+  /* Room for the answer as the request asks for it, thinking included
+   * where it counts (Anthropic counts input and max_tokens against the
+   * window: "input length and max_tokens exceed context limit"). A window
+   * too small for it is the configuration's to fix; the request still
+   * gets a quarter. */
+  uint64_t reserve = p->ops != NULL && p->ops->output_cap != NULL
+                         ? p->ops->output_cap(&p->cfg, model)
+                         : p->cfg.max_tokens;
+  if (reserve > window - window / 4)
+    reserve = window - window / 4;
   uint64_t b = window - reserve;
   b -= b / 50; /* and a margin for the estimate */
   if (c->ceiling > 0 && c->ceiling < b)
@@ -293,8 +298,10 @@ static void assemble(const atl_agent_request_cache_t *c, size_t n, size_t upto,
                      const atl_provider_piece_t *temp,
                      atl_provider_piece_t *all, size_t *count, size_t *bytes) {
   size_t k = 0, b = 0;
-  if (c->summary.len > 0)
+  if (c->summary.len > 0) {
     all[k++] = c->summary;
+    b += c->summary.len + 32;
+  }
   for (size_t i = c->start; i < n; i++) {
     const atl_provider_piece_t *p = i >= upto ? &temp[i - upto]
                                     : i < c->short_below && c->shorts[i].len > 0

@@ -124,7 +124,15 @@ int atl__agent_stop(atl_agent_t *a, json_object *msg, json_object *calls) {
       atl__agent_run_fail(a, "max_tokens", 0, text);
       return 1;
     }
-    if (a->continuations >= MAX_CONTINUATIONS) {
+    /* The window was full, not the answer's allowance: later requests
+     * are held to less than this one. */
+    if (strcmp(stop, "model_context_window_exceeded") == 0) {
+      atl_agent_request_cache_t *c = &a->req_cache;
+      uint64_t lower = c->last_estimate - c->last_estimate / 4;
+      c->ceiling = c->ceiling && c->ceiling < lower ? c->ceiling : lower;
+    }
+    if (a->continuations >= MAX_CONTINUATIONS ||
+        a->turns >= a->d->cfg->max_turns) {
       snprintf(text, sizeof(text),
                "The answer was cut off at the output limit (max_tokens %u) "
                "%u times in a row; raise max_tokens in [provider.%s] of "
@@ -143,7 +151,7 @@ int atl__agent_stop(atl_agent_t *a, json_object *msg, json_object *calls) {
     if (n > 0)
       return 0;
     const char *said = atl_provider_str(msg, "stop_message");
-    if (a->malformed >= MAX_MALFORMED) {
+    if (a->malformed >= MAX_MALFORMED || a->turns >= a->d->cfg->max_turns) {
       snprintf(text, sizeof(text),
                "The model's tool calls could not be read %u times in a row "
                "(%s)%s%.600s. Try again, or rephrase the request.",
@@ -161,7 +169,8 @@ int atl__agent_stop(atl_agent_t *a, json_object *msg, json_object *calls) {
     return 1;
   }
   case ATL_STOP_PAUSE: {
-    if (n > 0 || a->continuations >= MAX_CONTINUATIONS)
+    if (n > 0 || a->continuations >= MAX_CONTINUATIONS ||
+        a->turns >= a->d->cfg->max_turns)
       return 0;
     /* The paused answer is in the history; sent back as the last
      * message, the model resumes it. */

@@ -186,6 +186,14 @@ static char *tools_text(json_object *tools) {
   return atl_provider_tools_text(tools, wire, "input_schema", NULL);
 }
 
+/* max_tokens as sent: the configured one, within the model's largest
+ * answer; the thinking is part of it. */
+static uint64_t output_cap(const atl_provider_cfg_t *cfg, const char *model) {
+  const atl_model_info_t *mi = atl_model_info("anthropic", model);
+  uint32_t n = cfg->max_tokens ? cfg->max_tokens : DEFAULT_MAX_TOKENS;
+  return mi != NULL && n > mi->max_output ? mi->max_output : n;
+}
+
 /* How a request thinks: not at all, with a budget, or adaptively (the
  * model decides how much; Opus 4.7 and later refuse a budget, and 4.6
  * deprecates it). */
@@ -201,11 +209,12 @@ static int request(const atl_provider_cfg_t *cfg, const char *model,
    * ("max_tokens: 10000 > 4096, which is the maximum allowed number of
    * output tokens for ..."): it is held to what the model allows. */
   const atl_model_info_t *mi = atl_model_info("anthropic", model);
-  uint32_t max_tokens = cfg->max_tokens ? cfg->max_tokens : DEFAULT_MAX_TOKENS;
-  if (mi != NULL && max_tokens > mi->max_output)
-    max_tokens = mi->max_output;
+  uint32_t max_tokens = (uint32_t)output_cap(cfg, model);
   uint32_t budget = cfg->thinking_budget;
-  int think = budget == 0                                      ? THINK_OFF
+  /* Models without extended thinking (Claude 3, 3.5) refuse the
+   * parameter: it is left out for them. */
+  int thinks = mi == NULL || (mi->flags & ATL_MODEL_THINKS);
+  int think = budget == 0 || !thinks                           ? THINK_OFF
               : mi != NULL && (mi->flags & ATL_MODEL_ADAPTIVE) ? THINK_ADAPTIVE
                                                                : THINK_BUDGET;
   /* A budget must stay under max_tokens and be at least 1024. */
@@ -510,4 +519,5 @@ const atl_provider_ops_t atl_provider_anthropic = {
     .event = event,
     .error_message = error_message,
     .turn_free = turn_free,
+    .output_cap = output_cap,
 };

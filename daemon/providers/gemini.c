@@ -226,14 +226,17 @@ static char *tools_text(json_object *tools) {
  * 2.5, within the model's range; a thinkingLevel on 3, which has no
  * settable budget) and maxOutputTokens is max_tokens plus that budget,
  * within the model's largest answer. */
-static void generation_config(atl_strbuf_t *b, const atl_provider_cfg_t *cfg,
-                              const char *model) {
-  if (cfg->max_tokens == 0)
-    return;
+/* What a request asks of the model's output: maxOutputTokens, and the
+ * thinking budget (-1: none to set) or level (NULL: none). */
+typedef struct {
+  uint64_t out;
+  int64_t budget;
+  const char *level;
+} plan_t;
+
+static plan_t plan(const atl_provider_cfg_t *cfg, const char *model) {
   const atl_model_info_t *mi = atl_model_info("gemini", model);
-  uint64_t out = cfg->max_tokens;
-  char num[160];
-  atl_sb_adds(b, ",\"generationConfig\":{");
+  plan_t p = {.out = cfg->max_tokens, .budget = -1, .level = NULL};
   if (mi != NULL && (mi->flags & ATL_MODEL_THINKING_BUDGET)) {
     int64_t budget = cfg->thinking_set ? (int64_t)cfg->thinking_budget
                                        : (int64_t)THINKING_ROOM;
@@ -245,23 +248,43 @@ static void generation_config(atl_strbuf_t *b, const atl_provider_cfg_t *cfg,
       budget = mi->think_min;
     if (budget > mi->think_max)
       budget = mi->think_max;
-    out += (uint64_t)budget;
-    snprintf(num, sizeof(num), "\"thinkingConfig\":{\"thinkingBudget\":%lld},",
-             (long long)budget);
-    atl_sb_adds(b, num);
+    p.out += (uint64_t)budget;
+    p.budget = budget;
   } else if (mi != NULL && (mi->flags & ATL_MODEL_THINKING_LEVEL)) {
     /* No budget to set: "low" when the configuration asks for as little
      * thinking as can be, else the model's own level, with room for it. */
     int low = cfg->thinking_set && cfg->thinking_budget == 0;
-    out += low ? 4096u : cfg->thinking_set ? cfg->thinking_budget : 16384u;
-    if (low)
-      atl_sb_adds(b, "\"thinkingConfig\":{\"thinkingLevel\":\"low\"},");
+    p.out += low ? 4096u : cfg->thinking_set ? cfg->thinking_budget : 16384u;
+    p.level = low ? "low" : NULL;
   }
-  if (mi != NULL && out > mi->max_output)
-    out = mi->max_output;
+  if (mi != NULL && p.out > mi->max_output)
+    p.out = mi->max_output;
+  return p;
+}
+
+static void generation_config(atl_strbuf_t *b, const atl_provider_cfg_t *cfg,
+                              const char *model) {
+  if (cfg->max_tokens == 0)
+    return;
+  plan_t p = plan(cfg, model);
+  char num[160];
+  atl_sb_adds(b, ",\"generationConfig\":{");
+  if (p.budget >= 0) {
+    snprintf(num, sizeof(num), "\"thinkingConfig\":{\"thinkingBudget\":%lld},",
+             (long long)p.budget);
+    atl_sb_adds(b, num);
+  } else if (p.level != NULL) {
+    atl_sb_adds(b, "\"thinkingConfig\":{\"thinkingLevel\":\"");
+    atl_sb_adds(b, p.level);
+    atl_sb_adds(b, "\"},");
+  }
   snprintf(num, sizeof(num), "\"maxOutputTokens\":%llu}",
-           (unsigned long long)out);
+           (unsigned long long)p.out);
   atl_sb_adds(b, num);
+}
+
+static uint64_t output_cap(const atl_provider_cfg_t *cfg, const char *model) {
+  return cfg->max_tokens ? plan(cfg, model).out : 8192u;
 }
 
 static int request(const atl_provider_cfg_t *cfg, const char *model,
@@ -454,4 +477,5 @@ const atl_provider_ops_t atl_provider_gemini = {
     .event = event,
     .error_message = error_message,
     .turn_free = NULL,
+    .output_cap = output_cap,
 };

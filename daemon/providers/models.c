@@ -8,8 +8,9 @@
 #include "models.h"
 
 #define R ATL_MODEL_REASONING
-#define AD ATL_MODEL_ADAPTIVE
-#define AO (ATL_MODEL_ADAPTIVE | ATL_MODEL_ADAPTIVE_ONLY)
+#define TH ATL_MODEL_THINKS
+#define AD (ATL_MODEL_ADAPTIVE | ATL_MODEL_THINKS)
+#define AO (ATL_MODEL_ADAPTIVE | ATL_MODEL_ADAPTIVE_ONLY | ATL_MODEL_THINKS)
 #define TB ATL_MODEL_THINKING_BUDGET
 #define TL ATL_MODEL_THINKING_LEVEL
 #define TOFF (ATL_MODEL_THINKING_BUDGET | ATL_MODEL_THINKING_OFF)
@@ -20,12 +21,16 @@ static const atl_model_info_t models[] = {
     {"claude-3-opus", "anthropic", 200000, 4096, 0, 0, 0},
     {"claude-3-5-haiku", "anthropic", 200000, 8192, 0, 0, 0},
     {"claude-3-5-sonnet", "anthropic", 200000, 8192, 0, 0, 0},
-    {"claude-3-7-sonnet", "anthropic", 200000, 64000, 0, 0, 0},
-    {"claude-sonnet-4", "anthropic", 200000, 64000, 0, 0, 0},
-    {"claude-opus-4", "anthropic", 200000, 32000, 0, 0, 0},
-    {"claude-sonnet-4-5", "anthropic", 200000, 64000, 0, 0, 0},
-    {"claude-haiku-4-5", "anthropic", 200000, 64000, 0, 0, 0},
-    {"claude-opus-4-5", "anthropic", 200000, 64000, 0, 0, 0},
+    /* Its first release answered at most 4096 ("max_tokens: 10000 > 4096,
+     * which is the maximum allowed number of output tokens for
+     * claude-3-5-sonnet-20240620"). */
+    {"claude-3-5-sonnet-20240620", "anthropic", 200000, 4096, 0, 0, 0},
+    {"claude-3-7-sonnet", "anthropic", 200000, 64000, TH, 0, 0},
+    {"claude-sonnet-4", "anthropic", 200000, 64000, TH, 0, 0},
+    {"claude-opus-4", "anthropic", 200000, 32000, TH, 0, 0},
+    {"claude-sonnet-4-5", "anthropic", 200000, 64000, TH, 0, 0},
+    {"claude-haiku-4-5", "anthropic", 200000, 64000, TH, 0, 0},
+    {"claude-opus-4-5", "anthropic", 200000, 64000, TH, 0, 0},
     {"claude-sonnet-4-6", "anthropic", 200000, 64000, AD, 0, 0},
     {"claude-opus-4-6", "anthropic", 200000, 128000, AD, 0, 0},
     {"claude-opus-4-7", "anthropic", 200000, 128000, AO, 0, 0},
@@ -35,7 +40,6 @@ static const atl_model_info_t models[] = {
     {"gpt-4o", "openai", 128000, 16384, 0, 0, 0},
     {"gpt-4.1", "openai", 1047576, 32768, 0, 0, 0},
     {"o1", "openai", 200000, 100000, R, 0, 0},
-    {"o1-mini", "openai", 128000, 65536, R, 0, 0},
     {"o3", "openai", 200000, 100000, R, 0, 0},
     {"o4-mini", "openai", 200000, 100000, R, 0, 0},
     /* gpt-5's 400k window counts the answer: 272k are left for input. */

@@ -16,7 +16,7 @@ enum {
   /* OpenAI: a reasoning model (o-series, gpt-5): max_completion_tokens,
    * never max_tokens. */
   ATL_MODEL_REASONING = 1u << 0,
-  /* Anthropic: takes thinking {"type": "adaptive"}. */
+  /* Anthropic: takes thinking {"type": "adaptive"} (and thinks). */
   ATL_MODEL_ADAPTIVE = 1u << 1,
   /* Anthropic: refuses thinking {"type": "enabled", "budget_tokens"}. */
   ATL_MODEL_ADAPTIVE_ONLY = 1u << 2,
@@ -28,6 +28,9 @@ enum {
   ATL_MODEL_THINKING_LEVEL = 1u << 4,
   /* Gemini 2.5: a thinkingBudget of 0 turns thinking off. */
   ATL_MODEL_THINKING_OFF = 1u << 5,
+  /* Anthropic: has extended thinking (3.7 Sonnet and the 4 models); the
+   * others refuse a "thinking" parameter. */
+  ATL_MODEL_THINKS = 1u << 6,
 };
 
 typedef struct {

@@ -223,6 +223,20 @@ static char *tools_text(json_object *tools) {
   return atl_provider_tools_text(tools, wire, "parameters", as_function);
 }
 
+/* The output a request asks for: max_tokens, and for a reasoning model
+ * room for its reasoning, which counts against max_completion_tokens (or a
+ * long think leaves an empty answer cut at the limit); within the model's
+ * largest answer. */
+static uint64_t output_cap(const atl_provider_cfg_t *cfg, const char *model) {
+  const atl_model_info_t *mi = atl_model_info("openai", model);
+  int reasoning = mi != NULL && (mi->flags & ATL_MODEL_REASONING);
+  uint64_t n = (cfg->max_tokens ? cfg->max_tokens : 4096u) +
+               (reasoning ? REASONING_ROOM : 0);
+  if (mi != NULL && n > mi->max_output)
+    n = mi->max_output;
+  return n;
+}
+
 static int request(const atl_provider_cfg_t *cfg, const char *model,
                    const char *system, const char *messages, const char *tools,
                    atl_provider_req_t *out) {
@@ -235,17 +249,13 @@ static int request(const atl_provider_cfg_t *cfg, const char *model,
                   "true}");
   if (cfg->max_tokens > 0) {
     /* Reasoning models (o-series, gpt-5) refuse max_tokens ("Use
-     * 'max_completion_tokens' instead"), and their reasoning counts
-     * against max_completion_tokens: they are given room for it, or a
-     * long think leaves an empty answer cut at the limit. */
+     * 'max_completion_tokens' instead"). */
     const atl_model_info_t *mi = atl_model_info("openai", model);
     int reasoning = mi != NULL && (mi->flags & ATL_MODEL_REASONING);
     int completion =
         cfg->max_tokens_param == ATL_TOKEN_PARAM_MAX_COMPLETION_TOKENS ||
         (cfg->max_tokens_param == ATL_TOKEN_PARAM_AUTO && reasoning);
-    uint64_t n = cfg->max_tokens + (reasoning ? REASONING_ROOM : 0);
-    if (mi != NULL && n > mi->max_output)
-      n = mi->max_output;
+    uint64_t n = output_cap(cfg, model);
     char num[64];
     snprintf(num, sizeof(num), ",\"%s\":%llu",
              completion ? "max_completion_tokens" : "max_tokens",
@@ -393,4 +403,5 @@ const atl_provider_ops_t atl_provider_openai = {
     .event = event,
     .error_message = error_message,
     .turn_free = NULL,
+    .output_cap = output_cap,
 };

@@ -228,6 +228,10 @@ typedef struct atl_provider_ops_s {
   char *(*error_message)(const char *body, size_t len);
   /* Frees t->priv. May be NULL. */
   void (*turn_free)(atl_turn_t *t);
+  /* The output tokens a request to model asks for, as request() sends
+   * them (thinking included where it counts): what the context window
+   * must leave room for. */
+  uint64_t (*output_cap)(const atl_provider_cfg_t *cfg, const char *model);
 } atl_provider_ops_t;
 
 /* Appends pieces[0..n) to out as the items of the request's message list
@@ -260,8 +264,21 @@ typedef struct {
  * call ids for Gemini) goes back only to a provider of the same type: the
  * others refuse it, and sessions outlive a change of provider. */
 int atl_provider_same(json_object *msg, const char *type);
-/* Whether a text is absent or only whitespace: never sent. */
+/* Whether a text is absent or only whitespace (Unicode's, as UTF-8: a
+ * no-break or an ideographic space is whitespace too): never sent. _n for
+ * the first n bytes of s. */
 int atl_provider_blank(const char *text);
+int atl_provider_blank_n(const char *s, size_t n);
+/* Gives each call of the model message msg (history index index) an id
+ * no other call of the session has: one that is empty (Gemini's, stored
+ * before ids were made) or already in seen (a server that numbers its
+ * calls afresh in every answer) becomes "atl_h<index>_<k>" with made_id;
+ * the result answering it in next (the tool message after msg, or NULL)
+ * takes the same. Every id ends up in seen (an object used as a set, the
+ * caller's). In memory only: the store keeps what it has, and this runs
+ * again when a history is loaded. Returns how many ids changed. */
+size_t atl_provider_claim_ids(json_object *msg, size_t index, json_object *seen,
+                              json_object *next);
 /* The id of a call or result part as Anthropic and OpenAI take it: the
  * part's own when it is 1 to 40 of [a-zA-Z0-9_-]; else one made from it
  * (the same for the call and its result), or, for an empty id (Gemini's,

@@ -11,6 +11,7 @@
 #include "atl-build.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,13 +125,89 @@ int atl_provider_same(json_object *msg, const char *type) {
   return p != NULL && type != NULL && strcmp(p, type) == 0;
 }
 
-int atl_provider_blank(const char *text) {
-  if (text == NULL)
-    return 1;
-  for (; *text; text++)
-    if (!isspace((unsigned char)*text))
+/* The code point at s (n bytes left), and its length in *len; an invalid
+ * byte is itself, length 1. */
+static uint32_t utf8_at(const unsigned char *s, size_t n, size_t *len) {
+  uint32_t c = s[0];
+  size_t k = c < 0x80         ? 1
+             : (c >> 5) == 6  ? 2
+             : (c >> 4) == 14 ? 3
+             : (c >> 3) == 30 ? 4
+                              : 1;
+  if (k == 1 || k > n) {
+    *len = 1;
+    return c;
+  }
+  c &= 0x7Fu >> k;
+  for (size_t i = 1; i < k; i++) {
+    if ((s[i] & 0xC0) != 0x80) {
+      *len = 1;
+      return s[0];
+    }
+    c = (c << 6) | (s[i] & 0x3Fu);
+  }
+  *len = k;
+  return c;
+}
+
+/* Unicode's White_Space, and the separators Python's str.isspace adds
+ * (0x1C-0x1F): what a server that strips text strips. */
+static int unicode_space(uint32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 ||
+         c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
+}
+
+int atl_provider_blank_n(const char *s, size_t n) {
+  const unsigned char *u = (const unsigned char *)s;
+  for (size_t i = 0, len; i < n; i += len)
+    if (!unicode_space(utf8_at(u + i, n - i, &len)))
       return 0;
   return 1;
+}
+
+int atl_provider_blank(const char *text) {
+  return text == NULL || atl_provider_blank_n(text, strlen(text));
+}
+
+size_t atl_provider_claim_ids(json_object *msg, size_t index, json_object *seen,
+                              json_object *next) {
+  json_object *parts, *nparts = NULL;
+  size_t changed = 0, k = 0;
+  if (!json_object_object_get_ex(msg, "parts", &parts) ||
+      !json_object_is_type(parts, json_type_array))
+    return 0;
+  const char *nrole = atl_provider_str(next, "role");
+  if (nrole != NULL && strcmp(nrole, "tool") == 0)
+    json_object_object_get_ex(next, "parts", &nparts);
+  for (size_t i = 0; i < json_object_array_length(parts); i++) {
+    json_object *p = json_object_array_get_idx(parts, i);
+    const char *type = atl_provider_str(p, "type");
+    if (type == NULL || strcmp(type, "tool_call") != 0)
+      continue;
+    const char *id = atl_provider_str(p, "id");
+    if (id == NULL || id[0] == '\0' ||
+        json_object_object_get_ex(seen, id, NULL)) {
+      char made[64];
+      snprintf(made, sizeof(made), "atl_h%zu_%zu", index, k);
+      for (int n = 2; json_object_object_get_ex(seen, made, NULL); n++)
+        snprintf(made, sizeof(made), "atl_h%zu_%zu_%d", index, k, n);
+      /* Its result is the one at the same place in the next message. */
+      json_object *r = json_object_array_get_idx(nparts, k);
+      const char *rid = atl_provider_str(r, "id");
+      if (r != NULL && (rid == NULL || strcmp(rid, id ? id : "") == 0)) {
+        json_object_object_add(r, "id", json_object_new_string(made));
+        json_object_object_add(r, "made_id", json_object_new_boolean(1));
+      }
+      json_object_object_add(p, "id", json_object_new_string(made));
+      json_object_object_add(p, "made_id", json_object_new_boolean(1));
+      changed++;
+    }
+    json_object_object_add(seen, atl_provider_str(p, "id"), NULL);
+    k++;
+  }
+  return changed;
 }
 
 const char *atl_provider_call_id(json_object *part, size_t ordinal,

@@ -2,7 +2,6 @@
  * providers share (see provider.h). */
 #include "atl-build.h"
 
-#include <ctype.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -211,14 +210,6 @@ int atl_turn_stop_kind(const char *r) {
   return strcmp(r, "pause_turn") == 0 ? ATL_STOP_PAUSE : ATL_STOP_END;
 }
 
-/* Whether text holds nothing but whitespace. */
-static int blank(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!isspace((unsigned char)s[i]))
-      return 0;
-  return 1;
-}
-
 static json_object *thought_part(const atl_turn_thought_t *th) {
   json_object *p = json_object_new_object();
   if (th->redacted != NULL) {
@@ -295,7 +286,8 @@ json_object *atl_turn_message(const atl_turn_t *t) {
     const atl_turn_part_t *o = &t->order[i];
     if (o->kind == ATL_TURN_TEXT) {
       size_t to = o->to == SIZE_MAX ? t->text_len : o->to;
-      if (to <= o->from || blank(t->text + o->from, to - o->from))
+      if (to <= o->from ||
+          atl_provider_blank_n(t->text + o->from, to - o->from))
         continue;
       json_object *p = json_object_new_object();
       json_object_object_add(p, "type", json_object_new_string("text"));

@@ -346,32 +346,46 @@ static char *merge_all_of(json_object *root, json_object *out) {
   for (size_t i = 0; why == NULL && i < json_object_array_length(all_ref);
        i++) {
     json_object *part = branch_of(root, json_object_array_get_idx(all_ref, i));
-    if (member(part, "oneOf") || member(part, "anyOf") ||
-        member(part, "allOf")) {
+    if (json_object_is_type(part, json_type_boolean)) {
+      /* true adds nothing; false admits nothing, which no model can call. */
+      if (!json_object_get_boolean(part))
+        why = fmt("part %zu of the root's allOf is false", i);
+    } else if (!json_object_is_type(part, json_type_object)) {
+      why = fmt("part %zu of the root's allOf is not a schema", i);
+    } else if (member(part, "oneOf") || member(part, "anyOf") ||
+               member(part, "allOf")) {
       why = fmt("part %zu of the root's allOf is itself a combination", i);
     } else {
       json_object *props = member(part, "properties"), *have;
-      if (!json_object_object_get_ex(out, "properties", &have)) {
-        have = json_object_new_object();
-        json_object_object_add(out, "properties", have);
-      }
-      json_object_object_foreach(props, k, v) {
-        json_object *old = member(have, k);
-        if (old != NULL && !json_object_equal(old, v))
-          why = fmt("property '%s' is declared differently by two parts of "
-                    "the root's allOf",
-                    k);
-        else
+      if (json_object_is_type(props, json_type_object)) {
+        if (!json_object_object_get_ex(out, "properties", &have)) {
+          have = json_object_new_object();
+          json_object_object_add(out, "properties", have);
+        }
+        json_object_object_foreach(props, k, v) {
+          json_object *old = member(have, k);
+          if (old != NULL && !json_object_equal(old, v)) {
+            why = fmt("property '%s' is declared differently by two parts of "
+                      "the root's allOf",
+                      k);
+            break;
+          }
           json_object_object_add(have, k, copy(v));
+        }
       }
       json_object *req = member(part, "required"), *oreq;
-      if (json_object_is_type(req, json_type_array)) {
+      if (why == NULL && json_object_is_type(req, json_type_array)) {
         if (!json_object_object_get_ex(out, "required", &oreq)) {
           oreq = json_object_new_array();
           json_object_object_add(out, "required", oreq);
         }
-        for (size_t j = 0; j < json_object_array_length(req); j++)
-          json_object_array_add(oreq, copy(json_object_array_get_idx(req, j)));
+        /* Each name once: 2020-12 wants required's items unique. */
+        for (size_t j = 0; j < json_object_array_length(req); j++) {
+          json_object *name = json_object_array_get_idx(req, j);
+          if (!json_object_is_type(name, json_type_string) ||
+              !requires(out, json_object_get_string(name)))
+            json_object_array_add(oreq, copy(name));
+        }
       }
     }
     json_object_put(part);
@@ -534,10 +548,16 @@ static int gemini_key(const char *k) {
 
 #define MAX_DEPTH 64
 
+/* Inlining copies a definition at each use, so shared definitions used
+ * from shared definitions multiply: past this many nodes the schema is
+ * refused rather than sent (or built) at any size. */
+#define MAX_GEMINI_NODES 20000
+
 typedef struct {
   json_object *root;
   const char *stack[MAX_DEPTH]; /* the references being inlined */
   int n_stack;
+  size_t nodes;
   char *why;
 } gem_t;
 
@@ -561,13 +581,17 @@ static void bound(json_object *out, const char *key, json_object *v,
   json_object_object_add(out, key, copy(v));
 }
 
+/* (A schema false admits nothing: as a choice among others it is left
+ * out.) */
 static json_object *gem_list(gem_t *g, json_object *arr, int depth) {
   json_object *out = json_object_new_array();
   for (size_t i = 0; json_object_is_type(arr, json_type_array) &&
                      i < json_object_array_length(arr);
-       i++)
-    json_object_array_add(out,
-                          gem(g, json_object_array_get_idx(arr, i), depth + 1));
+       i++) {
+    json_object *one = gem(g, json_object_array_get_idx(arr, i), depth + 1);
+    if (one != NULL)
+      json_object_array_add(out, one);
+  }
   return out;
 }
 
@@ -604,9 +628,13 @@ static json_object *gem_object(gem_t *g, json_object *s, int depth) {
       else
         json_object_put(vals);
     } else if (strcmp(k, "properties") == 0) {
+      /* A property whose schema is false can never be given: left out,
+       * the host's validation still refuses it. */
       json_object *props = json_object_new_object();
       json_object_object_foreach(v, pk, pv) {
-        json_object_object_add(props, pk, gem(g, pv, depth + 1));
+        json_object *one = gem(g, pv, depth + 1);
+        if (one != NULL)
+          json_object_object_add(props, pk, one);
       }
       json_object_object_add(out, k, props);
     } else if (strcmp(k, "required") == 0 ||
@@ -617,8 +645,11 @@ static json_object *gem_object(gem_t *g, json_object *s, int depth) {
       /* Draft 4's array of item schemas is 2020-12's prefixItems. */
       if (json_object_is_type(v, json_type_array))
         json_object_object_add(out, "prefixItems", gem_list(g, v, depth));
-      else if (json_object_is_type(v, json_type_object))
-        json_object_object_add(out, k, gem(g, v, depth + 1));
+      else if (json_object_is_type(v, json_type_object)) {
+        json_object *one = gem(g, v, depth + 1);
+        if (one != NULL)
+          json_object_object_add(out, k, one);
+      }
     } else if (strcmp(k, "prefixItems") == 0) {
       json_object_object_add(out, k, gem_list(g, v, depth));
     } else if (strcmp(k, "minItems") == 0 || strcmp(k, "maxItems") == 0) {
@@ -682,6 +713,13 @@ static json_object *gem(gem_t *g, json_object *s, int depth) {
     return json_object_get_boolean(s) ? json_object_new_object() : NULL;
   if (!json_object_is_type(s, json_type_object))
     return json_object_new_object();
+  if (++g->nodes > MAX_GEMINI_NODES) {
+    if (g->why == NULL)
+      g->why = fmt("the schema grows past %d nodes when its references are "
+                   "inlined for Gemini",
+                   MAX_GEMINI_NODES);
+    return json_object_new_object();
+  }
   if (depth > MAX_DEPTH) {
     if (g->why == NULL)
       g->why = strdup("the schema nests deeper than 64 levels");
@@ -765,6 +803,9 @@ typedef struct {
   json_object *root;
   const char *refs[MAX_DEPTH]; /* the references followed to get here */
   int n_refs;
+  /* References already walked whole: each is checked once, or shared
+   * definitions would be walked again at every use, multiplying. */
+  json_object *done;
   char *why;
 } lint_t;
 
@@ -843,12 +884,22 @@ static void lint_at(lint_t *l, json_object *s, const char *path, int depth) {
                !is_number(v)) {
       l->why = fmt("%s/%s: draft 2020-12 wants a number", path, k);
     } else if (strcmp(k, "required") == 0) {
-      int ok = json_object_is_type(v, json_type_array);
-      for (size_t i = 0; ok && i < json_object_array_length(v); i++)
-        ok = json_object_is_type(json_object_array_get_idx(v, i),
-                                 json_type_string);
+      int ok = json_object_is_type(v, json_type_array), unique = 1;
+      for (size_t i = 0; ok && i < json_object_array_length(v); i++) {
+        json_object *a = json_object_array_get_idx(v, i);
+        ok = json_object_is_type(a, json_type_string);
+        for (size_t j = 0; ok && unique && j < i; j++)
+          unique =
+              strcmp(json_object_get_string(a),
+                     json_object_get_string(json_object_array_get_idx(v, j))) !=
+              0;
+      }
       if (!ok)
         l->why = fmt("%s/required: not an array of property names", path);
+      else if (!unique)
+        l->why = fmt("%s/required: a name twice (draft 2020-12 wants them "
+                     "unique)",
+                     path);
     } else if (strcmp(k, "properties") == 0 || strcmp(k, "$defs") == 0) {
       if (!json_object_is_type(v, json_type_object)) {
         l->why = fmt("%s/%s: not an object", path, k);
@@ -904,11 +955,14 @@ static void lint_at(lint_t *l, json_object *s, const char *path, int depth) {
                        path, ref);
           break;
         }
-      if (l->why != NULL || l->n_refs >= MAX_DEPTH)
+      if (l->why != NULL || l->n_refs >= MAX_DEPTH ||
+          json_object_object_get_ex(l->done, ref, NULL))
         continue;
       l->refs[l->n_refs++] = ref;
       lint_at(l, target, ref, depth + 1);
       l->n_refs--;
+      if (l->why == NULL)
+        json_object_object_add(l->done, ref, NULL);
     }
   }
   /* OpenAI: "array schema missing items", in non-strict mode too. */
@@ -937,8 +991,9 @@ char *atl_wire_lint(const char *name, json_object *wire, atl_wire_t w) {
       return fmt("%s: the schema has '%s' at its root, which the API "
                  "refuses",
                  pname, top[i]);
-  lint_t l = {.w = w, .root = wire};
+  lint_t l = {.w = w, .root = wire, .done = json_object_new_object()};
   lint_at(&l, wire, "#", 0);
+  json_object_put(l.done);
   if (l.why == NULL)
     return NULL;
   char *out = fmt("%s: %s", pname, l.why);

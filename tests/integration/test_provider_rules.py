@@ -162,12 +162,13 @@ def _(ctx):
     for api in APIS:
         d, fake = ctx["d"][api], ctx["fake"]
         sid = d.session()
-        try:
-            d.rpc("session.send", {"session": sid, "text": "  \n\t "})
-        except RuntimeError as e:
-            assert "-32602" in str(e) and "only whitespace" in str(e), e
-        else:
-            raise AssertionError("a message of spaces was taken")
+        for blank in ("  \n\t ", "\u3000\u00a0"):
+            try:
+                d.rpc("session.send", {"session": sid, "text": blank})
+            except RuntimeError as e:
+                assert "-32602" in str(e) and "only whitespace" in str(e), e
+            else:
+                raise AssertionError("a message of spaces was taken: %r" % blank)
         fake.script([{"text": "\n\n", "tool_calls": [
             {"name": "echo", "arguments": {"text": "x"}}]}, {"text": "Done."},
             {"text": "Again."}])
@@ -380,44 +381,56 @@ def _(ctx):
 
 
 @check("a session driven past its context window keeps working: earlier "
-       "results go short, then the oldest messages are summarised")
+       "results go short, then the oldest messages are summarised (a failed "
+       "summary call retried)")
 def _(ctx):
     fake = ctx["fake"]
-    fake._post("/_fake/models", {"models": {"tiny": {"context": 6000,
-                                                     "max_output": 1000}}})
-    d = daemon(ctx, "ctx", "openai", model="tiny",
-               extra="context_tokens = 6000\nmax_tokens = 500\n",
-               plugins="[plugins]\ndisable = scene, optics, render\n")
-    try:
-        sid = d.session()
-        seen = []
-        for i in range(8):
-            fake.script([
-                {"match": "no longer fits your context window",
-                 "text": "Summary: the user asked for %d echoes of long texts." % i},
-                {"tool_calls": [{"name": "echo", "arguments": {"text": "%d " % i +
-                                                               "lorem ipsum " * 250}}]},
-                {"text": "Echoed %d." % i}])
-            ev = d.run(sid, "echo a long text, number %d" % i, timeout=30)
-            assert ev[-1]["type"] == "run.completed", (i, types(ev), ev[-1]["data"])
-            seen += types(ev)
-            for q in fake.requests():
-                assert q["status"] == 200, (i, q["status"], q.get("error"))
-        assert "context.trimmed" in seen, seen
-        assert "context.compacted" in seen, seen
-        comp = [e for e in d.events(sid) if e["type"] == "context.compacted"]
-        assert comp[0]["data"]["summary"].startswith("Summary:"), comp[0]
-        h = d.history(sid)
-        summaries = [m for m in h if m["role"] == "summary"]
-        assert summaries and summaries[0]["content"]["covers"] > 0, summaries
-        # What the model is sent now starts with the summary.
-        fake.script([{"text": "Still going."}])
-        ev = d.run(sid, "are you still there?")
-        assert ev[-1]["type"] == "run.completed", types(ev)
-        msgs = fake.requests()[-1]["body"]["messages"]
-        assert "summarised to fit the context window" in msgs[1]["content"], msgs[1]
-    finally:
-        d.stop()
+    fake._post("/_fake/models", {"models": {"tiny-" + api: {
+        "context": 6000, "max_output": 1000} for api in APIS}})
+    for api in APIS:
+        d = daemon(ctx, "ctx-" + api, api, model="tiny-" + api,
+                   extra="context_tokens = 6000\nmax_tokens = 500\n",
+                   plugins="[plugins]\ndisable = scene, optics, render\n")
+        try:
+            sid = d.session()
+            seen = []
+            for i in range(8):
+                turns = [
+                    {"match": "no longer fits your context window",
+                     "text": "Summary: the user asked for %d echoes of long "
+                     "texts." % i},
+                    {"tool_calls": [{"name": "echo", "arguments": {
+                        "text": "%d " % i + "lorem ipsum " * 250}}]},
+                    {"text": "Echoed %d." % i}]
+                if i == 0:
+                    # The first summary call meets an overload: retried
+                    # after a pause, the messages are not dropped.
+                    turns.insert(0, {"match": "no longer fits your context "
+                                     "window", "status": 503})
+                fake.script(turns)
+                ev = d.run(sid, "echo a long text, number %d" % i, timeout=40)
+                assert ev[-1]["type"] == "run.completed", (
+                    api, i, types(ev), ev[-1]["data"])
+                seen += types(ev)
+                for q in fake.requests():
+                    assert q["status"] in (200, 503), (api, i, q["status"],
+                                                       q.get("error"))
+            assert "context.trimmed" in seen, (api, seen)
+            assert "context.compacted" in seen, (api, seen)
+            comp = [e for e in d.events(sid) if e["type"] == "context.compacted"]
+            assert all(c["data"]["summary"].startswith("Summary:")
+                       for c in comp), (api, comp)
+            h = d.history(sid)
+            summaries = [m for m in h if m["role"] == "summary"]
+            assert summaries and summaries[0]["content"]["covers"] > 0, summaries
+            # What the model is sent now starts with the summary.
+            fake.script([{"text": "Still going."}])
+            ev = d.run(sid, "are you still there?")
+            assert ev[-1]["type"] == "run.completed", (api, types(ev))
+            body = json.dumps(fake.requests()[-1]["body"])
+            assert "summarised to fit the context window" in body, api
+        finally:
+            d.stop()
 
 
 def ctl(d, *args):
@@ -452,6 +465,20 @@ def _(ctx):
     order = [t["name"] for t in d.rpc("tool.list", {"wire": "anthropic"})]
     assert rep["tools"]["tool"] == order[3], (rep["tools"], order[:5])
     assert rep["key"]["ok"] is True, rep
+    # Gemini names the declaration inside the tools block.
+    d = ctx["d"]["gemini"]
+    fake.script([{"status": 400, "error_message": "* GenerateContentRequest."
+                  "tools[0].function_declarations[5].parameters.properties"
+                  "[x].type: must be specified when not using one_of, any_of "
+                  "or all_of fields"}])
+    rep = json.loads(ctl(d, "provider", "check", "--json").stdout)
+    decls = d.rpc("tool.list", {"wire": "gemini"})[0]["functionDeclarations"]
+    assert rep["tools"]["tool"] == decls[5]["name"], (rep["tools"], decls[5])
+    # A refusal that is not about the tools (an unknown model) says so.
+    fake.script([{"status": 404, "error_message": "models/nope is not found"}])
+    r = ctl(d, "provider", "check")
+    assert r.returncode == 1 and "request  REFUSED: HTTP 404" in r.stdout and \
+        "tools    not checked" in r.stdout, r.stdout
     # No key: refused, and said so.
     dk = Daemon("nokey", conf(fake.url, "openai"), env={})
     try:

@@ -210,3 +210,86 @@ Test(agent_request, the_system_prompt_is_kept_per_document) {
   json_object_put(h);
   teardown(&f);
 }
+
+/* A run of a user message, a call and a result of size bytes. */
+static void add_run(json_object *h, int i, size_t size) {
+  char *big = malloc(size + 1);
+  memset(big, 'x', size);
+  big[size] = '\0';
+  char buf[256];
+  snprintf(buf, sizeof(buf),
+           "{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":"
+           "\"run %d\"}]}",
+           i);
+  json_object_array_add(h, parse(buf));
+  snprintf(buf, sizeof(buf),
+           "{\"role\":\"model\",\"parts\":[{\"type\":\"tool_call\",\"id\":"
+           "\"c%d\",\"name\":\"render\",\"arguments\":{}}]}",
+           i);
+  json_object_array_add(h, parse(buf));
+  json_object *t = json_object_new_object(), *parts = json_object_new_array(),
+              *p = json_object_new_object(), *env = json_object_new_object();
+  json_object_object_add(env, "success", json_object_new_boolean(1));
+  json_object_object_add(env, "result", json_object_new_string(big));
+  json_object_object_add(p, "type", json_object_new_string("tool_result"));
+  snprintf(buf, sizeof(buf), "c%d", i);
+  json_object_object_add(p, "id", json_object_new_string(buf));
+  json_object_object_add(p, "name", json_object_new_string("render"));
+  json_object_object_add(p, "result", env);
+  json_object_array_add(parts, p);
+  json_object_object_add(t, "role", json_object_new_string("tool"));
+  json_object_object_add(t, "parts", parts);
+  json_object_array_add(h, t);
+  free(big);
+}
+
+/* The window: under the budget the request is the full one; past it the
+ * results of earlier runs go short (the newest whole), then all but the
+ * newest; past that, ATL_E2BIG (the loop summarises). */
+Test(agent_request,
+     the_window_shortens_earlier_results_then_asks_for_a_summary) {
+  fixture_t f;
+  setup(&f, &atl_provider_openai);
+  /* 4000 tokens, less 100 for the answer and 2 %: 3822 tokens, about
+   * 11,400 bytes at 3 bytes a token. */
+  f.p.cfg.context_tokens = 4000;
+  cr_assert_eq(atl_agent_budget(&f.d, &(atl_agent_request_cache_t){0}, "m"),
+               3822);
+  atl_agent_request_cache_t c = {0};
+  json_object *doc = json_object_new_object(), *h = json_object_new_array();
+  add_run(h, 1, 3000);
+  add_run(h, 2, 3000);
+  atl_provider_req_t r;
+  cr_assert_eq(atl_agent_request(&f.d, &c, "m", doc, h, NULL, &r), 0);
+  cr_assert(strstr(r.body, "left_out") == NULL, "it fits: all in full");
+  cr_assert_eq(c.short_below, 0);
+  atl_provider_req_free(&r);
+  add_run(h, 3, 3000);
+  add_run(h, 4, 3000);
+  cr_assert_eq(atl_agent_request(&f.d, &c, "m", doc, h, NULL, &r), 0);
+  /* Runs 1 to 3 short, run 4's result (the newest) in full. */
+  cr_assert_eq(c.short_below, 9, "%zu", c.short_below);
+  cr_assert(c.last_estimate <= c.last_budget);
+  /* (A short form keeps 200 bytes of a result: 500 are a whole one.) */
+  char whole[501];
+  memset(whole, 'x', 500);
+  whole[500] = '\0';
+  const char *full = strstr(r.body, whole), *run4 = strstr(r.body, "run 4");
+  cr_assert(full != NULL && run4 != NULL && full > run4,
+            "the one whole result is the newest");
+  cr_assert(strstr(full + 3000, whole) == NULL, "and the only one");
+  size_t shorts = 0;
+  for (const char *s = strstr(r.body, "left_out"); s;
+       s = strstr(s + 1, "left_out"))
+    shorts++;
+  cr_assert_eq(shorts, 3, "%s", r.body);
+  atl_provider_req_free(&r);
+  /* A newest result larger than the window: nothing short enough. */
+  add_run(h, 5, 30000);
+  cr_assert_eq(atl_agent_request(&f.d, &c, "m", doc, h, NULL, &r), ATL_E2BIG);
+  cr_assert(c.last_estimate > c.last_budget);
+  atl_agent_request_cache_free(&c);
+  json_object_put(doc);
+  json_object_put(h);
+  teardown(&f);
+}

@@ -160,6 +160,73 @@ Test(rules, call_ids_take_every_providers_shape) {
   free(b);
 }
 
+/* Text that is only Unicode whitespace is blank too: an IME's
+ * ideographic space, a no-break space. */
+Test(rules, unicode_whitespace_is_blank) {
+  cr_assert(atl_provider_blank("\xe3\x80\x80"));            /* U+3000 */
+  cr_assert(atl_provider_blank(" \xc2\xa0\t\xe2\x80\xaf")); /* U+00A0 U+202F */
+  cr_assert(atl_provider_blank(NULL) && atl_provider_blank(""));
+  cr_assert(!atl_provider_blank("\xe3\x80\x80x"));
+  cr_assert(!atl_provider_blank("\xc3\xa9")); /* é */
+  cr_assert(!atl_provider_blank("\xe2\x80\x8b"), "U+200B is no space");
+  cr_assert(!atl_provider_blank("\xff"), "an invalid byte is not space");
+}
+
+/* A Gemini session stored before ids were made (every call's id "")
+ * with two call turns: the ids made at load are unique in the session,
+ * each result takes its call's, and Anthropic gets each tool_use id
+ * once. So are ids a server reuses in every answer ("call_0"). */
+Test(rules, call_ids_are_unique_in_the_session) {
+  json_object *h = parse(
+      "[{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"go\"}]},"
+      "{\"role\":\"model\",\"provider\":\"gemini\",\"parts\":[{\"type\":"
+      "\"tool_call\",\"id\":\"\",\"name\":\"a\",\"arguments\":{}},{\"type\":"
+      "\"tool_call\",\"id\":\"\",\"name\":\"b\",\"arguments\":{}}]},"
+      "{\"role\":\"tool\",\"parts\":[{\"type\":\"tool_result\",\"id\":\"\","
+      "\"name\":\"a\",\"result\":{}},{\"type\":\"tool_result\",\"id\":\"\","
+      "\"name\":\"b\",\"result\":{}}]},"
+      "{\"role\":\"model\",\"provider\":\"gemini\",\"parts\":[{\"type\":"
+      "\"tool_call\",\"id\":\"\",\"name\":\"a\",\"arguments\":{}}]},"
+      "{\"role\":\"tool\",\"parts\":[{\"type\":\"tool_result\",\"id\":\"\","
+      "\"name\":\"a\",\"result\":{}}]},"
+      "{\"role\":\"model\",\"provider\":\"openai\",\"parts\":[{\"type\":"
+      "\"tool_call\",\"id\":\"call_0\",\"name\":\"a\",\"arguments\":{}}]},"
+      "{\"role\":\"tool\",\"parts\":[{\"type\":\"tool_result\",\"id\":"
+      "\"call_0\",\"name\":\"a\",\"result\":{}}]},"
+      "{\"role\":\"model\",\"provider\":\"openai\",\"parts\":[{\"type\":"
+      "\"tool_call\",\"id\":\"call_0\",\"name\":\"b\",\"arguments\":{}}]},"
+      "{\"role\":\"tool\",\"parts\":[{\"type\":\"tool_result\",\"id\":"
+      "\"call_0\",\"name\":\"b\",\"result\":{}}]}]");
+  json_object *seen = json_object_new_object();
+  size_t n = json_object_array_length(h), changed = 0;
+  for (size_t i = 0; i < n; i++) {
+    json_object *m = json_object_array_get_idx(h, i);
+    if (strcmp(json_object_get_string(json_object_object_get(m, "role")),
+               "model") == 0)
+      changed += atl_provider_claim_ids(
+          m, i, seen, i + 1 < n ? json_object_array_get_idx(h, i + 1) : NULL);
+  }
+  cr_assert_eq(changed, 4, "three empty ids and the second call_0");
+  atl_provider_cfg_t cfg = {.base_url = "http://h", .max_tokens = 100};
+  atl_provider_req_t req;
+  cr_assert_eq(atl_provider_build(&atl_provider_anthropic, &cfg, "m", NULL, h,
+                                  NULL, &req),
+               0);
+  static const char *const ids[] = {"atl_h1_0", "atl_h1_1", "atl_h3_0",
+                                    "call_0", "atl_h7_0"};
+  for (size_t i = 0; i < 5; i++) {
+    char use[64], result[64];
+    snprintf(use, sizeof(use), "\"tool_use\",\"id\":\"%s\"", ids[i]);
+    snprintf(result, sizeof(result), "\"tool_use_id\":\"%s\"", ids[i]);
+    const char *u = strstr(req.body, use);
+    cr_assert(u && !strstr(u + 1, use), "%s once: %s", ids[i], req.body);
+    cr_assert(strstr(req.body, result), "%s answered: %s", ids[i], req.body);
+  }
+  atl_provider_req_free(&req);
+  json_object_put(seen);
+  json_object_put(h);
+}
+
 /* ---- parameters each model insists on ---- */
 
 Test(rules, the_model_table) {
@@ -180,6 +247,21 @@ Test(rules, the_model_table) {
       "gemini-2.5-flash-lite");
   cr_assert_null(atl_model_info("gemini", "claude-opus-4-7"));
   cr_assert_null(atl_model_info("openai", "llama3.1:8b"));
+}
+
+/* What the window leaves for the request: the answer as it is asked for
+ * is reserved (Anthropic counts input and max_tokens together). */
+Test(rules, the_output_each_request_asks_for) {
+  atl_provider_cfg_t cfg = {.max_tokens = 64000};
+  cr_assert_eq(atl_provider_anthropic.output_cap(&cfg, "claude-sonnet-4-5"),
+               64000);
+  cr_assert_eq(atl_provider_anthropic.output_cap(&cfg, "claude-3-5-haiku"),
+               8192);
+  cfg.max_tokens = 8192;
+  cr_assert_eq(atl_provider_openai.output_cap(&cfg, "o3"), 8192 + 16384);
+  cr_assert_eq(atl_provider_openai.output_cap(&cfg, "gpt-4.1"), 8192);
+  cr_assert_eq(atl_provider_gemini.output_cap(&cfg, "gemini-2.5-flash"),
+               8192 + 8192);
 }
 
 Test(rules, openai_reasoning_models_get_max_completion_tokens) {
@@ -225,15 +307,18 @@ Test(rules, anthropic_thinking_and_max_tokens_fit_the_model) {
                 !strstr(b, "budget_tokens"),
             "%s", b);
   free(b);
-  /* claude-3-5-sonnet answers at most 8192 tokens; the budget stays
-   * under max_tokens. */
+  /* claude-3-5-sonnet answers at most 8192 tokens (its first release
+   * 4096) and has no extended thinking: no thinking parameter. */
   b = body(&atl_provider_anthropic, &cfg, "claude-3-5-sonnet-20241022", h);
-  cr_assert(strstr(b, "\"max_tokens\":8192,") &&
-                strstr(b, "\"budget_tokens\":4096}"),
-            "%s", b);
+  cr_assert(strstr(b, "\"max_tokens\":8192,") && !strstr(b, "thinking"), "%s",
+            b);
   free(b);
+  b = body(&atl_provider_anthropic, &cfg, "claude-3-5-sonnet-20240620", h);
+  cr_assert(strstr(b, "\"max_tokens\":4096,"), "%s", b);
+  free(b);
+  /* Within a smaller max_tokens, the budget stays under it. */
   cfg.max_tokens = 3000;
-  b = body(&atl_provider_anthropic, &cfg, "claude-3-haiku-20240307", h);
+  b = body(&atl_provider_anthropic, &cfg, "claude-sonnet-4-20250514", h);
   cr_assert(strstr(b, "\"max_tokens\":3000,") &&
                 strstr(b, "\"budget_tokens\":1500}"),
             "%s", b);

@@ -144,6 +144,33 @@ Test(wire, gemini_gets_references_inlined_and_documented_keywords_only) {
   json_object_put(o);
 }
 
+/* A root allOf of parts without properties (required alone, true) is
+ * merged without them: once it took the daemon down at plugin load. */
+Test(wire, a_root_all_of_merges_whatever_its_parts_have) {
+  json_object *o =
+      wire("{\"type\":\"object\",\"allOf\":[{\"required\":[\"a\"]},"
+           "true,{\"properties\":{\"a\":{\"type\":\"string\"}},"
+           "\"required\":[\"a\"]}]}",
+           ATL_WIRE_ANTHROPIC);
+  cr_assert_str_eq(text_of(at(o, "required")), "[\"a\"]", "%s", text_of(o));
+  cr_assert_str_eq(str_at(o, "properties/a/type"), "string");
+  json_object_put(o);
+  /* false admits nothing: no provider could be offered such a tool. */
+  json_object *s = parse("{\"type\":\"object\",\"allOf\":[false]}");
+  char *why = NULL;
+  cr_assert_null(atl_wire_schema(s, ATL_WIRE_OPENAI, &why));
+  cr_assert(why && strstr(why, "is false"), "%s", why);
+  free(why);
+  json_object_put(s);
+  /* A property that can never be given is left out for Gemini. */
+  o = wire("{\"type\":\"object\",\"properties\":{\"a\":false,\"b\":{\"type\":"
+           "\"integer\"}}}",
+           ATL_WIRE_GEMINI);
+  cr_assert_str_eq(text_of(at(o, "properties")),
+                   "{\"b\":{\"type\":\"integer\"}}");
+  json_object_put(o);
+}
+
 Test(wire, what_cannot_be_expressed_is_said) {
   static const struct {
     const char *schema;
@@ -212,6 +239,10 @@ Test(wire, the_lint_names_each_broken_rule) {
        ATL_WIRE_GEMINI, "Gemini's schema has no keyword 'pattern'"},
       {"t", "{\"type\":\"object\",\"properties\":{\"a\":{\"enum\":[true]}}}",
        ATL_WIRE_GEMINI, "Gemini takes enums of strings and numbers"},
+      {"t",
+       "{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"a\","
+       "\"a\"]}",
+       ATL_WIRE_ANTHROPIC, "#/required: a name twice"},
       {"9lives", "{\"type\":\"object\"}", ATL_WIRE_GEMINI,
        "the tool name '9lives' is not a letter or '_'"},
       {"a.b", "{\"type\":\"object\"}", ATL_WIRE_ANTHROPIC,
