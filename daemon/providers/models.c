@@ -35,6 +35,7 @@ static const atl_model_info_t models[] = {
     {"claude-opus-4-6", "anthropic", 200000, 128000, AD, 0, 0},
     {"claude-opus-4-7", "anthropic", 200000, 128000, AO, 0, 0},
     {"claude-opus-4-8", "anthropic", 200000, 128000, AO, 0, 0},
+    {"claude-sonnet-5", "anthropic", 200000, 64000, AO, 0, 0},
     /* OpenAI. */
     {"gpt-4-turbo", "openai", 128000, 4096, 0, 0, 0},
     {"gpt-4o", "openai", 128000, 16384, 0, 0, 0},

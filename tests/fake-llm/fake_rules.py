@@ -76,7 +76,7 @@ class Refusal(Exception):
 #                      their thoughtSignature (Gemini 3)
 
 DEFAULT_MODEL = {
-    "context": 1_000_000, "max_output": 1_000_000,
+    "context": 1_000_000, "max_output": 1_000_000, "extended_thinking": True,
     "adaptive_thinking": "yes", "xhigh_effort": True, "context_1m": False,
     "reasoning": False, "input_limit": None,
     "thinking_config": True, "budget": None, "budget_zero": True, "levels": None,
@@ -84,6 +84,9 @@ DEFAULT_MODEL = {
 }
 
 _CLAUDE_OLD = {"adaptive_thinking": "no", "xhigh_effort": False}
+# Claude 3 and 3.5 have no extended thinking at all (anthropics/claude-code
+# #2245: "'claude-3-5-sonnet-20241022' does not support thinking.").
+_CLAUDE_3 = dict(_CLAUDE_OLD, extended_thinking=False)
 _GEMINI_25 = {"context": 1_048_576, "max_output": 65_536, "levels": []}
 _GEMINI_3 = {"context": 1_048_576, "max_output": 65_536, "signatures": True,
              "budget_zero": False, "levels": ["low", "high"]}
@@ -91,10 +94,13 @@ _ALL_LEVELS = ["minimal", "low", "medium", "high"]
 
 MODELS = {
     # Anthropic: https://docs.anthropic.com/en/docs/about-claude/models
-    "claude-3-haiku": dict(_CLAUDE_OLD, context=200_000, max_output=4_096),
-    "claude-3-opus": dict(_CLAUDE_OLD, context=200_000, max_output=4_096),
-    "claude-3-5-haiku": dict(_CLAUDE_OLD, context=200_000, max_output=8_192),
-    "claude-3-5-sonnet": dict(_CLAUDE_OLD, context=200_000, max_output=8_192),
+    "claude-3-haiku": dict(_CLAUDE_3, context=200_000, max_output=4_096),
+    "claude-3-opus": dict(_CLAUDE_3, context=200_000, max_output=4_096),
+    "claude-3-5-haiku": dict(_CLAUDE_3, context=200_000, max_output=8_192),
+    "claude-3-5-sonnet": dict(_CLAUDE_3, context=200_000, max_output=8_192),
+    # Quoted: "max_tokens: 10000 > 4096, which is the maximum allowed number
+    # of output tokens for claude-3-5-sonnet-20240620" (NextChat#4964).
+    "claude-3-5-sonnet-20240620": dict(_CLAUDE_3, context=200_000, max_output=4_096),
     "claude-3-7-sonnet": dict(_CLAUDE_OLD, context=200_000, max_output=64_000),
     "claude-sonnet-4": dict(_CLAUDE_OLD, context=200_000, max_output=64_000, context_1m=True),
     "claude-opus-4": dict(_CLAUDE_OLD, context=200_000, max_output=32_000),
@@ -114,6 +120,9 @@ MODELS = {
     "claude-opus-4-7": {"context": 200_000, "max_output": 128_000,
                         "adaptive_thinking": "only", "xhigh_effort": True},
     "claude-opus-4-8": {"context": 200_000, "max_output": 128_000,
+                        "adaptive_thinking": "only", "xhigh_effort": True},
+    # Sonnet 5: adaptive only too (zai-org/feedback#222, openclaw#101674).
+    "claude-sonnet-5": {"context": 200_000, "max_output": 64_000,
                         "adaptive_thinking": "only", "xhigh_effort": True},
     # OpenAI: https://platform.openai.com/docs/models
     "gpt-3.5-turbo": {"context": 16_385, "max_output": 4_096},
@@ -158,7 +167,7 @@ MODEL_FLAG_TYPES = {
     "context": int, "max_output": int, "adaptive_thinking": str, "xhigh_effort": bool,
     "context_1m": bool, "reasoning": bool, "input_limit": (int, type(None)),
     "thinking_config": bool, "budget": (list, type(None)), "budget_zero": bool,
-    "levels": (list, type(None)), "signatures": bool,
+    "levels": (list, type(None)), "signatures": bool, "extended_thinking": bool,
 }
 
 _NAME_BOUNDARY = "-.:@_/ "
@@ -804,6 +813,9 @@ def anthropic_check_thinking(body, model):
     if not isinstance(thinking, dict):
         raise Refusal(400, "thinking: Input should be a valid dictionary")
     ttype = thinking.get("type")
+    if ttype in ("enabled", "adaptive") and not model.get("extended_thinking", True):
+        # Confirmed: anthropics/claude-code#2245.
+        raise Refusal(400, f"'{body.get('model')}' does not support thinking.")
     if ttype not in ("enabled", "disabled", "adaptive"):
         # likely: pydantic's tagged-union error.
         raise Refusal(400, f"thinking: Input tag '{ttype}' found using 'type' does not match "

@@ -331,6 +331,18 @@ rule("adaptive-only models refuse thinking.type enabled", "anthropic",
       for m in ("claude-opus-4-7", "claude-opus-4-8")],
      [ab("claude-opus-4-7", thinking={"type": "adaptive"}, output_config={"effort": "xhigh"}),
       ab("claude-opus-4-8", thinking={"type": "adaptive", "display": "summarized"})])
+rule("Claude 3 and 3.5 have no thinking at all", "anthropic",
+     [(ab(m, max_tokens=4096, thinking={"type": "enabled", "budget_tokens": 2048}), 400,
+       A("'%s' does not support thinking." % m))
+      for m in ("claude-3-5-sonnet-20241022", "claude-3-haiku-20240307")],
+     [ab("claude-3-5-sonnet-20241022", max_tokens=4096),
+      ab("claude-3-7-sonnet-20250219", max_tokens=4096,
+         thinking={"type": "enabled", "budget_tokens": 2048})])
+rule("claude-3-5-sonnet-20240620 answers at most 4096 tokens", "anthropic",
+     [(ab("claude-3-5-sonnet-20240620", max_tokens=8192), 400,
+       A("max_tokens: 8192 > 4096, which is the maximum allowed number of output tokens "
+         "for claude-3-5-sonnet-20240620"))],
+     [ab("claude-3-5-sonnet-20241022", max_tokens=8192)])
 rule("output_config.effort is low/medium/high/max", "anthropic",
      [(ab(output_config={"effort": "extreme"}), 400,
        A("output_config.effort: Input should be 'low', 'medium', 'high' or 'max'")),
