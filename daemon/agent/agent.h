@@ -10,6 +10,7 @@
 #ifndef ATL_AGENT_H
 #define ATL_AGENT_H
 
+#include "agent/sse.h"
 #include "daemon.h"
 #include "providers/provider.h"
 
@@ -42,6 +43,29 @@ void atl_agent_free(atl_daemon_t *d);
 void atl_agent_provider_resolve(atl_daemon_t *d, const char *name,
                                 atl_agent_provider_t *p);
 void atl_agent_provider_clear(atl_agent_provider_t *p);
+
+/* agent_call.c: a streamed model call beside a run's turns (a summary, a
+ * provider check): the turn its events are parsed into, the SSE parser,
+ * and the answer's first bytes (an error answer's body comes to the data
+ * callback, not in the response). atl_agent_call_data is the HTTP
+ * client's data callback: its user is the call, or a struct whose first
+ * member is the call. Listening stops once *stop (may be NULL) is set. */
+typedef struct {
+  const atl_provider_ops_t *ops;
+  atl_turn_t turn;
+  atl_sse_t sse;
+  char raw[4096];
+  size_t raw_len;
+  const int *stop;
+} atl_agent_call_t;
+
+void atl_agent_call_init(atl_agent_call_t *c, const atl_provider_ops_t *ops,
+                         const int *stop);
+int atl_agent_call_data(const char *data, size_t len, void *user);
+/* The provider's message in an error answer (malloc()ed), or NULL. */
+char *atl_agent_call_said(const atl_agent_call_t *c,
+                          const atl_http_response_t *r);
+void atl_agent_call_free(atl_agent_call_t *c);
 
 /* provider.check (agent_check.c): sends the provider NAME (NULL: the
  * agent's) one small request with the real tool list, and calls done with

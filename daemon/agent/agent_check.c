@@ -15,17 +15,13 @@
 #include <string.h>
 
 #include "agent.h"
-#include "agent/sse.h"
 #include "log.h"
 
 typedef struct {
+  atl_agent_call_t call; /* first: the HTTP data callback's user */
   atl_daemon_t *d;
   atl_agent_provider_t p; /* the provider checked (owned) */
   char *model;
-  atl_turn_t turn;
-  atl_sse_t sse;
-  char raw[8192];
-  size_t raw_len;
   uint64_t started_ns;
   size_t n_tools;
   void (*done)(atl_daemon_t *d, json_object *report, void *user);
@@ -104,32 +100,12 @@ static const char *tool_named(atl_daemon_t *d, const char *msg) {
   return NULL;
 }
 
-static int sse_event(const char *event, const char *data, size_t len,
-                     void *user) {
-  check_t *k = user;
-  return k->p.ops->event(&k->turn, event, data, len) != 0;
-}
-
-static int on_data(const char *data, size_t len, void *user) {
-  check_t *k = user;
-  size_t keep = sizeof(k->raw) - 1 - k->raw_len;
-  if (keep > len)
-    keep = len;
-  memcpy(k->raw + k->raw_len, data, keep);
-  k->raw_len += keep;
-  k->raw[k->raw_len] = '\0';
-  return atl_sse_feed(&k->sse, data, len, sse_event, k) != 0;
-}
-
 static void answered(const atl_http_response_t *res, void *user) {
   check_t *k = user;
-  const atl_provider_ops_t *ops = k->p.ops;
+  atl_turn_t *turn = &k->call.turn;
   json_object *r = report_of(k);
-  char *said = NULL;
-  if (res->http_code >= 300 && ops->error_message != NULL)
-    said = res->body_len > 0 ? ops->error_message(res->body, res->body_len)
-           : k->raw_len > 0  ? ops->error_message(k->raw, k->raw_len)
-                             : NULL;
+  char *said =
+      res->http_code >= 300 ? atl_agent_call_said(&k->call, res) : NULL;
   int ok = 0;
   if (res->status < 0) {
     char msg[512];
@@ -170,34 +146,30 @@ static void answered(const atl_http_response_t *res, void *user) {
                                json_object_new_int64((int64_t)k->n_tools));
         json_object_object_add(r, "tools", t);
         json_object *a = json_object_new_object();
-        ok = k->turn.error == NULL && k->turn.done;
+        ok = turn->error == NULL && turn->done;
         json_object_object_add(
-            a, "text",
-            json_object_new_string(k->turn.text ? k->turn.text : ""));
-        if (k->turn.stop_reason != NULL)
+            a, "text", json_object_new_string(turn->text ? turn->text : ""));
+        if (turn->stop_reason != NULL)
           json_object_object_add(a, "stop_reason",
-                                 json_object_new_string(k->turn.stop_reason));
-        if (k->turn.error != NULL)
+                                 json_object_new_string(turn->stop_reason));
+        if (turn->error != NULL)
           json_object_object_add(a, "error",
-                                 json_object_new_string(k->turn.error));
+                                 json_object_new_string(turn->error));
         json_object_object_add(
             a, "latency_ms",
             json_object_new_int64(
                 (int64_t)((atl_mono_ns() - k->started_ns) / 1000000u)));
         json_object_object_add(a, "input_tokens",
-                               json_object_new_int64(k->turn.input_tokens));
+                               json_object_new_int64(turn->input_tokens));
         json_object_object_add(a, "output_tokens",
-                               json_object_new_int64(k->turn.output_tokens));
+                               json_object_new_int64(turn->output_tokens));
         json_object_object_add(r, "answer", a);
       }
     }
   }
   free(said);
   json_object_object_add(r, "ok", json_object_new_boolean(ok));
-  if (ops->turn_free != NULL)
-    ops->turn_free(&k->turn);
-  atl_turn_free(&k->turn);
-  atl_sse_free(&k->sse);
+  atl_agent_call_free(&k->call);
   atl_log_kv(ok ? ATL_LOG_INFO : ATL_LOG_WARN, "provider checked", "provider",
              k->p.cfg.name, "ok", ok ? "yes" : "no", NULL);
   finish(k, r);
@@ -273,8 +245,7 @@ void atl_agent_check(atl_daemon_t *d, const char *name, const char *model,
     finish(k, r);
     return;
   }
-  atl_turn_init(&k->turn);
-  atl_sse_init(&k->sse, 0);
+  atl_agent_call_init(&k->call, k->p.ops, NULL);
   atl_http_request_t hr = {.struct_size = sizeof(hr),
                            .method = "POST",
                            .url = req.url,
@@ -283,11 +254,10 @@ void atl_agent_check(atl_daemon_t *d, const char *name, const char *model,
                            .body_len = strlen(req.body),
                            .timeout_ms = k->p.cfg.timeout_ms};
   k->started_ns = atl_mono_ns();
-  rc = atl_http_request(d->http, &hr, on_data, answered, k);
+  rc = atl_http_request(d->http, &hr, atl_agent_call_data, answered, k);
   atl_provider_req_free(&req);
   if (rc != 0) {
-    atl_turn_free(&k->turn);
-    atl_sse_free(&k->sse);
+    atl_agent_call_free(&k->call);
     json_object *r = report_of(k);
     json_object_object_add(r, "ok", json_object_new_boolean(0));
     json_object_object_add(r, "key",

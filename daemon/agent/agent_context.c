@@ -31,13 +31,10 @@
 #define SUMMARY_BYTES 4096u
 
 typedef struct {
+  atl_agent_call_t call; /* first: the HTTP data callback's user */
   atl_agent_t *a;
-  atl_turn_t turn;
-  atl_sse_t sse;
   size_t from, covers; /* it summarises messages [from, covers) */
   uint64_t before;     /* the estimate that did not fit */
-  char raw[4096];      /* the start of an error answer's body */
-  size_t raw_len;
   void (*done)(atl_agent_t *a, int status, const char *why);
 } compact_t;
 
@@ -173,60 +170,34 @@ static void finish(compact_t *k, const char *text, const char *why) {
   done(a, 1, NULL);
 }
 
-static int sse_event(const char *event, const char *data, size_t len,
-                     void *user) {
-  compact_t *k = user;
-  return k->a->d->agent->ops->event(&k->turn, event, data, len) != 0;
-}
-
-static int on_data(const char *data, size_t len, void *user) {
-  compact_t *k = user;
-  if (k->a->cancel)
-    return 1; /* stop listening: the run ends as soon as the call does */
-  size_t keep = sizeof(k->raw) - 1 - k->raw_len;
-  if (keep > len)
-    keep = len;
-  memcpy(k->raw + k->raw_len, data, keep);
-  k->raw_len += keep;
-  k->raw[k->raw_len] = '\0';
-  return atl_sse_feed(&k->sse, data, len, sse_event, k) != 0;
-}
-
 static void answered(const atl_http_response_t *r, void *user) {
   compact_t *k = user;
   atl_agent_t *a = k->a;
-  const atl_provider_ops_t *ops = a->d->agent->ops;
+  atl_turn_t *t = &k->call.turn;
   char why[600] = "";
   char *text = NULL;
   /* A passing trouble (no connection, 429, 5xx, an overload in the
    * stream) is the loop's to retry, as for any model call: the messages
    * are not dropped for it. */
-  int transient = r->status < 0 || r->http_code == 429 || r->http_code >= 500 ||
-                  (k->turn.error != NULL && k->turn.error_transient) ||
-                  (r->status == 0 && r->http_code < 300 && !k->turn.done &&
-                   k->turn.error == NULL);
+  int transient =
+      r->status < 0 || r->http_code == 429 || r->http_code >= 500 ||
+      (t->error != NULL && t->error_transient) ||
+      (r->status == 0 && r->http_code < 300 && !t->done && t->error == NULL);
   if (r->status != 0 || r->http_code < 200 || r->http_code >= 300 ||
-      k->turn.error != NULL || !k->turn.done) {
-    char *said = ops->error_message && r->body_len > 0
-                     ? ops->error_message(r->body, r->body_len)
-                 : ops->error_message && k->raw_len > 0
-                     ? ops->error_message(k->raw, k->raw_len)
-                     : NULL;
+      t->error != NULL || !t->done) {
+    char *said = atl_agent_call_said(&k->call, r);
     snprintf(why, sizeof(why), "the summary call failed: %s",
-             k->turn.error ? k->turn.error
-             : said        ? said
-             : r->error    ? r->error
-                           : "no complete answer");
+             t->error   ? t->error
+             : said     ? said
+             : r->error ? r->error
+                        : "no complete answer");
     free(said);
-  } else if (k->turn.text == NULL || atl_provider_blank(k->turn.text)) {
+  } else if (t->text == NULL || atl_provider_blank(t->text)) {
     snprintf(why, sizeof(why), "the model's summary was empty");
   } else {
-    text = strdup(k->turn.text);
+    text = strdup(t->text);
   }
-  if (ops->turn_free != NULL)
-    ops->turn_free(&k->turn);
-  atl_turn_free(&k->turn);
-  atl_sse_free(&k->sse);
+  atl_agent_call_free(&k->call);
   void (*done)(atl_agent_t *, int, const char *) = k->done;
   if (a->cancel || a->d->shutting_down) {
     free(k);
@@ -277,8 +248,7 @@ int atl__agent_compact(atl_agent_t *a, void (*done)(atl_agent_t *a, int status,
     free(k);
     return rc;
   }
-  atl_turn_init(&k->turn);
-  atl_sse_init(&k->sse, 0);
+  atl_agent_call_init(&k->call, p->ops, &a->cancel);
   atl_http_request_t hr = {.struct_size = sizeof(hr),
                            .method = "POST",
                            .url = req.url,
@@ -288,11 +258,10 @@ int atl__agent_compact(atl_agent_t *a, void (*done)(atl_agent_t *a, int status,
                            .timeout_ms = p->cfg.timeout_ms};
   atl_log_kv(ATL_LOG_INFO, "context window full: summarising", "session",
              a->s->id, NULL);
-  rc = atl_http_request(a->d->http, &hr, on_data, answered, k);
+  rc = atl_http_request(a->d->http, &hr, atl_agent_call_data, answered, k);
   atl_provider_req_free(&req);
   if (rc != 0) {
-    atl_turn_free(&k->turn);
-    atl_sse_free(&k->sse);
+    atl_agent_call_free(&k->call);
     free(k);
   }
   return rc;

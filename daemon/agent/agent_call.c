@@ -1,0 +1,54 @@
+/* One streamed model call beside a run's turns (agent.h:
+ * atl_agent_call_t): a summary of old messages, a provider check. The
+ * answer's events are parsed into a turn as they come, and its first bytes
+ * are kept, since an error answer's body reaches the data callback rather
+ * than the response. */
+#include "atl-build.h"
+
+#include <string.h>
+
+#include "agent.h"
+
+void atl_agent_call_init(atl_agent_call_t *c, const atl_provider_ops_t *ops,
+                         const int *stop) {
+  memset(c, 0, sizeof(*c));
+  c->ops = ops;
+  c->stop = stop;
+  atl_turn_init(&c->turn);
+  atl_sse_init(&c->sse, 0);
+}
+
+static int sse_event(const char *event, const char *data, size_t len,
+                     void *user) {
+  atl_agent_call_t *c = user;
+  return c->ops->event(&c->turn, event, data, len) != 0;
+}
+
+int atl_agent_call_data(const char *data, size_t len, void *user) {
+  atl_agent_call_t *c = user;
+  if (c->stop != NULL && *c->stop)
+    return 1; /* stop listening: the call ends as soon as it can */
+  size_t keep = sizeof(c->raw) - 1 - c->raw_len;
+  if (keep > len)
+    keep = len;
+  memcpy(c->raw + c->raw_len, data, keep);
+  c->raw_len += keep;
+  c->raw[c->raw_len] = '\0';
+  return atl_sse_feed(&c->sse, data, len, sse_event, c) != 0;
+}
+
+char *atl_agent_call_said(const atl_agent_call_t *c,
+                          const atl_http_response_t *r) {
+  if (c->ops->error_message == NULL)
+    return NULL;
+  if (r->body_len > 0)
+    return c->ops->error_message(r->body, r->body_len);
+  return c->raw_len > 0 ? c->ops->error_message(c->raw, c->raw_len) : NULL;
+}
+
+void atl_agent_call_free(atl_agent_call_t *c) {
+  if (c->ops != NULL && c->ops->turn_free != NULL)
+    c->ops->turn_free(&c->turn);
+  atl_turn_free(&c->turn);
+  atl_sse_free(&c->sse);
+}
