@@ -223,7 +223,11 @@ def _(ctx):
 def _(ctx):
     d = ctx["d"]
     sid = scene_session(d)
-    args = {"width": 320, "height": 240, "samples": 64}
+    # 256 samples: about a second here, so that a preview (the first comes
+    # after 250 ms) always precedes the end; at 64 (0.26 s on an idle
+    # machine) the render could finish before any preview, and the check
+    # waited for one in vain.
+    args = {"width": 320, "height": 240, "samples": 256}
     ref = call(d, sid, "render_scene", args)["images"][0]["id"]
     old = render_info(d)
     after = d.events(sid)[-1]["seq"]
