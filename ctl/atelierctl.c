@@ -87,10 +87,7 @@ static options opt = {.timeout_ms = 60000};
 static ctl_rpc rpc = {.fd = -1, .watch_fd = -1};
 static volatile sig_atomic_t interrupted;
 
-static int usage_error(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...) {
+int ctl_usage_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fputs("atelierctl: ", stderr);
@@ -284,16 +281,6 @@ int ctl_json_output(void) {
   return opt.json;
 }
 
-int ctl_usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("atelierctl: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputs("\nTry 'atelierctl --help'.\n", stderr);
-  va_end(ap);
-  return EXIT_USAGE;
-}
-
 int ctl_connect(void) {
   return connect_daemon();
 }
@@ -314,8 +301,9 @@ void ctl_print_json(FILE *f, json_object *o) {
 
 static int cmd_tools(int argc, char **argv) {
   if (argc > 1 || (opt.wire != NULL && argc > 0))
-    return usage_error("%s", "usage: atelierctl tools [NAME] | tools --wire "
-                             "PROVIDER");
+    return ctl_usage_error("%s",
+                           "usage: atelierctl tools [NAME] | tools --wire "
+                           "PROVIDER");
   json_object *tools = NULL;
   if (opt.wire != NULL) {
     /* What a provider is sent, byte for byte as JSON. */
@@ -419,24 +407,26 @@ static void print_cassette(json_object *session, const char *id) {
 
 static int cmd_session(int argc, char **argv) {
   if (argc == 0)
-    return usage_error("session needs a subcommand: %s",
-                       "new, list, show, rm, cassette");
+    return ctl_usage_error("session needs a subcommand: %s",
+                           "new, list, show, rm, cassette");
   const char *sub = argv[0];
   if (opt.model != NULL && strcmp(sub, "new") != 0)
-    return usage_error("--model goes with session new, not session %s", sub);
+    return ctl_usage_error("--model goes with session new, not session %s",
+                           sub);
   int want = strcmp(sub, "show") == 0 || strcmp(sub, "rm") == 0 ||
                      strcmp(sub, "cassette") == 0
                  ? 2
                  : 1;
   if (strcmp(sub, "new") && strcmp(sub, "list") && want == 1)
-    return usage_error(
+    return ctl_usage_error(
         "unknown session subcommand '%s' (new, list, show, rm, cassette)", sub);
   if (argc != want)
-    return usage_error(want == 2 ? "session %s takes one session id"
-                       : strcmp(sub, "new") == 0
-                           ? "session %s takes no arguments but --model NAME"
-                           : "session %s takes no arguments",
-                       sub);
+    return ctl_usage_error(
+        want == 2 ? "session %s takes one session id"
+        : strcmp(sub, "new") == 0
+            ? "session %s takes no arguments but --model NAME"
+            : "session %s takes no arguments",
+        sub);
   if (connect_daemon() != 0)
     return EXIT_USAGE;
   json_object *res = NULL;
@@ -624,7 +614,8 @@ static int save_images(const char *dir, json_object *images) {
 
 static int cmd_call(int argc, char **argv) {
   if (argc < 2 || argc > 3)
-    return usage_error("%s", "usage: atelierctl call SESSION TOOL [JSON|-]");
+    return ctl_usage_error("%s",
+                           "usage: atelierctl call SESSION TOOL [JSON|-]");
   json_object *args = argc == 3 ? parse_arg("the tool arguments", argv[2])
                                 : json_object_new_object();
   if (args == NULL)
@@ -719,8 +710,9 @@ static void on_signal(int sig) {
 
 static int cmd_events(int argc, char **argv) {
   if (argc != 1)
-    return usage_error("%s", "usage: atelierctl events SESSION [--after SEQ] "
-                             "[--follow] [--json]");
+    return ctl_usage_error("%s",
+                           "usage: atelierctl events SESSION [--after SEQ] "
+                           "[--follow] [--json]");
   sigset_t block, wait_mask;
   if (opt.follow) {
     /* SIGINT ends --follow normally (exit 0). It stays blocked except
@@ -785,7 +777,8 @@ static int cmd_events(int argc, char **argv) {
 
 static int cmd_raw(int argc, char **argv) {
   if (argc < 1 || argc > 2)
-    return usage_error("%s", "usage: atelierctl raw METHOD [PARAMS-JSON|-]");
+    return ctl_usage_error("%s",
+                           "usage: atelierctl raw METHOD [PARAMS-JSON|-]");
   json_object *params = NULL;
   if (argc == 2 && (params = parse_arg("PARAMS-JSON", argv[1])) == NULL)
     return EXIT_USAGE;
@@ -893,23 +886,23 @@ int main(int argc, char **argv) {
     }
   }
   if (optind >= argc)
-    return usage_error("%s", "no command given");
+    return ctl_usage_error("%s", "no command given");
   const char *cmd = argv[optind];
   int cargc = argc - optind - 1;
   char **cargv = argv + optind + 1;
   int is_call = strcmp(cmd, "call") == 0, is_events = !strcmp(cmd, "events");
   if (opt.out_dir != NULL && !is_call)
-    return usage_error("-o is an option of call, not of %s", cmd);
+    return ctl_usage_error("-o is an option of call, not of %s", cmd);
   int is_provider = strcmp(cmd, "provider") == 0;
   if ((opt.follow || opt.after_set) && !is_events)
-    return usage_error("--after and --follow are options of events, not of %s",
-                       cmd);
+    return ctl_usage_error(
+        "--after and --follow are options of events, not of %s", cmd);
   if (opt.json && !is_events && !is_provider)
-    return usage_error("--json is an option of events and provider check, "
-                       "not of %s",
-                       cmd);
+    return ctl_usage_error("--json is an option of events and provider check, "
+                           "not of %s",
+                           cmd);
   if (opt.wire != NULL && strcmp(cmd, "tools") != 0)
-    return usage_error("--wire is an option of tools, not of %s", cmd);
+    return ctl_usage_error("--wire is an option of tools, not of %s", cmd);
 
   int status;
   if (strcmp(cmd, "tools") == 0)
@@ -925,7 +918,7 @@ int main(int argc, char **argv) {
   else if (is_provider)
     status = ctl_cmd_provider(cargc, cargv);
   else
-    status = usage_error("unknown command '%s'", cmd);
+    status = ctl_usage_error("unknown command '%s'", cmd);
   ctl_rpc_close(&rpc);
   /* Output that never reached its file (a full disk, a closed pipe) must
    * not end in success. */

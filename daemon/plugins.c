@@ -12,7 +12,6 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,17 +26,6 @@
   (offsetof(atl_plugin_t, describe) + sizeof(((atl_plugin_t *)0)->describe))
 #define ATL_TOOL_V1_0_SIZE                                                     \
   (offsetof(atl_tool_t, handler) + sizeof(((atl_tool_t *)0)->handler))
-
-static char *fmt_reason(const char *fmt, ...) ATL_PRINTF(1, 2);
-static char *fmt_reason(const char *fmt, ...) {
-  va_list ap;
-  char *out = NULL;
-  va_start(ap, fmt);
-  if (vasprintf(&out, fmt, ap) < 0)
-    out = NULL;
-  va_end(ap);
-  return out;
-}
 
 static int valid_name(const char *s, size_t max) {
   if (s == NULL || !(s[0] >= 'a' && s[0] <= 'z'))
@@ -90,12 +78,12 @@ static int check_tools(const atl_registry_t *reg, atl_plugin_entry_t *p,
                        char **reason) {
   const atl_plugin_t *desc = &p->desc;
   if (desc->n_tools > 0 && desc->tools == NULL) {
-    *reason = fmt_reason("n_tools is %u but tools is NULL", desc->n_tools);
+    *reason = atl_printf_new("n_tools is %u but tools is NULL", desc->n_tools);
     return ATL_EPLUGIN;
   }
   if (desc->n_tools > 1024) {
-    *reason = fmt_reason("n_tools is %u; at most 1024 tools per plugin",
-                         desc->n_tools);
+    *reason = atl_printf_new("n_tools is %u; at most 1024 tools per plugin",
+                             desc->n_tools);
     return ATL_EPLUGIN;
   }
   atl_tool_entry_t **tools = calloc(desc->n_tools + 1, sizeof(*tools));
@@ -119,40 +107,40 @@ static int check_tools(const atl_registry_t *reg, atl_plugin_entry_t *p,
     const atl_tool_t *t = &e->tool;
     const char *tname = t->name ? t->name : "(null)";
     if (!valid_name(t->name, 63)) {
-      *reason = fmt_reason("tool %u: invalid name '%s' (expected "
-                           "[a-z][a-z0-9_]{0,63})",
-                           i, tname);
+      *reason = atl_printf_new("tool %u: invalid name '%s' (expected "
+                               "[a-z][a-z0-9_]{0,63})",
+                               i, tname);
       goto fail;
     }
     if (t->handler == NULL) {
-      *reason = fmt_reason("tool '%s': handler is NULL", tname);
+      *reason = atl_printf_new("tool '%s': handler is NULL", tname);
       goto fail;
     }
     if (t->description == NULL || t->description[0] == '\0') {
-      *reason = fmt_reason("tool '%s': description is empty", tname);
+      *reason = atl_printf_new("tool '%s': description is empty", tname);
       goto fail;
     }
     if (atl_registry_find(reg, t->name) != NULL) {
       *reason =
-          fmt_reason("tool '%s': name already taken by plugin '%s'", tname,
-                     atl_registry_find(reg, t->name)->plugin->desc.name);
+          atl_printf_new("tool '%s': name already taken by plugin '%s'", tname,
+                         atl_registry_find(reg, t->name)->plugin->desc.name);
       goto fail;
     }
     for (uint32_t j = 0; j < i; j++) {
       if (tools[j] != NULL && strcmp(tools[j]->tool.name, t->name) == 0) {
-        *reason = fmt_reason("tool '%s': declared twice", tname);
+        *reason = atl_printf_new("tool '%s': declared twice", tname);
         goto fail;
       }
     }
     char *err = NULL;
     if (t->input_schema == NULL) {
-      *reason = fmt_reason("tool '%s': input_schema is NULL", tname);
+      *reason = atl_printf_new("tool '%s': input_schema is NULL", tname);
       goto fail;
     }
     if (atl_schema_compile_text(t->input_schema, ATL_SCHEMA_STRICT, &e->input,
                                 &err) != 0) {
-      *reason = fmt_reason("tool '%s': invalid input schema: %s", tname,
-                           err ? err : "unknown error");
+      *reason = atl_printf_new("tool '%s': invalid input schema: %s", tname,
+                               err ? err : "unknown error");
       free(err);
       goto fail;
     }
@@ -161,9 +149,9 @@ static int check_tools(const atl_registry_t *reg, atl_plugin_entry_t *p,
         !json_object_object_get_ex(root, "type", &ty) ||
         !json_object_is_type(ty, json_type_string) ||
         strcmp(json_object_get_string(ty), "object") != 0) {
-      *reason = fmt_reason("tool '%s': the input schema's root must be "
-                           "{\"type\": \"object\", ...}",
-                           tname);
+      *reason = atl_printf_new("tool '%s': the input schema's root must be "
+                               "{\"type\": \"object\", ...}",
+                               tname);
       goto fail;
     }
     /* A tool some provider would refuse would fail every request to that
@@ -183,8 +171,8 @@ static int check_tools(const atl_registry_t *reg, atl_plugin_entry_t *p,
     if (t->result_schema != NULL &&
         atl_schema_compile_text(t->result_schema, ATL_SCHEMA_STRICT, &e->result,
                                 &err) != 0) {
-      *reason = fmt_reason("tool '%s': invalid result schema: %s", tname,
-                           err ? err : "unknown error");
+      *reason = atl_printf_new("tool '%s': invalid result schema: %s", tname,
+                               err ? err : "unknown error");
       free(err);
       goto fail;
     }
@@ -204,45 +192,48 @@ int atl_registry_load(atl_registry_t *reg, const char *path,
   *reason = NULL;
   void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (dl == NULL) {
-    *reason = fmt_reason("dlopen failed: %s (check its dependencies with "
-                         "ldd)",
-                         dlerror());
+    *reason = atl_printf_new("dlopen failed: %s (check its dependencies with "
+                             "ldd)",
+                             dlerror());
     return ATL_EPLUGIN;
   }
   const atl_plugin_t *src = dlsym(dl, ATL_PLUGIN_SYMBOL);
   if (src == NULL) {
-    *reason = fmt_reason("no '%s' symbol: not an Atelier plugin (define it "
-                         "with ATL_PLUGIN_DEFINE)",
-                         ATL_PLUGIN_SYMBOL);
+    *reason = atl_printf_new("no '%s' symbol: not an Atelier plugin (define it "
+                             "with ATL_PLUGIN_DEFINE)",
+                             ATL_PLUGIN_SYMBOL);
     dlclose(dl);
     return ATL_EABI;
   }
   if (src->abi_major != ATL_PLUGIN_ABI_MAJOR) {
-    *reason = fmt_reason("built for plugin ABI %u.%u; this daemon speaks ABI "
-                         "%d.x: rebuild it against this atelier's plugin.h",
-                         src->abi_major, src->abi_minor, ATL_PLUGIN_ABI_MAJOR);
+    *reason =
+        atl_printf_new("built for plugin ABI %u.%u; this daemon speaks ABI "
+                       "%d.x: rebuild it against this atelier's plugin.h",
+                       src->abi_major, src->abi_minor, ATL_PLUGIN_ABI_MAJOR);
     dlclose(dl);
     return ATL_EABI;
   }
   if (src->abi_minor < opt->min_minor) {
-    *reason = fmt_reason("built for plugin ABI %u.%u; this daemon needs at "
-                         "least %d.%u",
-                         src->abi_major, src->abi_minor, ATL_PLUGIN_ABI_MAJOR,
-                         opt->min_minor);
+    *reason = atl_printf_new("built for plugin ABI %u.%u; this daemon needs at "
+                             "least %d.%u",
+                             src->abi_major, src->abi_minor,
+                             ATL_PLUGIN_ABI_MAJOR, opt->min_minor);
     dlclose(dl);
     return ATL_EABI;
   }
   if (src->struct_size < ATL_PLUGIN_V1_0_SIZE) {
-    *reason = fmt_reason("descriptor struct_size is %u bytes, smaller than the "
-                         "%zu bytes of ABI 1.0",
-                         src->struct_size, (size_t)ATL_PLUGIN_V1_0_SIZE);
+    *reason =
+        atl_printf_new("descriptor struct_size is %u bytes, smaller than the "
+                       "%zu bytes of ABI 1.0",
+                       src->struct_size, (size_t)ATL_PLUGIN_V1_0_SIZE);
     dlclose(dl);
     return ATL_EABI;
   }
   if (src->tool_size < ATL_TOOL_V1_0_SIZE) {
-    *reason = fmt_reason("tool_size is %u bytes, smaller than the %zu bytes of "
-                         "ABI 1.0",
-                         src->tool_size, (size_t)ATL_TOOL_V1_0_SIZE);
+    *reason =
+        atl_printf_new("tool_size is %u bytes, smaller than the %zu bytes of "
+                       "ABI 1.0",
+                       src->tool_size, (size_t)ATL_TOOL_V1_0_SIZE);
     dlclose(dl);
     return ATL_EABI;
   }
@@ -260,15 +251,15 @@ int atl_registry_load(atl_registry_t *reg, const char *path,
   int rc = ATL_EPLUGIN;
   atl_tool_entry_t **tools = NULL;
   if (!valid_name(p->desc.name, 31)) {
-    *reason = fmt_reason("invalid plugin name '%s' (expected "
-                         "[a-z][a-z0-9_]{0,31})",
-                         p->desc.name ? p->desc.name : "(null)");
+    *reason = atl_printf_new("invalid plugin name '%s' (expected "
+                             "[a-z][a-z0-9_]{0,31})",
+                             p->desc.name ? p->desc.name : "(null)");
     goto fail;
   }
   for (size_t i = 0; i < reg->n_plugins; i++) {
     if (strcmp(reg->plugins[i]->desc.name, p->desc.name) == 0) {
-      *reason = fmt_reason("a plugin named '%s' is already loaded from %s",
-                           p->desc.name, reg->plugins[i]->path);
+      *reason = atl_printf_new("a plugin named '%s' is already loaded from %s",
+                               p->desc.name, reg->plugins[i]->path);
       goto fail;
     }
   }
@@ -281,7 +272,7 @@ int atl_registry_load(atl_registry_t *reg, const char *path,
   if (p->desc.init != NULL) {
     rc = p->desc.init(&p->host, &p->state);
     if (rc != 0) {
-      *reason = fmt_reason("init failed: %s (%d)", atl_strerror(rc), rc);
+      *reason = atl_printf_new("init failed: %s (%d)", atl_strerror(rc), rc);
       if (rc > 0)
         rc = ATL_EPLUGIN;
       goto fail;

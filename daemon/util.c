@@ -2,6 +2,7 @@
 #include "atl-build.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -11,6 +12,16 @@
 #include <openssl/evp.h>
 
 #include "util.h"
+
+char *atl_printf_new(const char *fmt, ...) {
+  va_list ap;
+  char *out = NULL;
+  va_start(ap, fmt);
+  if (vasprintf(&out, fmt, ap) < 0)
+    out = NULL;
+  va_end(ap);
+  return out;
+}
 
 const char *atl_strerror(int err) {
   switch (err) {

@@ -21,6 +21,11 @@
 const char *atl_model_name_error(const char *name);
 
 /* Text and symbolic name of an ATL_E* code ("unknown error" for others). */
+/* printf into a new string (the caller frees it), or NULL when memory
+ * runs out. */
+char *atl_printf_new(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
 const char *atl_strerror(int err);
 const char *atl_err_name(int err);
 

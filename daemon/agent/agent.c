@@ -340,32 +340,8 @@ static void on_text(const char *text, size_t len, void *user) {
   atl__agent_emit(a, "text.delta", data);
 }
 
-static int sse_event(const char *event, const char *data, size_t len,
-                     void *user) {
-  atl_agent_t *a = user;
-  return a->d->agent->ops->event(&a->turn, event, data, len) != 0;
-}
-
-static int on_data(const char *data, size_t len, void *user) {
-  atl_agent_t *a = user;
-  if (a->cancel)
-    return 1; /* stop listening: the run ends without this turn */
-  size_t keep = sizeof(a->raw) - 1 - a->raw_len;
-  if (keep > len)
-    keep = len;
-  memcpy(a->raw + a->raw_len, data, keep);
-  a->raw_len += keep;
-  a->raw[a->raw_len] = '\0';
-  return atl_sse_feed(&a->sse, data, len, sse_event, a) != 0;
-}
-
-/* A provider may keep parsing state in the turn; it goes first. */
 static void turn_release(atl_agent_t *a) {
-  const atl_provider_ops_t *ops = a->d->agent->ops;
-  if (ops != NULL && ops->turn_free != NULL)
-    ops->turn_free(&a->turn);
-  atl_turn_free(&a->turn);
-  atl_sse_free(&a->sse);
+  atl_agent_call_free(&a->call);
 }
 
 static void retry_fired(uv_timer_t *t) {
@@ -462,27 +438,23 @@ static void turn_done(const atl_http_response_t *r, void *user) {
     return;
   }
   int ok = r->status == 0 && r->http_code >= 200 && r->http_code < 300 &&
-           a->turn.error == NULL && a->turn.done;
+           a->call.turn.error == NULL && a->call.turn.done;
   if (!ok) {
     char msg[600];
-    char *why = NULL;
-    if (p->ops->error_message != NULL && r->body_len > 0)
-      why = p->ops->error_message(r->body, r->body_len);
-    else if (p->ops->error_message != NULL && a->raw_len > 0)
-      why = p->ops->error_message(a->raw, a->raw_len);
+    char *why = atl_agent_call_said(&a->call, r);
     /* A provider's own report of a passing trouble in the stream (an
      * overload after the 200) is retried like the same status would be;
      * a stream we could not read is not. */
-    int transient = a->turn.error != NULL && a->turn.error_transient;
-    int broken = a->turn.error != NULL && !transient;
+    int transient = a->call.turn.error != NULL && a->call.turn.error_transient;
+    int broken = a->call.turn.error != NULL && !transient;
     /* Once an answer has begun, its text is out as text.delta events: a
      * retry would say it twice, so a cut answer is an error instead. */
-    int begun = a->turn.text_len > 0 || a->turn.n_calls > 0;
+    int begun = a->call.turn.text_len > 0 || a->call.turn.n_calls > 0;
     if (broken)
       snprintf(msg, sizeof(msg), "the provider's answer was broken: %s",
-               a->turn.error);
+               a->call.turn.error);
     else if (transient)
-      snprintf(msg, sizeof(msg), "%s", a->turn.error);
+      snprintf(msg, sizeof(msg), "%s", a->call.turn.error);
     else if (r->status < 0 && begun)
       snprintf(msg, sizeof(msg),
                "the provider's answer stopped before its end (a truncated "
@@ -550,13 +522,13 @@ static void turn_done(const atl_http_response_t *r, void *user) {
     atl__agent_run_error(a, r->http_code >= 300 ? (int)r->http_code : 0, msg);
     return;
   }
-  json_object *msg = atl_turn_message(&a->turn);
+  json_object *msg = atl_turn_message(&a->call.turn);
   /* The provider's count of what was sent teaches the estimate. */
-  atl_agent_calibrate(&a->req_cache, a->turn.input_tokens);
-  if (a->turn.input_tokens > 0)
-    a->input_tokens += a->turn.input_tokens;
-  if (a->turn.output_tokens > 0)
-    a->output_tokens += a->turn.output_tokens;
+  atl_agent_calibrate(&a->req_cache, a->call.turn.input_tokens);
+  if (a->call.turn.input_tokens > 0)
+    a->input_tokens += a->call.turn.input_tokens;
+  if (a->call.turn.output_tokens > 0)
+    a->output_tokens += a->call.turn.output_tokens;
   turn_release(a);
   turn_finished(a, msg, ms);
 }
@@ -718,21 +690,12 @@ static void turn_request(atl_agent_t *a, json_object *refs) {
                "session", a->s->id, NULL);
   }
   a->attempt++;
-  a->raw_len = 0;
-  a->raw[0] = '\0';
-  atl_turn_init(&a->turn);
-  a->turn.on_text = on_text;
-  a->turn.user = a;
-  atl_sse_init(&a->sse, 0);
-  atl_http_request_t hr = {.struct_size = sizeof(hr),
-                           .method = "POST",
-                           .url = req.url,
-                           .headers = (const char *const *)req.headers,
-                           .body = req.body,
-                           .body_len = strlen(req.body),
-                           .timeout_ms = p->cfg.timeout_ms};
+  /* A cancel stops the listening: the run ends without this turn. */
+  atl_agent_call_init(&a->call, p->ops, &a->cancel);
+  a->call.turn.on_text = on_text;
+  a->call.turn.user = a;
   a->call_started_ns = atl_mono_ns();
-  rc = atl_http_request(a->d->http, &hr, on_data, turn_done, a);
+  rc = atl_agent_call_start(&a->call, a->d, &req, p->cfg.timeout_ms, turn_done);
   atl_provider_req_free(&req);
   if (rc != 0) {
     turn_release(a);

@@ -44,8 +44,8 @@ void atl_agent_provider_resolve(atl_daemon_t *d, const char *name,
                                 atl_agent_provider_t *p);
 void atl_agent_provider_clear(atl_agent_provider_t *p);
 
-/* agent_call.c: a streamed model call beside a run's turns (a summary, a
- * provider check): the turn its events are parsed into, the SSE parser,
+/* agent_call.c: a streamed model call (a run's turn, a summary, a provider
+ * check): the turn its events are parsed into, the SSE parser,
  * and the answer's first bytes (an error answer's body comes to the data
  * callback, not in the response). atl_agent_call_data is the HTTP
  * client's data callback: its user is the call, or a struct whose first
@@ -54,7 +54,7 @@ typedef struct {
   const atl_provider_ops_t *ops;
   atl_turn_t turn;
   atl_sse_t sse;
-  char raw[4096];
+  char raw[8192];
   size_t raw_len;
   const int *stop;
 } atl_agent_call_t;
@@ -62,6 +62,13 @@ typedef struct {
 void atl_agent_call_init(atl_agent_call_t *c, const atl_provider_ops_t *ops,
                          const int *stop);
 int atl_agent_call_data(const char *data, size_t len, void *user);
+/* Sends req (not taken) within timeout_ms, its answer parsed into c and
+ * done called with c as its user (so c is the first member of what done
+ * reads). Returns 0 or a negative ATL_E* code (done is then never
+ * called). */
+int atl_agent_call_start(atl_agent_call_t *c, atl_daemon_t *d,
+                         const atl_provider_req_t *req, uint32_t timeout_ms,
+                         atl_http_done_cb done);
 /* The provider's message in an error answer (malloc()ed), or NULL. */
 char *atl_agent_call_said(const atl_agent_call_t *c,
                           const atl_http_response_t *r);

@@ -1,5 +1,5 @@
-/* One streamed model call beside a run's turns (agent.h:
- * atl_agent_call_t): a summary of old messages, a provider check. The
+/* One streamed model call (agent.h: atl_agent_call_t): a run's turn, a
+ * summary of old messages, a provider check. The
  * answer's events are parsed into a turn as they come, and its first bytes
  * are kept, since an error answer's body reaches the data callback rather
  * than the response. */
@@ -44,6 +44,19 @@ char *atl_agent_call_said(const atl_agent_call_t *c,
   if (r->body_len > 0)
     return c->ops->error_message(r->body, r->body_len);
   return c->raw_len > 0 ? c->ops->error_message(c->raw, c->raw_len) : NULL;
+}
+
+int atl_agent_call_start(atl_agent_call_t *c, atl_daemon_t *d,
+                         const atl_provider_req_t *req, uint32_t timeout_ms,
+                         atl_http_done_cb done) {
+  atl_http_request_t hr = {.struct_size = sizeof(hr),
+                           .method = "POST",
+                           .url = req->url,
+                           .headers = (const char *const *)req->headers,
+                           .body = req->body,
+                           .body_len = strlen(req->body),
+                           .timeout_ms = timeout_ms};
+  return atl_http_request(d->http, &hr, atl_agent_call_data, done, c);
 }
 
 void atl_agent_call_free(atl_agent_call_t *c) {

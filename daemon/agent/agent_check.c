@@ -246,15 +246,8 @@ void atl_agent_check(atl_daemon_t *d, const char *name, const char *model,
     return;
   }
   atl_agent_call_init(&k->call, k->p.ops, NULL);
-  atl_http_request_t hr = {.struct_size = sizeof(hr),
-                           .method = "POST",
-                           .url = req.url,
-                           .headers = (const char *const *)req.headers,
-                           .body = req.body,
-                           .body_len = strlen(req.body),
-                           .timeout_ms = k->p.cfg.timeout_ms};
   k->started_ns = atl_mono_ns();
-  rc = atl_http_request(d->http, &hr, atl_agent_call_data, answered, k);
+  rc = atl_agent_call_start(&k->call, d, &req, k->p.cfg.timeout_ms, answered);
   atl_provider_req_free(&req);
   if (rc != 0) {
     atl_agent_call_free(&k->call);

@@ -249,16 +249,9 @@ int atl__agent_compact(atl_agent_t *a, void (*done)(atl_agent_t *a, int status,
     return rc;
   }
   atl_agent_call_init(&k->call, p->ops, &a->cancel);
-  atl_http_request_t hr = {.struct_size = sizeof(hr),
-                           .method = "POST",
-                           .url = req.url,
-                           .headers = (const char *const *)req.headers,
-                           .body = req.body,
-                           .body_len = strlen(req.body),
-                           .timeout_ms = p->cfg.timeout_ms};
   atl_log_kv(ATL_LOG_INFO, "context window full: summarising", "session",
              a->s->id, NULL);
-  rc = atl_http_request(a->d->http, &hr, atl_agent_call_data, answered, k);
+  rc = atl_agent_call_start(&k->call, a->d, &req, p->cfg.timeout_ms, answered);
   atl_provider_req_free(&req);
   if (rc != 0) {
     atl_agent_call_free(&k->call);

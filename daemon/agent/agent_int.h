@@ -16,6 +16,9 @@ typedef struct pending_s {
 } pending_t;
 
 struct atl_agent_s {
+  /* The model call in flight. First: the HTTP client's callbacks get the
+   * call as their user (agent_call.c), which is then the agent too. */
+  atl_agent_call_t call;
   atl_daemon_t *d;
   atl_session_t *s; /* pinned while a run is active */
   /* NULL until loaded. Messages already sent to the model are null here:
@@ -33,15 +36,8 @@ struct atl_agent_s {
   unsigned turns;
   char *model;
   int64_t input_tokens, output_tokens;
-  /* The turn in flight. */
-  atl_turn_t turn;
-  atl_sse_t sse;
   unsigned attempt;
   uint64_t call_started_ns;
-  /* The first bytes of the answer as they came: an error answer's body,
-   * which the stream callback receives rather than the response. */
-  char raw[8192];
-  size_t raw_len;
   uv_timer_t retry_timer;
   int timer_ready;
   /* Replaying: the cassette's turns (borrowed) and the next one. */

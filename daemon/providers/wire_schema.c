@@ -12,11 +12,11 @@
 #include "atl-build.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
 #include "wire_schema.h"
 
 static const char *const wire_names[ATL_WIRE_N] = {"anthropic", "openai",
@@ -31,17 +31,6 @@ int atl_wire_of(const char *type) {
     if (strcmp(type, wire_names[i]) == 0)
       return i;
   return -1;
-}
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...) {
-  va_list ap;
-  char *out = NULL;
-  va_start(ap, f);
-  if (vasprintf(&out, f, ap) < 0)
-    out = NULL;
-  va_end(ap);
-  return out;
 }
 
 static json_object *copy(json_object *o) {
@@ -104,7 +93,7 @@ static json_object *resolve(json_object *root, const char *ref) {
 /* A schema's description, with text put before it (a new string). */
 static void describe(json_object *s, const char *before) {
   const char *old = str_of(s, "description");
-  char *d = old && *old ? fmt("%s %s", before, old) : strdup(before);
+  char *d = old && *old ? atl_printf_new("%s %s", before, old) : strdup(before);
   if (d != NULL)
     json_object_object_add(s, "description", json_object_new_string(d));
   free(d);
@@ -278,7 +267,8 @@ static json_object *merged_property(const branches_t *bs, const char *name,
     json_object *any = json_object_new_array();
     for (size_t k = 0; k < nd; k++) {
       json_object *item = copy(distinct[k]);
-      char *w = which(bs, of + k * bs->n), *t = w ? fmt("When %s:", w) : NULL;
+      char *w = which(bs, of + k * bs->n),
+           *t = w ? atl_printf_new("When %s:", w) : NULL;
       if (t != NULL && json_object_is_type(item, json_type_object))
         describe(item, t);
       free(w);
@@ -293,15 +283,16 @@ static json_object *merged_property(const branches_t *bs, const char *name,
   if (declared < bs->n || (required > 0 && required < bs->n)) {
     char *w = which(bs, in);
     if (required == declared)
-      note = w ? fmt("Only when %s (required then).", w) : NULL;
+      note = w ? atl_printf_new("Only when %s (required then).", w) : NULL;
     else if (required == 0)
-      note = w ? fmt("Only when %s.", w) : NULL;
+      note = w ? atl_printf_new("Only when %s.", w) : NULL;
     else {
       unsigned char *req = calloc(bs->n, 1);
       for (size_t i = 0; req != NULL && i < bs->n; i++)
       req[i] = in[i] && requires(bs->b[i], name);
       char *r = req ? which(bs, req) : NULL;
-      note = w && r ? fmt("Only when %s; required when %s.", w, r) : NULL;
+      note = w && r ? atl_printf_new("Only when %s; required when %s.", w, r)
+                    : NULL;
       free(r);
       free(req);
     }
@@ -349,12 +340,13 @@ static char *merge_all_of(json_object *root, json_object *out) {
     if (json_object_is_type(part, json_type_boolean)) {
       /* true adds nothing; false admits nothing, which no model can call. */
       if (!json_object_get_boolean(part))
-        why = fmt("part %zu of the root's allOf is false", i);
+        why = atl_printf_new("part %zu of the root's allOf is false", i);
     } else if (!json_object_is_type(part, json_type_object)) {
-      why = fmt("part %zu of the root's allOf is not a schema", i);
+      why = atl_printf_new("part %zu of the root's allOf is not a schema", i);
     } else if (member(part, "oneOf") || member(part, "anyOf") ||
                member(part, "allOf")) {
-      why = fmt("part %zu of the root's allOf is itself a combination", i);
+      why = atl_printf_new(
+          "part %zu of the root's allOf is itself a combination", i);
     } else {
       json_object *props = member(part, "properties"), *have;
       if (json_object_is_type(props, json_type_object)) {
@@ -365,9 +357,10 @@ static char *merge_all_of(json_object *root, json_object *out) {
         json_object_object_foreach(props, k, v) {
           json_object *old = member(have, k);
           if (old != NULL && !json_object_equal(old, v)) {
-            why = fmt("property '%s' is declared differently by two parts of "
-                      "the root's allOf",
-                      k);
+            why = atl_printf_new(
+                "property '%s' is declared differently by two parts of "
+                "the root's allOf",
+                k);
             break;
           }
           json_object_object_add(have, k, copy(v));
@@ -416,7 +409,7 @@ static json_object *flatten(json_object *schema, char **why) {
   size_t n =
       json_object_is_type(u, json_type_array) ? json_object_array_length(u) : 0;
   if (n == 0) {
-    *why = fmt("the root's %s has no branches", ukey);
+    *why = atl_printf_new("the root's %s has no branches", ukey);
     json_object_put(out);
     return NULL;
   }
@@ -433,13 +426,14 @@ static json_object *flatten(json_object *schema, char **why) {
     if (!json_object_is_type(member(bs.b[i], "properties"), json_type_object) ||
         (ty != NULL && !(json_object_is_type(ty, json_type_string) &&
                          strcmp(json_object_get_string(ty), "object") == 0)))
-      *why = fmt("branch %zu of the root's %s is not an object schema with "
-                 "properties",
-                 i, ukey);
+      *why = atl_printf_new(
+          "branch %zu of the root's %s is not an object schema with "
+          "properties",
+          i, ukey);
     else if (member(bs.b[i], "oneOf") || member(bs.b[i], "anyOf") ||
              member(bs.b[i], "allOf"))
-      *why =
-          fmt("branch %zu of the root's %s is itself a combination", i, ukey);
+      *why = atl_printf_new(
+          "branch %zu of the root's %s is itself a combination", i, ukey);
   }
   json_object *props = NULL, *req = NULL;
   if (*why == NULL) {
@@ -495,13 +489,15 @@ static json_object *flatten(json_object *schema, char **why) {
                              json_object_new_boolean(0));
     char *note =
         bs.disc
-            ? fmt("(One of %zu forms, chosen by '%s'; each property says "
+            ? atl_printf_new(
+                  "(One of %zu forms, chosen by '%s'; each property says "
                   "which forms take it.)",
                   n, bs.disc)
-            : fmt("(One of %zu forms; each property says which take it.)", n);
+            : atl_printf_new(
+                  "(One of %zu forms; each property says which take it.)", n);
     if (note != NULL) {
       const char *old = str_of(out, "description");
-      char *d = old && *old ? fmt("%s %s", old, note) : strdup(note);
+      char *d = old && *old ? atl_printf_new("%s %s", old, note) : strdup(note);
       if (d != NULL)
         json_object_object_add(out, "description", json_object_new_string(d));
       free(d);
@@ -698,8 +694,8 @@ static json_object *gem_object(gem_t *g, json_object *s, int depth) {
     const char *t = json_object_to_json_string_ext(
         deflt, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     if (t != NULL && strlen(t) <= 120) {
-      char *nd =
-          d && *d ? fmt("%s Default: %s.", d, t) : fmt("Default: %s.", t);
+      char *nd = d && *d ? atl_printf_new("%s Default: %s.", d, t)
+                         : atl_printf_new("Default: %s.", t);
       if (nd != NULL)
         json_object_object_add(out, "description", json_object_new_string(nd));
       free(nd);
@@ -715,9 +711,10 @@ static json_object *gem(gem_t *g, json_object *s, int depth) {
     return json_object_new_object();
   if (++g->nodes > MAX_GEMINI_NODES) {
     if (g->why == NULL)
-      g->why = fmt("the schema grows past %d nodes when its references are "
-                   "inlined for Gemini",
-                   MAX_GEMINI_NODES);
+      g->why = atl_printf_new(
+          "the schema grows past %d nodes when its references are "
+          "inlined for Gemini",
+          MAX_GEMINI_NODES);
     return json_object_new_object();
   }
   if (depth > MAX_DEPTH) {
@@ -732,14 +729,16 @@ static json_object *gem(gem_t *g, json_object *s, int depth) {
   for (int i = 0; i < g->n_stack; i++)
     if (strcmp(g->stack[i], ref) == 0) {
       if (g->why == NULL)
-        g->why = fmt("'%s' refers to itself (a recursive schema cannot be "
-                     "inlined for Gemini)",
-                     ref);
+        g->why = atl_printf_new(
+            "'%s' refers to itself (a recursive schema cannot be "
+            "inlined for Gemini)",
+            ref);
       return json_object_new_object();
     }
   if (target == NULL || g->n_stack >= MAX_DEPTH) {
     if (g->why == NULL)
-      g->why = fmt("the reference '%s' names nothing in the schema", ref);
+      g->why =
+          atl_printf_new("the reference '%s' names nothing in the schema", ref);
     return json_object_new_object();
   }
   /* The definition, the keywords beside the reference taking
@@ -846,7 +845,7 @@ static void lint_at(lint_t *l, json_object *s, const char *path, int depth);
 
 static void lint_child(lint_t *l, json_object *s, const char *path,
                        const char *key, int depth) {
-  char *p = fmt("%s/%s", path, key);
+  char *p = atl_printf_new("%s/%s", path, key);
   if (p != NULL)
     lint_at(l, s, p, depth + 1);
   free(p);
@@ -858,11 +857,13 @@ static void lint_at(lint_t *l, json_object *s, const char *path, int depth) {
   if (json_object_is_type(s, json_type_boolean))
     return;
   if (!json_object_is_type(s, json_type_object)) {
-    l->why = fmt("%s: a schema must be an object or a boolean", path);
+    l->why =
+        atl_printf_new("%s: a schema must be an object or a boolean", path);
     return;
   }
   if (depth > MAX_DEPTH) {
-    l->why = fmt("%s: the schema nests deeper than %d levels", path, MAX_DEPTH);
+    l->why = atl_printf_new("%s: the schema nests deeper than %d levels", path,
+                            MAX_DEPTH);
     return;
   }
   int gemini = l->w == ATL_WIRE_GEMINI;
@@ -870,19 +871,21 @@ static void lint_at(lint_t *l, json_object *s, const char *path, int depth) {
     if (l->why != NULL)
       return;
     if (gemini && !gemini_key(k)) {
-      l->why = fmt("%s: Gemini's schema has no keyword '%s'", path, k);
+      l->why =
+          atl_printf_new("%s: Gemini's schema has no keyword '%s'", path, k);
     } else if (strcmp(k, "type") == 0 && !json_type_ok(v)) {
-      l->why = fmt("%s/type: not a JSON Schema type", path);
+      l->why = atl_printf_new("%s/type: not a JSON Schema type", path);
     } else if (strcmp(k, "items") == 0 &&
                !json_object_is_type(v, json_type_object) &&
                !json_object_is_type(v, json_type_boolean)) {
-      l->why = fmt("%s/items: draft 2020-12 wants one schema (an array of "
-                   "them is prefixItems)",
-                   path);
+      l->why = atl_printf_new(
+          "%s/items: draft 2020-12 wants one schema (an array of "
+          "them is prefixItems)",
+          path);
     } else if ((strcmp(k, "exclusiveMinimum") == 0 ||
                 strcmp(k, "exclusiveMaximum") == 0) &&
                !is_number(v)) {
-      l->why = fmt("%s/%s: draft 2020-12 wants a number", path, k);
+      l->why = atl_printf_new("%s/%s: draft 2020-12 wants a number", path, k);
     } else if (strcmp(k, "required") == 0) {
       int ok = json_object_is_type(v, json_type_array), unique = 1;
       for (size_t i = 0; ok && i < json_object_array_length(v); i++) {
@@ -895,18 +898,20 @@ static void lint_at(lint_t *l, json_object *s, const char *path, int depth) {
               0;
       }
       if (!ok)
-        l->why = fmt("%s/required: not an array of property names", path);
+        l->why =
+            atl_printf_new("%s/required: not an array of property names", path);
       else if (!unique)
-        l->why = fmt("%s/required: a name twice (draft 2020-12 wants them "
-                     "unique)",
-                     path);
+        l->why = atl_printf_new(
+            "%s/required: a name twice (draft 2020-12 wants them "
+            "unique)",
+            path);
     } else if (strcmp(k, "properties") == 0 || strcmp(k, "$defs") == 0) {
       if (!json_object_is_type(v, json_type_object)) {
-        l->why = fmt("%s/%s: not an object", path, k);
+        l->why = atl_printf_new("%s/%s: not an object", path, k);
         continue;
       }
       json_object_object_foreach(v, pk, pv) {
-        char *p = fmt("%s/%s", path, k);
+        char *p = atl_printf_new("%s/%s", path, k);
         if (p != NULL)
           lint_child(l, pv, p, pk, depth);
         free(p);
@@ -919,7 +924,8 @@ static void lint_at(lint_t *l, json_object *s, const char *path, int depth) {
                strcmp(k, "allOf") == 0 || strcmp(k, "prefixItems") == 0) {
       if (!json_object_is_type(v, json_type_array) ||
           json_object_array_length(v) == 0) {
-        l->why = fmt("%s/%s: not a non-empty array of schemas", path, k);
+        l->why =
+            atl_printf_new("%s/%s: not a non-empty array of schemas", path, k);
         continue;
       }
       for (size_t i = 0; i < json_object_array_length(v); i++) {
@@ -935,9 +941,10 @@ static void lint_at(lint_t *l, json_object *s, const char *path, int depth) {
         ok = json_object_is_type(e, json_type_string) || is_number(e);
       }
       if (!ok)
-        l->why = fmt("%s/enum: %s", path,
-                     gemini ? "Gemini takes enums of strings and numbers"
-                            : "not a non-empty array");
+        l->why =
+            atl_printf_new("%s/enum: %s", path,
+                           gemini ? "Gemini takes enums of strings and numbers"
+                                  : "not a non-empty array");
     } else if (strcmp(k, "$ref") == 0) {
       /* A reference must name a schema of the same document, and
        * following references must never come back to one being followed:
@@ -945,14 +952,16 @@ static void lint_at(lint_t *l, json_object *s, const char *path, int depth) {
       const char *ref = json_object_get_string(v);
       json_object *target = resolve(l->root, ref);
       if (target == NULL) {
-        l->why = fmt("%s/$ref: '%s' names nothing in the schema", path, ref);
+        l->why = atl_printf_new("%s/$ref: '%s' names nothing in the schema",
+                                path, ref);
         continue;
       }
       for (int i = 0; i < l->n_refs; i++)
         if (strcmp(l->refs[i], ref) == 0) {
-          l->why = fmt("%s/$ref: '%s' refers back to itself (a recursive "
-                       "schema)",
-                       path, ref);
+          l->why =
+              atl_printf_new("%s/$ref: '%s' refers back to itself (a recursive "
+                             "schema)",
+                             path, ref);
           break;
         }
       if (l->why != NULL || l->n_refs >= MAX_DEPTH ||
@@ -968,35 +977,38 @@ static void lint_at(lint_t *l, json_object *s, const char *path, int depth) {
   /* OpenAI: "array schema missing items", in non-strict mode too. */
   if (l->why == NULL && is_array_schema(s) && member(s, "items") == NULL &&
       member(s, "prefixItems") == NULL)
-    l->why = fmt("%s: an array schema without items (OpenAI refuses it)", path);
+    l->why = atl_printf_new(
+        "%s: an array schema without items (OpenAI refuses it)", path);
 }
 
 char *atl_wire_lint(const char *name, json_object *wire, atl_wire_t w) {
   const char *pname = atl_wire_name(w);
   if (!name_ok(name, w))
-    return fmt("%s: the tool name '%s' is not %s", pname, name ? name : "",
-               w == ATL_WIRE_GEMINI
-                   ? "a letter or '_' followed by at most 63 of "
-                     "[a-zA-Z0-9_.:-]"
-                   : "1 to 64 of [a-zA-Z0-9_-]");
+    return atl_printf_new(
+        "%s: the tool name '%s' is not %s", pname, name ? name : "",
+        w == ATL_WIRE_GEMINI ? "a letter or '_' followed by at most 63 of "
+                               "[a-zA-Z0-9_.:-]"
+                             : "1 to 64 of [a-zA-Z0-9_-]");
   json_object *ty = member(wire, "type");
   if (!json_object_is_type(wire, json_type_object) ||
       !json_object_is_type(ty, json_type_string) ||
       strcmp(json_object_get_string(ty), "object") != 0)
-    return fmt("%s: the schema's root must have type 'object'", pname);
+    return atl_printf_new("%s: the schema's root must have type 'object'",
+                          pname);
   static const char *const top[] = {"oneOf", "anyOf", "allOf", "enum",
                                     "const", "not",   NULL};
   for (size_t i = 0; top[i] != NULL; i++)
     if (member(wire, top[i]) != NULL)
-      return fmt("%s: the schema has '%s' at its root, which the API "
-                 "refuses",
-                 pname, top[i]);
+      return atl_printf_new(
+          "%s: the schema has '%s' at its root, which the API "
+          "refuses",
+          pname, top[i]);
   lint_t l = {.w = w, .root = wire, .done = json_object_new_object()};
   lint_at(&l, wire, "#", 0);
   json_object_put(l.done);
   if (l.why == NULL)
     return NULL;
-  char *out = fmt("%s: %s", pname, l.why);
+  char *out = atl_printf_new("%s: %s", pname, l.why);
   free(l.why);
   return out;
 }
@@ -1006,8 +1018,8 @@ char *atl_wire_check_tool(const char *name, json_object *schema) {
     char *why = NULL;
     json_object *wire = atl_wire_schema(schema, (atl_wire_t)w, &why);
     if (wire == NULL) {
-      char *out = fmt("%s: %s", atl_wire_name((atl_wire_t)w),
-                      why ? why : "out of memory");
+      char *out = atl_printf_new("%s: %s", atl_wire_name((atl_wire_t)w),
+                                 why ? why : "out of memory");
       free(why);
       return out;
     }

@@ -28,7 +28,7 @@ sources() {
     stream) echo daemon/agent/sse.c daemon/providers/turn.c daemon/providers/request.c \
       daemon/providers/openai.c daemon/providers/anthropic.c \
       daemon/providers/gemini.c daemon/providers/wire_schema.c \
-      daemon/providers/models.c ;;
+      daemon/providers/models.c daemon/util.c ;;
     fcgi) echo fcgi/match.c ;;
     # The fitter, and the unit tests' libpng/libjpeg reader that checks
     # its output.
