@@ -33,7 +33,7 @@ echo "streams=$streams sessions=$sessions rate=$rate seconds=$secs rounds=$round
 for r in $(seq "$rounds"); do
   "$build/bench/sse" --port "$port" --socket "$tmp/run/api.sock" \
     --streams "$streams" --sessions "$sessions" --seconds "$secs" \
-    --rate "$rate" --pids "$daemon,$bridge" || true
+    --rate "$rate" --pids "$daemon,$bridge" --token-file "$tmp/store/token" || true
 done | tee "$tmp/rounds.txt"
 median() {
   grep -oE "(^| )$1=[0-9.]*" "$2" | cut -d= -f2 | sort -n |

@@ -85,41 +85,30 @@ static const key_def_t keys[] = {
      NULL},
     {"render", "workers", T_U32, OFF(render_workers), 0, 256, "processes"},
     {"render", "worker", T_OPTPATH, OFF(render_worker), 0, 0, NULL},
+    {"http", "auth", T_BOOL, OFF(http_auth), 0, 0, NULL},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
-static const char *const sections[] = {"daemon", "log",   "api",   "plugins",
-                                       "tools",  "store", "agent", "render"};
+static const char *const sections[] = {"daemon",  "log",    "api",
+                                       "plugins", "tools",  "store",
+                                       "agent",   "render", "http"};
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 const char *const atl_config_keys[] = {
-    "daemon.socket_dir",
-    "daemon.data_dir",
-    "daemon.plugin_dir",
-    "daemon.pid_file",
-    "daemon.foreground",
-    "daemon.shutdown_timeout_ms",
-    "log.level",
-    "log.file",
-    "api.max_frame",
-    "api.max_clients",
-    "plugins.strict",
-    "plugins.disable",
-    "tools.timeout_ms",
-    "tools.long_timeout_ms",
-    "tools.threads",
-    "tools.check_results",
-    "tools.inline_fast",
-    "store.synchronous",
-    "store.session_cache",
-    "store.max_batch",
-    "agent.provider",
-    "agent.max_turns",
-    "agent.queue_max",
-    "agent.system_prompt_file",
-    "render.workers",
-    "render.worker",
-    NULL,
+    "daemon.socket_dir",   "daemon.data_dir",
+    "daemon.plugin_dir",   "daemon.pid_file",
+    "daemon.foreground",   "daemon.shutdown_timeout_ms",
+    "log.level",           "log.file",
+    "api.max_frame",       "api.max_clients",
+    "plugins.strict",      "plugins.disable",
+    "tools.timeout_ms",    "tools.long_timeout_ms",
+    "tools.threads",       "tools.check_results",
+    "tools.inline_fast",   "store.synchronous",
+    "store.session_cache", "store.max_batch",
+    "agent.provider",      "agent.max_turns",
+    "agent.queue_max",     "agent.system_prompt_file",
+    "render.workers",      "render.worker",
+    "http.auth",           NULL,
 };
 
 /* Like asprintf, but NULL on failure and with a format check. */
@@ -168,6 +157,8 @@ void atl_config_defaults(atl_config_t *cfg) {
   cfg->max_turns = 10;
   cfg->queue_max = 4;
   cfg->system_prompt_file = NULL;
+  /* The HTTP API asks for the token unless the file turns that off. */
+  cfg->http_auth = 1;
 }
 
 void atl_config_free(atl_config_t *cfg) {

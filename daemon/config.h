@@ -80,6 +80,8 @@ typedef struct {
   uint32_t render_workers; /* farm processes; default: one per core; 0: off */
   char *render_worker;     /* NULL: atelier-render-worker, found as
                               render/farm.h says */
+  /* [http] */
+  int http_auth; /* /api/ requests need the token (daemon/token.h); 1 */
   /* [provider.NAME] sections, in file order; owned by the configuration. */
   atl_provider_conf_t *providers;
   size_t n_providers;

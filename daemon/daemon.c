@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "token.h"
 #include "render_host.h"
 #include "agent/agent.h"
 #include "log.h"
@@ -268,6 +269,16 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
                cfg->data_dir, "error", err ? err : atl_strerror(rc), NULL);
     free(err);
     return rc;
+  }
+  /* The store made the data directory; the token lives beside it. */
+  if (cfg->http_auth) {
+    rc = atl_token_load(cfg->data_dir, d->http_token, &err);
+    if (rc != 0) {
+      atl_log_kv(ATL_LOG_ERROR, "cannot load the HTTP API's token", "error",
+                 err ? err : atl_strerror(rc), NULL);
+      free(err);
+      return rc;
+    }
   }
   rc = atl_http_init(loop, &d->http);
   if (rc != 0) {

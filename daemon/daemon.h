@@ -242,6 +242,8 @@ struct atl_daemon_s {
   atl_host_t host_template;
   atl_server_t *api;
   int64_t started_ms;
+  /* The HTTP API's token (token.h); "" when [http] auth is off. */
+  char http_token[65];
 
   /* The post queue. */
   uv_async_t post_async;

@@ -182,6 +182,23 @@ static void m_daemon_info(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   json_object_put(r);
 }
 
+/* http.auth: what the web bridge needs to check /api/ requests (doc/api.md).
+ * Whoever can connect to api.sock may already drive every session, so
+ * handing them the token gives nothing away: the socket's permissions are
+ * its authentication. */
+static void m_http_auth(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {NULL};
+  if (!only(d, c, p, names))
+    return;
+  json_object *r = json_object_new_object();
+  int required = d->http_token[0] != '\0';
+  json_object_object_add(r, "required", json_object_new_boolean(required));
+  if (required)
+    json_object_object_add(r, "token", json_object_new_string(d->http_token));
+  atl_rpc_reply(d, c, r);
+  json_object_put(r);
+}
+
 /* tool.list {"wire": PROVIDER}: the request's "tools" value exactly as
  * that provider's requests carry it, whichever provider is configured: what
  * a developer reads to see what the model is offered, and what the tests
@@ -827,6 +844,7 @@ static const struct {
     {"agent.models", m_agent_models, 0},
     {"daemon.info", m_daemon_info, 0},
     {"events.read", m_events_read, 0},
+    {"http.auth", m_http_auth, 0},
     {"image.get", m_image_get, 0},
     {"provider.check", m_provider_check, 0},
     {"session.cancel", m_session_cancel, 0},

@@ -34,6 +34,10 @@ typedef struct {
   int max_threads;           /* threads at most: requests + streams */
   int heartbeat_ms;          /* an SSE comment at least this often */
   int verbose;               /* a log line per request */
+  /* --host: the Host header values served (argv's strings, in a malloc()ed
+   * array); none: the loopback names on any port. */
+  const char **hosts;
+  int n_hosts;
 } fcgi_options_t;
 
 extern fcgi_options_t fcgi_opt;
@@ -68,6 +72,12 @@ void fcgi_route(fcgi_ctx_t *x);
 void fcgi_reply_json(fcgi_ctx_t *x, int status, json_object *body);
 void fcgi_reply_error(fcgi_ctx_t *x, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with extra header lines ("Name: value\r\n" each). */
+void fcgi_reply_json_h(fcgi_ctx_t *x, int status, const char *headers,
+                       json_object *body);
+void fcgi_reply_error_h(fcgi_ctx_t *x, int status, const char *headers,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* 405 with an Allow header listing allow. */
 void fcgi_reply_method(fcgi_ctx_t *x, const char *allow);
 /* The reason phrase of a status. */
@@ -94,6 +104,18 @@ int fcgi_call_quiet(fcgi_ctx_t *x, const char *method, json_object *params,
                     int timeout_ms, json_object **result);
 /* The HTTP status for a JSON-RPC error code. */
 int fcgi_status_of_rpc(int code);
+
+/* fcgi/auth.c: who may use the API (Host, Origin, Sec-Fetch-Site,
+ * Content-Type, the token; see the file's comment). Returns 0 when the
+ * request may go on to its route (a FCGI_R_* of match.h), else the status
+ * it answered. POST /api/auth (FCGI_R_AUTH) is answered here. */
+int fcgi_guard(fcgi_ctx_t *x, int route);
+/* The thread's connection to atelierd is new: ask http.auth again. */
+void fcgi_auth_forget(void);
+/* 1 if a Host header value is one the bridge serves (--host). */
+int fcgi_host_allowed(const char *host);
+/* 1 if addr (text) is an IPv4 or IPv6 loopback address. */
+int fcgi_addr_is_loopback(const char *addr);
 
 /* fcgi/sse.c: GET /api/sessions/{id}/events. */
 void fcgi_events(fcgi_ctx_t *x, const char *session);

@@ -42,6 +42,9 @@ static const char usage[] =
     "      --max-threads N       threads at most, event streams included\n"
     "                            (2048)\n"
     "      --heartbeat-ms MS     an SSE comment at least this often (15000)\n"
+    "      --host HOST[:PORT]    serve requests whose Host header is this\n"
+    "                            (repeatable; others get 421); default:\n"
+    "                            127.0.0.1, localhost and [::1], any port\n"
     "  -v, --verbose             log every request\n"
     "  -V, --version             print the version and exit\n"
     "  -h, --help                print this help and exit\n"
@@ -65,8 +68,35 @@ static int number(const char *name, const char *v, long min, long max,
   return 0;
 }
 
+/* --host: a name or address as a browser writes it in Host, with the
+ * port unless it is the scheme's default ("127.0.0.1:8080",
+ * "atelier.example.org", "[::1]:8080"). */
+static int add_host(const char *h) {
+  size_t n = strlen(h);
+  if (n == 0 || n > 255 ||
+      strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                "0123456789.-:[]") != n ||
+      h[n - 1] == '.' || h[n - 1] == ':') {
+    fprintf(stderr,
+            "atelier-fcgi: --host: expected a host name or address with an "
+            "optional :PORT, as a browser sends it in Host (e.g. "
+            "127.0.0.1:8080), got '%s'\n",
+            h);
+    return -1;
+  }
+  const char **more =
+      realloc(fcgi_opt.hosts, sizeof(*more) * (size_t)(fcgi_opt.n_hosts + 1));
+  if (more == NULL) {
+    fprintf(stderr, "atelier-fcgi: out of memory\n");
+    return -1;
+  }
+  more[fcgi_opt.n_hosts++] = h;
+  fcgi_opt.hosts = more;
+  return 0;
+}
+
 static int parse_args(int argc, char **argv) {
-  enum { O_SOCKET = 256, O_DAEMON, O_BODY, O_MIN, O_MAX, O_HEART };
+  enum { O_SOCKET = 256, O_DAEMON, O_BODY, O_MIN, O_MAX, O_HEART, O_HOST };
   static const struct option longopts[] = {
       {"socket", required_argument, NULL, O_SOCKET},
       {"daemon-socket", required_argument, NULL, O_DAEMON},
@@ -74,6 +104,7 @@ static int parse_args(int argc, char **argv) {
       {"min-threads", required_argument, NULL, O_MIN},
       {"max-threads", required_argument, NULL, O_MAX},
       {"heartbeat-ms", required_argument, NULL, O_HEART},
+      {"host", required_argument, NULL, O_HOST},
       {"verbose", no_argument, NULL, 'v'},
       {"version", no_argument, NULL, 'V'},
       {"help", no_argument, NULL, 'h'},
@@ -108,6 +139,10 @@ static int parse_args(int argc, char **argv) {
       if (number("--heartbeat-ms", optarg, 100, 60000, &n) != 0)
         return 2;
       fcgi_opt.heartbeat_ms = (int)n;
+      break;
+    case O_HOST:
+      if (add_host(optarg) != 0)
+        return 2;
       break;
     case 'v':
       fcgi_opt.verbose = 1;

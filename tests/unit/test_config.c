@@ -289,13 +289,13 @@ Test(config, unknown_key) {
 Test(config, unknown_section) {
   expect_error("[daemon]\nforeground = no\n[toolz]\n", ATL_ECONFIG,
                "%s:3: unknown section [toolz] (known: daemon, log, api, "
-               "plugins, tools, store, agent, render, provider.NAME)");
+               "plugins, tools, store, agent, render, http, provider.NAME)");
 }
 
 Test(config, key_outside_section) {
   expect_error("foreground = yes\n", ATL_ECONFIG,
                "%s:1: key 'foreground' is outside any section (sections: "
-               "daemon, log, api, plugins, tools, store, agent, render)");
+               "daemon, log, api, plugins, tools, store, agent, render, http)");
 }
 
 Test(config, syntax_error_reported_before_later_errors) {
@@ -384,7 +384,7 @@ Test(config, sample_loads_and_mentions_every_key) {
     cr_assert(at != NULL && (next == NULL || at < next),
               "%s is not in the sample's [%s]", *k, section);
   }
-  cr_assert_eq(count, 26);
+  cr_assert_eq(count, 27);
 }
 
 /* Runs atl_config_from_args on a NULL-terminated list of arguments. */
@@ -623,4 +623,20 @@ Test(config, provider_errors) {
   expect_error("[provider.a]\ntype = gemini\nmax_tokens_param = max_tokens\n",
                ATL_ECONFIG,
                "%s: [provider.a] max_tokens_param is for type = openai");
+}
+
+Test(config, http_auth_defaults_on_and_turns_off) {
+  atl_config_t cfg;
+  atl_config_defaults(&cfg);
+  cr_assert_eq(cfg.http_auth, 1);
+  char path[] = "/tmp/atl-config-http-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, "[http]\nauth = off\n", 18), 18);
+  close(fd);
+  char *err = NULL;
+  cr_assert_eq(atl_config_load(&cfg, path, &err), 0, "%s", err ? err : "");
+  cr_assert_eq(cfg.http_auth, 0);
+  unlink(path);
+  atl_config_free(&cfg);
 }

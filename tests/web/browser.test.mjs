@@ -175,7 +175,11 @@ class Stack {
     this.proc.stdout.on('data', (b) => fs.appendFileSync(this.outFile, b));
     const m = await waitLine(this.proc, /atelier: ready at (http:\/\/\S+)/, 'atelier-stack')
       .catch((e) => { throw new Error(e.message + '\n' + tail(this.outFile)); });
+    // The link logs a browser in (?token=); scripts send the token as a
+    // bearer (tests/web/hostile.mjs).
     this.url = m[1];
+    this.base = new URL(this.url).origin;
+    this.token = new URL(this.url).searchParams.get('token');
   }
 
   logs() {
@@ -696,6 +700,10 @@ check('screenshots: light and dark theme, desktop size', async ({ browser, stack
   await page.context().close();
 });
 
+// The token, other origins and DNS rebinding (issue 17).
+const { hostileChecks } = await import('./hostile.mjs');
+for (const c of hostileChecks({ assert, eq, newPage, open, send, runEnds, noErrors })) check(c.name, c.fn);
+
 // ---------------------------------------------------------------- main
 
 let stopping = false;
@@ -727,7 +735,15 @@ async function main() {
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [],
+      // rebind.test is a DNS-rebinding attacker's name, now 127.0.0.1.
+      // Chromium's Private Network Access checks would stop the attacker's
+      // requests before they reach the stack; other browsers (Firefox,
+      // Safari) have none, so the stack must stand without them.
+      args: ['--host-resolver-rules=MAP rebind.test 127.0.0.1',
+        '--disable-features=BlockInsecurePrivateNetworkRequests,PrivateNetworkAccessSendPreflights,' +
+          'PrivateNetworkAccessRespectPreflightResults,PrivateNetworkAccessForNavigations,' +
+          'LocalNetworkAccessChecks',
+        ...(process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [])],
     });
     diag(`chromium ${browser.version()}, stack at ${stack.url}, fake at ${fake.url} ` +
       `(set up in ${Date.now() - started} ms)`);
