@@ -437,7 +437,8 @@ function showLogin(reason) {
   if (state.stream) state.stream.close();
   state.stream = null;
 }
-api.onUnauthorized = showLogin;
+// (The server's own message repeats what #login says.)
+api.onUnauthorized = () => showLogin('');
 
 // The link atelier-stack prints carries ?token=: it is traded at once for
 // an HttpOnly cookie and taken out of the address bar and the history, so
