@@ -74,18 +74,25 @@ def overlay_rw(path, name):
 def expose(prefix, tree):
     """Makes the installed `tree` appear at `prefix`, where the programs
     were built to find their plugins and data, reachable by every user
-    (nginx's workers read the page there, the daemon its plugins): any
-    ancestor that is missing or closed to others gets a scratch layer."""
+    (nginx's workers read the page there, the daemon its plugins). The
+    first ancestor that is missing or closed to others gets a scratch
+    layer, in which it and those below are made or opened (one layer:
+    overlayfs stacks two deep at most)."""
     parts = prefix.strip("/").split("/")
     cur = "/"
-    for i, name in enumerate(parts):
+    layered = False
+    for name in parts:
         nxt = os.path.join(cur, name)
-        if not os.path.isdir(nxt):
-            assert cur != "/", "cannot create %s for the prefix %s" % (nxt, prefix)
-            overlay_rw(cur, "prefix%d" % i)
+        missing = not os.path.isdir(nxt)
+        closed = not missing and not os.stat(nxt).st_mode & stat.S_IXOTH
+        if (missing or closed) and not layered:
+            target = cur if missing else nxt
+            assert target != "/", "cannot create %s for the prefix %s" % (nxt, prefix)
+            overlay_rw(target, "prefix")
+            layered = True
+        if missing:
             os.mkdir(nxt, 0o755)
-        elif not os.stat(nxt).st_mode & stat.S_IXOTH:
-            overlay_rw(nxt, "prefix%d" % i)
+        elif closed:
             os.chmod(nxt, 0o755)
         cur = nxt
     mount("-t", "overlay", "overlay", "-o",
