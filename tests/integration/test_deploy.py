@@ -217,8 +217,11 @@ def _(ctx):
     unitdir = make_var("systemdsystemunitdir")
     sysusersdir = make_var("sysusersdir")
     sysconfdir = make_var("sysconfdir")
-    for d in (unitdir, sysusersdir, sysconfdir):
-        assert d.startswith(prefix + "/"), (d, prefix)
+    for var, d in (("systemdsystemunitdir", unitdir), ("sysusersdir", sysusersdir),
+                   ("sysconfdir", sysconfdir)):
+        assert d.startswith(prefix + "/"), (
+            "the build's %s is %r: expected a directory under the prefix %s "
+            "(conf/Makefile.am installs the units and their users there)" % (var, d, prefix))
     for u in UNITS:
         assert os.path.isfile(dest + unitdir + "/" + u), "%s not installed in %s" % (u, unitdir)
     assert os.path.isfile(dest + sysusersdir + "/atelier.conf")
