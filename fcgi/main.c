@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +28,13 @@ fcgi_options_t fcgi_opt = {
 };
 volatile int fcgi_stopping;
 
+/* Who may connect to the FastCGI socket: its one client is nginx, so by
+ * default only the bridge's own user (a private nginx run by the same
+ * user, as scripts/atelier-stack does); a system nginx gets in through a
+ * group (--socket-mode 0660 --socket-group www-data). */
+static mode_t socket_mode = 0600;
+static const char *socket_group;
+
 static const char usage[] =
     "Usage: atelier-fcgi --socket PATH [OPTION]...\n"
     "The FastCGI bridge between nginx and atelierd: the HTTP API under\n"
@@ -34,6 +42,11 @@ static const char usage[] =
     "\n"
     "      --socket PATH         listen for FastCGI on this unix socket\n"
     "                            (nginx's fastcgi_pass unix:PATH)\n"
+    "      --socket-mode MODE    the socket's permissions, in octal (0600:\n"
+    "                            the bridge's user only; 0660 with\n"
+    "                            --socket-group for nginx's group)\n"
+    "      --socket-group NAME   give the socket to this group (one the\n"
+    "                            bridge's user is in, e.g. www-data)\n"
     "      --daemon-socket PATH  atelierd's API socket\n"
     "                            (default /run/atelier/api.sock)\n"
     "      --max-body BYTES      refuse larger request bodies with 413\n"
@@ -95,10 +108,28 @@ static int add_host(const char *h) {
   return 0;
 }
 
+static int parse_mode(const char *v) {
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 8);
+  if (errno != 0 || *end != '\0' || v[0] == '\0' || n < 0 || n > 0777) {
+    fprintf(stderr,
+            "atelier-fcgi: --socket-mode: expected permissions in octal "
+            "from 0000 to 0777, such as 0600 or 0660, got '%s'\n",
+            v);
+    return -1;
+  }
+  socket_mode = (mode_t)n;
+  return 0;
+}
+
 static int parse_args(int argc, char **argv) {
   enum { O_SOCKET = 256, O_DAEMON, O_BODY, O_MIN, O_MAX, O_HEART, O_HOST };
+  enum { O_SMODE = 512, O_SGROUP };
   static const struct option longopts[] = {
       {"socket", required_argument, NULL, O_SOCKET},
+      {"socket-mode", required_argument, NULL, O_SMODE},
+      {"socket-group", required_argument, NULL, O_SGROUP},
       {"daemon-socket", required_argument, NULL, O_DAEMON},
       {"max-body", required_argument, NULL, O_BODY},
       {"min-threads", required_argument, NULL, O_MIN},
@@ -116,6 +147,13 @@ static int parse_args(int argc, char **argv) {
     switch (c) {
     case O_SOCKET:
       fcgi_opt.socket_path = optarg;
+      break;
+    case O_SMODE:
+      if (parse_mode(optarg) != 0)
+        return 2;
+      break;
+    case O_SGROUP:
+      socket_group = optarg;
       break;
     case O_DAEMON:
       fcgi_opt.daemon_socket = optarg;
@@ -177,6 +215,39 @@ static int parse_args(int argc, char **argv) {
   return 0;
 }
 
+/* Resolves --socket-group before anything is opened, so that a misspelt
+ * group is a usage error. */
+static int socket_gid(gid_t *out) {
+  char buf[16384];
+  struct group gr, *res = NULL;
+  int rc = getgrnam_r(socket_group, &gr, buf, sizeof(buf), &res);
+  if (res == NULL) {
+    fprintf(stderr,
+            "atelier-fcgi: --socket-group: %s '%s' (expected the name of the "
+            "group nginx runs in, e.g. www-data on Debian)\n",
+            rc != 0 ? strerror(rc) : "there is no group", socket_group);
+    return -1;
+  }
+  *out = gr.gr_gid;
+  return 0;
+}
+
+static int set_socket_access(gid_t gid) {
+  if (gid != (gid_t)-1 && chown(fcgi_opt.socket_path, (uid_t)-1, gid) != 0) {
+    fcgi_log("error",
+             "cannot give %s to group %s: %s (the bridge's user must be a "
+             "member of that group, e.g. SupplementaryGroups= in its unit)",
+             fcgi_opt.socket_path, socket_group, strerror(errno));
+    return -1;
+  }
+  if (chmod(fcgi_opt.socket_path, socket_mode) != 0) {
+    fcgi_log("error", "cannot set the mode of %s: %s", fcgi_opt.socket_path,
+             strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   atl_raise_fd_limit();
   int rc = parse_args(argc, argv);
@@ -191,6 +262,13 @@ int main(int argc, char **argv) {
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
+  /* The bridge creates no file but its socket, whose mode is set below:
+   * anything else it might write one day is private. */
+  umask(077);
+  gid_t gid = (gid_t)-1;
+  if (socket_group != NULL && socket_gid(&gid) != 0)
+    return 2;
+
   if (FCGX_Init() != 0) {
     fcgi_log("error", "FCGX_Init failed");
     return 1;
@@ -199,16 +277,21 @@ int main(int argc, char **argv) {
   struct stat st;
   if (lstat(fcgi_opt.socket_path, &st) == 0 && S_ISSOCK(st.st_mode))
     unlink(fcgi_opt.socket_path);
-  /* nginx (often another user) must be able to connect: the socket's
-   * directory is what restricts access. */
-  mode_t old = umask(0);
+  /* The socket is born open to its owner only (connecting takes write
+   * permission) and opened to its group afterwards, so that no one else
+   * can connect in between. */
+  umask(0177);
   /* A reconnect storm (every page after a restart) arrives at once;
    * the kernel caps this at net.core.somaxconn (4096 on Debian 12). */
   int fd = FCGX_OpenSocket(fcgi_opt.socket_path, 4096);
-  umask(old);
+  umask(077);
   if (fd < 0) {
     fcgi_log("error", "cannot listen on %s: %s", fcgi_opt.socket_path,
              strerror(errno));
+    return 1;
+  }
+  if (set_socket_access(gid) != 0) {
+    unlink(fcgi_opt.socket_path);
     return 1;
   }
   if (fcgi_pool_run(fd) != 0)
