@@ -696,6 +696,12 @@ static void events_got(atl_daemon_t *d, atl_session_t *s, int status,
     free(er);
     return;
   }
+  /* A point past the session's end (a stale or forged resume point)
+   * stands for the end: the reader waits for the next event rather than
+   * for one numbered past it, which would wake it at every commit with
+   * nothing to return. */
+  if (er->after > s->committed_seq)
+    er->after = s->committed_seq;
   if (er->wait_ms > 0 && s->committed_seq <= er->after && !d->shutting_down &&
       atl_session_wait(d, s, (uint32_t)er->wait_ms, events_wake, er) == 0)
     return;

@@ -28,6 +28,9 @@
 
 #define HUB_RING 512
 #define WATCH_MS 1000
+/* A long poll that answers empty sooner than this is followed by a pause
+ * of as long. */
+#define EARLY_MS 100
 
 typedef struct {
   long long seq;
@@ -152,14 +155,27 @@ static int client_gone(fcgi_ctx_t *x) {
   return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
+static long long mono_ns(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+/* With h->mu held: waits for the hub's news until wake_ns, or end_ns if
+ * that is sooner (CLOCK_MONOTONIC nanoseconds). */
+static void wait_until(fcgi_hub_t *h, long long wake_ns, long long end_ns) {
+  if (wake_ns > end_ns)
+    wake_ns = end_ns;
+  struct timespec ts = {.tv_sec = (time_t)(wake_ns / 1000000000LL),
+                        .tv_nsec = (long)(wake_ns % 1000000000LL)};
+  pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+}
+
 int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
                   size_t *len, int wait_ms) {
   *out = NULL;
   *len = 0;
-  struct timespec until;
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  long long end_ns = (long long)until.tv_sec * 1000000000LL + until.tv_nsec +
-                     (long long)wait_ms * 1000000LL;
+  long long end_ns = mono_ns() + (long long)wait_ms * 1000000LL;
   pthread_mutex_lock(&h->mu);
   for (;;) {
     if (*after < h->last) {
@@ -173,9 +189,7 @@ int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
       pthread_mutex_unlock(&h->mu);
       return FCGI_HUB_GONE;
     }
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long long now_ns = (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+    long long now_ns = mono_ns();
     if (now_ns >= end_ns) {
       pthread_mutex_unlock(&h->mu);
       return FCGI_HUB_IDLE;
@@ -202,6 +216,7 @@ int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
       /* A daemon shutting down (-32003) is one that is going away, not a
        * session that is: the stream waits for it like for a restart. */
       int stopping = rc == CTL_RPC_ERROR && x->rpc->err_code == -32003;
+      long long before = h->last;
       if (rc == CTL_RPC_OK)
         add_events(h, r);
       else if (rc == CTL_RPC_ERROR && !stopping)
@@ -216,16 +231,19 @@ int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
         pthread_mutex_unlock(&h->mu);
         return FCGI_HUB_DAEMON_DOWN;
       }
+      if (rc == CTL_RPC_OK && h->last == before) {
+        /* A long poll that came back with nothing new before its time (a
+         * daemon waking its readers as it stops) would be asked again at
+         * once, and again: a pause keeps that from becoming a spin. */
+        long long t2_ns = mono_ns();
+        if (t2_ns - now_ns < (long long)EARLY_MS * 1000000LL)
+          wait_until(h, t2_ns + (long long)EARLY_MS * 1000000LL, end_ns);
+      }
       continue;
     }
     /* Someone else polls: wait for the hub, checking on our client now
      * and then. */
-    long long wake_ns = now_ns + (long long)WATCH_MS * 1000000LL;
-    if (wake_ns > end_ns)
-      wake_ns = end_ns;
-    struct timespec ts = {.tv_sec = (time_t)(wake_ns / 1000000000LL),
-                          .tv_nsec = (long)(wake_ns % 1000000000LL)};
-    pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+    wait_until(h, now_ns + (long long)WATCH_MS * 1000000LL, end_ns);
     if (*after >= h->last && !h->gone && client_gone(x)) {
       pthread_mutex_unlock(&h->mu);
       return FCGI_HUB_CLIENT_GONE;
