@@ -27,6 +27,11 @@
 #include "bridge.h"
 
 #define HUB_RING 512
+/* The ring also holds at most this many bytes of SSE text (always its
+ * newest event): events can be megabytes each (a tool's arguments), and
+ * 512 of those would be gigabytes. A stream behind what was dropped reads
+ * from the daemon, as after a long absence. */
+#define HUB_MAX_BYTES ((size_t)16 << 20)
 #define WATCH_MS 1000
 /* A long poll that answers empty sooner than this is followed by a pause
  * of as long. */
@@ -46,8 +51,9 @@ struct fcgi_hub_s {
   long long last;  /* the newest seq known (all before it were seen) */
   long long first; /* the ring holds (first, last] */
   hub_event_t ring[HUB_RING];
-  int polling; /* a thread polls the daemon for the hub */
-  int gone;    /* the session no longer exists */
+  size_t bytes; /* the texts held in ring */
+  int polling;  /* a thread polls the daemon for the hub */
+  int gone;     /* the session no longer exists */
   struct fcgi_hub_s *next;
 };
 
@@ -122,11 +128,20 @@ static void add_events(fcgi_hub_t *h, json_object *r) {
     if (seq != h->last + 1)
       h->first = seq - 1;
     hub_event_t *slot = &h->ring[seq % HUB_RING];
+    h->bytes -= slot->len;
     free(slot->text);
     *slot = (hub_event_t){.seq = seq, .text = text, .len = len};
+    h->bytes += len;
     h->last = seq;
     if (h->last - h->first > HUB_RING)
       h->first = h->last - HUB_RING;
+    while (h->bytes > HUB_MAX_BYTES && h->first < h->last - 1) {
+      h->first++;
+      hub_event_t *old = &h->ring[h->first % HUB_RING];
+      h->bytes -= old->len;
+      free(old->text);
+      *old = (hub_event_t){0};
+    }
   }
 }
 

@@ -64,15 +64,23 @@ char *fcgi_sse_format(json_object *e, long long *seq, size_t *len) {
   return out;
 }
 
+/* The session's last event in an events.read answer. */
+static long long last_seq_of(json_object *r) {
+  json_object *v = NULL;
+  return json_object_object_get_ex(r, "last_seq", &v)
+             ? (long long)json_object_get_int64(v)
+             : 0;
+}
+
 /* Writes the events of an events.read answer after `after`; returns the
- * last seq written, with *broken set when the client has gone. *count
- * gets how many the answer held. */
+ * last seq written, with *broken set when the client has gone. *more is
+ * set when the session has events past the answer's (it stops at BATCH
+ * events, or at some megabytes of them). */
 static long long write_events(fcgi_ctx_t *x, json_object *r, long long after,
-                              int *broken, size_t *count) {
+                              int *broken, int *more) {
   json_object *events = NULL;
   json_object_object_get_ex(r, "events", &events);
   size_t n = events ? json_object_array_length(events) : 0;
-  *count = n;
   for (size_t i = 0; i < n && !*broken; i++) {
     long long seq = 0;
     size_t len = 0;
@@ -88,6 +96,7 @@ static long long write_events(fcgi_ctx_t *x, json_object *r, long long after,
   }
   if (FCGX_FFlush(x->req->out) < 0)
     *broken = 1;
+  *more = n > 0 && after < last_seq_of(r);
   return after;
 }
 
@@ -103,13 +112,12 @@ static int catch_up(fcgi_ctx_t *x, const char *session, long long *after) {
       json_object_put(r);
       return rc;
     }
-    int broken = 0;
-    size_t n = 0;
-    *after = write_events(x, r, *after, &broken, &n);
+    int broken = 0, more = 0;
+    *after = write_events(x, r, *after, &broken, &more);
     json_object_put(r);
     if (broken)
       return -1;
-    if (n < BATCH)
+    if (!more)
       return 0;
   }
 }
@@ -181,12 +189,9 @@ static void serve_events(fcgi_ctx_t *x, const char *session) {
    * from now on. Left as it was, it would be the hub's starting point, and
    * the session's other streams would find themselves behind a point the
    * store never reaches, reading it again and again without a pause. */
-  json_object *lv = NULL;
-  if (json_object_object_get_ex(r, "last_seq", &lv)) {
-    long long last = (long long)json_object_get_int64(lv);
-    if (after > last)
-      after = last < 0 ? 0 : last;
-  }
+  long long last = last_seq_of(r);
+  if (after > last)
+    after = last < 0 ? 0 : last;
   x->status = 200;
   fcgi_printf(x, "Status: 200 OK\r\n"
                  "Content-Type: text/event-stream; charset=utf-8\r\n"
@@ -195,11 +200,10 @@ static void serve_events(fcgi_ctx_t *x, const char *session) {
                  "\r\n"
                  /* The browser waits this long before reconnecting. */
                  "retry: 2000\n\n");
-  int broken = 0;
-  size_t n = 0;
-  after = write_events(x, r, after, &broken, &n);
+  int broken = 0, more = 0;
+  after = write_events(x, r, after, &broken, &more);
   json_object_put(r);
-  if (!broken && n == BATCH && catch_up(x, session, &after) != 0)
+  if (!broken && more && catch_up(x, session, &after) != 0)
     broken = 1;
   /* From here on, the session's hub brings the events (hub.c). */
   fcgi_hub_t *h = broken ? NULL : fcgi_hub_join(session, after);

@@ -358,6 +358,27 @@ def _(ctx):
     assert grew < 32, "atelierd grew %.0f MB for one oversize line" % grew
 
 
+@check("events of megabytes: events.read answers in pieces of a few MB, and a stream still gets them all in order")
+def _(ctx):
+    s = ctx["stack"]
+    sid = new_session(s)
+    api = os.path.join(s.data, "run", "api.sock")
+    big = "e" * 1000000  # echo's largest text
+    for _ in range(10):
+        r = rpc(api, "tool.call", {"session": sid, "name": "echo",
+                                   "arguments": {"text": big}}, timeout=60)
+        assert r["result"]["success"], str(r)[:300]
+    r = rpc(api, "events.read", {"session": sid, "limit": 10000}, timeout=60)
+    evs, last = r["result"]["events"], r["result"]["last_seq"]
+    size = len(json.dumps(r))
+    assert 1 <= len(evs) and evs[-1]["seq"] < last and size < (10 << 20), \
+        "one answer held %d events (%d bytes) of %d" % (len(evs), size, last)
+    ev = stream(s, sid)
+    ids = [int(ev.next(timeout=30)["id"]) for _ in range(last)]
+    ev.close()
+    assert ids == list(range(1, last + 1)), ids
+
+
 # ---------------------------------------------------------------- the text cap
 
 def run_events(d, sid, text, timeout=60):
