@@ -20,7 +20,9 @@ rate=${ATELIER_BENCH_RATE:-1000}
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-set -- --build "$build" --data "$tmp" --port "$port"
+# Every stream comes from 127.0.0.1: the per-client cap must let them all.
+set -- --build "$build" --data "$tmp" --port "$port" \
+  --fcgi-arg "--max-streams-per-client=$streams"
 [ -n "${ATELIER_BENCH_FCGI_ARG:-}" ] && set -- "$@" --fcgi-arg "$ATELIER_BENCH_FCGI_ARG"
 "$top/scripts/atelier-stack" "$@" >"$tmp/stack.out" 2>&1 &
 stack=$!

@@ -81,6 +81,8 @@ static const key_def_t keys[] = {
     {"agent", "provider", T_OPTPATH, OFF(agent_provider), 0, 0, NULL},
     {"agent", "max_turns", T_U32, OFF(max_turns), 1, 1000, "turns"},
     {"agent", "queue_max", T_U32, OFF(queue_max), 0, 64, "messages"},
+    {"agent", "max_turn_bytes", T_U32, OFF(max_turn_bytes), 1024, 1073741824,
+     "bytes"},
     {"agent", "system_prompt_file", T_OPTPATH, OFF(system_prompt_file), 0, 0,
      NULL},
     {"render", "workers", T_U32, OFF(render_workers), 0, 256, "processes"},
@@ -95,20 +97,35 @@ static const char *const sections[] = {"daemon",  "log",    "api",
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 const char *const atl_config_keys[] = {
-    "daemon.socket_dir",   "daemon.data_dir",
-    "daemon.plugin_dir",   "daemon.pid_file",
-    "daemon.foreground",   "daemon.shutdown_timeout_ms",
-    "log.level",           "log.file",
-    "api.max_frame",       "api.max_clients",
-    "plugins.strict",      "plugins.disable",
-    "tools.timeout_ms",    "tools.long_timeout_ms",
-    "tools.threads",       "tools.check_results",
-    "tools.inline_fast",   "store.synchronous",
-    "store.session_cache", "store.max_batch",
-    "agent.provider",      "agent.max_turns",
-    "agent.queue_max",     "agent.system_prompt_file",
-    "render.workers",      "render.worker",
-    "http.auth",           NULL,
+    "daemon.socket_dir",
+    "daemon.data_dir",
+    "daemon.plugin_dir",
+    "daemon.pid_file",
+    "daemon.foreground",
+    "daemon.shutdown_timeout_ms",
+    "log.level",
+    "log.file",
+    "api.max_frame",
+    "api.max_clients",
+    "plugins.strict",
+    "plugins.disable",
+    "tools.timeout_ms",
+    "tools.long_timeout_ms",
+    "tools.threads",
+    "tools.check_results",
+    "tools.inline_fast",
+    "store.synchronous",
+    "store.session_cache",
+    "store.max_batch",
+    "agent.provider",
+    "agent.max_turns",
+    "agent.queue_max",
+    "agent.max_turn_bytes",
+    "agent.system_prompt_file",
+    "render.workers",
+    "render.worker",
+    "http.auth",
+    NULL,
 };
 
 /* Like asprintf, but NULL on failure and with a format check. */
@@ -156,6 +173,7 @@ void atl_config_defaults(atl_config_t *cfg) {
   cfg->agent_provider = NULL;
   cfg->max_turns = 10;
   cfg->queue_max = 4;
+  cfg->max_turn_bytes = 1048576;
   cfg->system_prompt_file = NULL;
   /* The HTTP API asks for the token unless the file turns that off. */
   cfg->http_auth = 1;

@@ -662,20 +662,36 @@ static void m_session_cancel(atl_daemon_t *d, atl_rpc_call_t *c,
 
 /* ---- events.read ---- */
 
+/* An answer holds events up to this many bytes of their data (and at least
+ * one): with events of megabytes (a tool's arguments can be as large as
+ * api.max_frame), limit alone would let one read build gigabytes. The
+ * reader asks again from the last event it got. */
+#define EVENTS_MAX_BYTES ((size_t)4 << 20)
+
+typedef struct {
+  json_object *events;
+  size_t bytes;
+} event_sink_t;
+
 static int event_row(const atl_event_row_t *row, void *user) {
+  event_sink_t *sink = user;
+  if (sink->bytes >= EVENTS_MAX_BYTES)
+    return 1;
+  sink->bytes += (row->data ? strlen(row->data) : 0) + 64;
   json_object *o = json_object_new_object();
   json_object_object_add(o, "seq", json_object_new_int64(row->seq));
   json_object_object_add(o, "type", json_object_new_string(row->type));
   json_object_object_add(o, "ts", time_json(row->ts_ms));
   json_object_object_add(o, "data",
                          row->data ? json_tokener_parse(row->data) : NULL);
-  json_object_array_add(user, o);
+  json_object_array_add(sink->events, o);
   return 0;
 }
 
 static void read_events(read_req_t *rr, atl_store_reader_t *r) {
   json_object *evs = json_object_new_array();
-  rr->status = atl_store_events_read(r, rr->id, rr->a, rr->b, event_row, evs);
+  event_sink_t sink = {.events = evs};
+  rr->status = atl_store_events_read(r, rr->id, rr->a, rr->b, event_row, &sink);
   atl_session_row_t row;
   int64_t last = 0;
   if (rr->status == 0) {
@@ -713,6 +729,12 @@ static void events_got(atl_daemon_t *d, atl_session_t *s, int status,
     free(er);
     return;
   }
+  /* A point past the session's end (a stale or forged resume point)
+   * stands for the end: the reader waits for the next event rather than
+   * for one numbered past it, which would wake it at every commit with
+   * nothing to return. */
+  if (er->after > s->committed_seq)
+    er->after = s->committed_seq;
   if (er->wait_ms > 0 && s->committed_seq <= er->after && !d->shutting_down &&
       atl_session_wait(d, s, (uint32_t)er->wait_ms, events_wake, er) == 0)
     return;

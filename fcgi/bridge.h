@@ -27,13 +27,15 @@
 
 /* The command line (fcgi/main.c). Strings are argv's or static. */
 typedef struct {
-  const char *socket_path;   /* where nginx connects (FastCGI) */
-  const char *daemon_socket; /* atelierd's api.sock */
-  size_t max_body;           /* request bodies past this get 413 */
-  int min_threads;           /* accepting threads kept idle */
-  int max_threads;           /* threads at most: requests + streams */
-  int heartbeat_ms;          /* an SSE comment at least this often */
-  int verbose;               /* a log line per request */
+  const char *socket_path;    /* where nginx connects (FastCGI) */
+  const char *daemon_socket;  /* atelierd's api.sock */
+  size_t max_body;            /* request bodies past this get 413 */
+  int min_threads;            /* accepting threads kept idle */
+  int max_threads;            /* threads at most: requests + streams */
+  int heartbeat_ms;           /* an SSE comment at least this often */
+  int reserve_threads;        /* threads streams can never take */
+  int max_streams_per_client; /* streams from one REMOTE_ADDR at once */
+  int verbose;                /* a log line per request */
   /* --host: the Host header values served (argv's strings, in a malloc()ed
    * array); none: the loopback names on any port. */
   const char **hosts;
@@ -51,7 +53,6 @@ typedef struct {
   char path[512];     /* REQUEST_URI up to '?' */
   const char *query;  /* after '?', or "" */
   int status;         /* the status answered, for the log */
-  int last_thread;    /* no thread is left to accept the next request */
   ctl_rpc *rpc;       /* this thread's connection to atelierd */
 } fcgi_ctx_t;
 
@@ -64,6 +65,13 @@ int fcgi_pool_run(int listen_fd);
 void fcgi_pool_wait(int timeout_ms);
 /* Threads alive now. */
 int fcgi_pool_threads(void);
+/* Takes an event stream's slot for the client at addr (REMOTE_ADDR; NULL
+ * counts as one unknown client). Returns 0, or 503 when every thread but
+ * the reserve holds a stream, or 429 when addr holds
+ * max_streams_per_client already. A slot taken is given back with
+ * fcgi_stream_release(addr). */
+int fcgi_stream_acquire(const char *addr);
+void fcgi_stream_release(const char *addr);
 
 /* fcgi/routes.c: serves one request. */
 void fcgi_route(fcgi_ctx_t *x);

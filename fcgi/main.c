@@ -25,6 +25,8 @@ fcgi_options_t fcgi_opt = {
     .min_threads = 8,
     .max_threads = 2048,
     .heartbeat_ms = 15000,
+    .reserve_threads = -1, /* max_threads / 8, from 1 to 64 */
+    .max_streams_per_client = 256,
 };
 volatile int fcgi_stopping;
 
@@ -58,6 +60,12 @@ static const char usage[] =
     "      --host HOST[:PORT]    serve requests whose Host header is this\n"
     "                            (repeatable; others get 421); default:\n"
     "                            127.0.0.1, localhost and [::1], any port\n"
+    "      --reserve-threads N   threads event streams can never take, kept\n"
+    "                            for every other request (max-threads / 8,\n"
+    "                            from 1 to 64)\n"
+    "      --max-streams-per-client N\n"
+    "                            event streams open at once from one client\n"
+    "                            address (256)\n"
     "  -v, --verbose             log every request\n"
     "  -V, --version             print the version and exit\n"
     "  -h, --help                print this help and exit\n"
@@ -125,7 +133,7 @@ static int parse_mode(const char *v) {
 
 static int parse_args(int argc, char **argv) {
   enum { O_SOCKET = 256, O_DAEMON, O_BODY, O_MIN, O_MAX, O_HEART, O_HOST };
-  enum { O_SMODE = 512, O_SGROUP };
+  enum { O_SMODE = 512, O_SGROUP, O_RESERVE, O_PER_CLIENT };
   static const struct option longopts[] = {
       {"socket", required_argument, NULL, O_SOCKET},
       {"socket-mode", required_argument, NULL, O_SMODE},
@@ -136,6 +144,8 @@ static int parse_args(int argc, char **argv) {
       {"max-threads", required_argument, NULL, O_MAX},
       {"heartbeat-ms", required_argument, NULL, O_HEART},
       {"host", required_argument, NULL, O_HOST},
+      {"reserve-threads", required_argument, NULL, O_RESERVE},
+      {"max-streams-per-client", required_argument, NULL, O_PER_CLIENT},
       {"verbose", no_argument, NULL, 'v'},
       {"version", no_argument, NULL, 'V'},
       {"help", no_argument, NULL, 'h'},
@@ -182,6 +192,16 @@ static int parse_args(int argc, char **argv) {
       if (add_host(optarg) != 0)
         return 2;
       break;
+    case O_RESERVE:
+      if (number("--reserve-threads", optarg, 1, 9999, &n) != 0)
+        return 2;
+      fcgi_opt.reserve_threads = (int)n;
+      break;
+    case O_PER_CLIENT:
+      if (number("--max-streams-per-client", optarg, 1, 100000, &n) != 0)
+        return 2;
+      fcgi_opt.max_streams_per_client = (int)n;
+      break;
     case 'v':
       fcgi_opt.verbose = 1;
       break;
@@ -210,6 +230,16 @@ static int parse_args(int argc, char **argv) {
             "atelier-fcgi: --min-threads (%d) must be less than "
             "--max-threads (%d)\n",
             fcgi_opt.min_threads, fcgi_opt.max_threads);
+    return 2;
+  }
+  if (fcgi_opt.reserve_threads < 0) {
+    int r = fcgi_opt.max_threads / 8;
+    fcgi_opt.reserve_threads = r < 1 ? 1 : r > 64 ? 64 : r;
+  } else if (fcgi_opt.reserve_threads >= fcgi_opt.max_threads) {
+    fprintf(stderr,
+            "atelier-fcgi: --reserve-threads (%d) must be less than "
+            "--max-threads (%d): the rest is what event streams may hold\n",
+            fcgi_opt.reserve_threads, fcgi_opt.max_threads);
     return 2;
   }
   return 0;

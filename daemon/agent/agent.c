@@ -450,7 +450,9 @@ static void turn_done(const atl_http_response_t *r, void *user) {
     /* Once an answer has begun, its text is out as text.delta events: a
      * retry would say it twice, so a cut answer is an error instead. */
     int begun = a->call.turn.text_len > 0 || a->call.turn.n_calls > 0;
-    if (broken)
+    if (a->call.over_cap)
+      snprintf(msg, sizeof(msg), "%s", a->call.turn.error);
+    else if (broken)
       snprintf(msg, sizeof(msg), "the provider's answer was broken: %s",
                a->call.turn.error);
     else if (transient)

@@ -57,6 +57,9 @@ typedef struct {
   char raw[8192];
   size_t raw_len;
   const int *stop;
+  /* agent.max_turn_bytes, from atl_agent_call_start; 0: no cap. */
+  size_t max_bytes;
+  int over_cap; /* the answer passed max_bytes and was cut off */
 } atl_agent_call_t;
 
 void atl_agent_call_init(atl_agent_call_t *c, const atl_provider_ops_t *ops,

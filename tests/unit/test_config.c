@@ -538,10 +538,12 @@ Test(config, agent_and_providers) {
   cr_assert_null(cfg.agent_provider);
   cr_assert_eq(cfg.max_turns, 10);
   cr_assert_eq(cfg.queue_max, 4);
+  cr_assert_eq(cfg.max_turn_bytes, 1048576);
   atl_config_free(&cfg); /* load_ok starts from the defaults again */
   load_ok(&cfg, "[agent]\n"
                 "provider = local\n"
                 "max_turns = 3\n"
+                "max_turn_bytes = 4096\n"
                 "[provider.claude]\n"
                 "type = anthropic\n"
                 "api_key_env = ANTHROPIC_API_KEY\n"
@@ -553,6 +555,7 @@ Test(config, agent_and_providers) {
                 "max_tokens = 100\n");
   cr_assert_str_eq(cfg.agent_provider, "local");
   cr_assert_eq(cfg.max_turns, 3);
+  cr_assert_eq(cfg.max_turn_bytes, 4096);
   cr_assert_eq(cfg.n_providers, 2);
   const atl_provider_conf_t *c = atl_provider_conf(&cfg, "claude");
   cr_assert_str_eq(c->type, "anthropic");
@@ -598,6 +601,9 @@ Test(config, provider_errors) {
   expect_error("[agent]\nmax_turns = 0\n", ATL_ECONFIG,
                "%s:2: [agent] max_turns: expected a whole number of turns "
                "between 1 and 1000, got '0'");
+  expect_error("[agent]\nmax_turn_bytes = 100\n", ATL_ECONFIG,
+               "%s:2: [agent] max_turn_bytes: expected a whole number of "
+               "bytes between 1024 and 1073741824, got '100'");
   expect_error("[provider.a]\ntype = anthropic\nthinking_budget = 100\n",
                ATL_ECONFIG,
                "%s:3: [provider.a] thinking_budget: expected 0 (no extended "
