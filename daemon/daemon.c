@@ -294,7 +294,7 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
   if (rc != 0)
     return rc;
 
-  rc = atl_mkdir_p(cfg->socket_dir, 0755);
+  rc = atl_mkdir_p(cfg->socket_dir, 0750);
   if (rc != 0) {
     atl_log_kv(ATL_LOG_ERROR, "cannot create the socket directory", "dir",
                cfg->socket_dir, "error", atl_strerror(rc), NULL);
