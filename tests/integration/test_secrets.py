@@ -13,13 +13,15 @@ its render workers and SQLite store, with the fake provider:
 - atelierd is not dumpable: its environment cannot be read by a process
   of its own user without CAP_SYS_PTRACE;
 - every file the daemon makes is for its user alone (the API socket is
-  0660, as doc/security.md says).
+  0660, as doc/security.md says);
+- scripts/atelier-stack starts the bridge and nginx without the keys.
 
 Standard library only.
 """
 
 import os
 import signal
+import socket
 import stat
 import subprocess
 import shutil
@@ -27,8 +29,8 @@ import sys
 import tempfile
 import time
 
-from atltest import (DAEMON, KEY, PLUGIN_DIR, TMP, Checks, Daemon, Fake,
-                     run_checks)
+from atltest import (BUILDDIR, DAEMON, KEY, PLUGIN_DIR, SRCDIR, TMP, Checks,
+                     Daemon, Fake, run_checks)
 
 # Values that must never be found anywhere but in the handler's hands.
 CANARIES = {
@@ -306,6 +308,67 @@ def _(ctx):
     names = [os.path.basename(p) for p in made]
     assert "atelier.db" in names and "api.sock" in names, names
     assert not bad, bad
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def descendants(pid):
+    """{pid: comm} of every process under pid."""
+    kids = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            comm = st[st.index("(") + 1:st.rindex(")")]
+            ppid = int(st[st.rindex(")") + 2:].split()[1])
+            kids.setdefault(ppid, []).append((int(p), comm))
+    out, todo = {}, [pid]
+    while todo:
+        for child, comm in kids.get(todo.pop(), []):
+            out[child] = comm
+            todo.append(child)
+    return out
+
+
+@check("scripts/atelier-stack: the bridge and nginx get no key")
+def _(ctx):
+    port = free_port()
+    data = os.path.join(TMP, "stack")
+    env = dict(os.environ, FAKE_LLM_KEY=KEY, OPENAI_API_KEY=ENV_KEY,
+               SOME_SERVICE_TOKEN=ENV_KEY)
+    out = open(os.path.join(TMP, "stack.out"), "w+")
+    proc = subprocess.Popen(
+        [os.path.join(SRCDIR, "scripts", "atelier-stack"), "--build",
+         BUILDDIR, "--data", data, "--port", str(port)],
+        stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_for(lambda: "atelier: ready at" in open(out.name).read() or
+                 proc.poll() is not None, 30, "the stack")
+        assert proc.poll() is None, open(out.name).read()
+        # nginx's workers come up just after its master.
+        procs = wait_for(lambda: (lambda d: d if list(d.values()).count(
+            "nginx") >= 2 else None)(descendants(proc.pid)), 10, "nginx")
+        seen, bad = set(), []
+        for pid, comm in procs.items():
+            if comm not in ("atelier-fcgi", "nginx"):
+                continue
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                environ = f.read()
+            seen.add(comm)
+            if ENV_KEY.encode() in environ or KEY.encode() in environ:
+                bad.append("%s %d" % (comm, pid))
+        assert seen == {"atelier-fcgi", "nginx"}, procs
+        assert not bad, bad
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def main():
