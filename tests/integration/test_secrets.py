@@ -14,7 +14,8 @@ its render workers and SQLite store, with the fake provider:
   of its own user without CAP_SYS_PTRACE;
 - every file the daemon makes is for its user alone (the API socket is
   0660, as doc/security.md says);
-- scripts/atelier-stack starts the bridge and nginx without the keys.
+- scripts/atelier-stack starts the bridge and nginx without the keys,
+  and its daemon offers no test tool (echo_test is the tests' alone).
 
 Standard library only.
 """
@@ -30,7 +31,7 @@ import tempfile
 import time
 
 from atltest import (BUILDDIR, DAEMON, KEY, PLUGIN_DIR, SRCDIR, TMP, Checks,
-                     Daemon, Fake, run_checks)
+                     Daemon, Fake, rpc, run_checks)
 
 # Values that must never be found anywhere but in the handler's hands.
 CANARIES = {
@@ -337,7 +338,8 @@ def descendants(pid):
     return out
 
 
-@check("scripts/atelier-stack: the bridge and nginx get no key")
+@check("scripts/atelier-stack (as ./bootstrap run starts it): the bridge and "
+       "nginx get no key, and the model is offered echo but no test tool")
 def _(ctx):
     port = free_port()
     data = os.path.join(TMP, "stack")
@@ -366,6 +368,11 @@ def _(ctx):
                 bad.append("%s %d" % (comm, pid))
         assert seen == {"atelier-fcgi", "nginx"}, procs
         assert not bad, bad
+        tools = [t["name"] for t in rpc(os.path.join(data, "run",
+                                                          "api.sock"),
+                                             "tool.list", {})]
+        assert "echo" in tools and "render_scene" in tools, tools
+        assert not [t for t in tools if t.startswith("echo_")], tools
     finally:
         proc.terminate()
         proc.wait(timeout=30)
