@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -279,6 +280,9 @@ static int set_socket_access(gid_t gid) {
 }
 
 int main(int argc, char **argv) {
+  /* The bridge holds the API token in memory: no core file, and no
+   * ptrace or /proc/PID/mem for other processes of the user but root. */
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   atl_raise_fd_limit();
   int rc = parse_args(argc, argv);
   if (rc != 0)

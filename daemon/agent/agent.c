@@ -27,6 +27,7 @@
 #include "agent_int.h"
 #include "agent/sse.h"
 #include "log.h"
+#include "redact.h"
 
 static void run_next(atl_agent_t *a);
 
@@ -263,7 +264,7 @@ static void unrun(atl_agent_t *a, json_object *call, const char *tool,
   json_object_object_add(op, "tool", json_object_new_string(tool ? tool : ""));
   json_object_object_get_ex(call, "arguments", &args);
   json_object_object_add(op, "arguments",
-                         redact ? json_object_new_string("(redacted)")
+                         redact ? json_object_new_string(ATL_REDACTED)
                                 : json_object_get(args));
   json_object_object_add(ev, "operation", op);
   json_object_object_add(ev, "id", json_object_get(id));
@@ -298,7 +299,7 @@ static void call_next(atl_agent_t *a) {
     json_object *started = atl__agent_obj_str("tool", tool);
     json_object_object_add(started, "id", json_object_get(id));
     json_object_object_add(started, "arguments",
-                           redact ? json_object_new_string("(redacted)")
+                           redact ? json_object_new_string(ATL_REDACTED)
                                   : json_object_get(args));
     atl__agent_emit(a, "tool.started", started);
     if (a->cancel) {
@@ -309,16 +310,16 @@ static void call_next(atl_agent_t *a) {
     if (json_object_object_get_ex(call, "bad_arguments", &bad)) {
       /* Nothing is skipped: the model learns its arguments were broken,
        * and why, when its answer reached the output limit inside them. */
+      const char *shown = redact ? ATL_REDACTED : json_object_get_string(bad);
       unrun(a, call, tool, id, redact,
             a->cut ? atl__agent_error_envelope(
                          "not run: your answer reached its output limit "
                          "(max_tokens) inside these arguments, so they are "
                          "cut short: %.300s. Make the call again with less in "
                          "it, or split the work into several calls.",
-                         json_object_get_string(bad))
+                         shown)
                    : atl__agent_error_envelope(
-                         "the arguments are not a JSON object: %.300s",
-                         json_object_get_string(bad)));
+                         "the arguments are not a JSON object: %.300s", shown));
       continue;
     }
     /* An unknown tool gets its error from the tool-call path itself, with
@@ -360,6 +361,27 @@ static int retryable(const atl_http_response_t *r) {
   return r->status < 0 || r->http_code == 429 || r->http_code >= 500;
 }
 
+/* The call to run for a tool_call part of the model's message. A call of
+ * a tool whose arguments are secret runs with them, from a copy, while
+ * the part itself (committed to the history, and so sent back to the
+ * model and shown in the page) keeps only their shape: the model wrote
+ * them and needs them no more, and nothing persisted may hold them. */
+static json_object *call_of(atl_agent_t *a, json_object *part) {
+  json_object *name, *args, *copy = NULL;
+  json_object_object_get_ex(part, "name", &name);
+  const atl_tool_entry_t *te =
+      atl_registry_find(&a->d->registry, json_object_get_string(name));
+  if (te == NULL || !(te->tool.flags & ATL_TOOL_REDACT_ARGS) ||
+      json_object_deep_copy(part, &copy, NULL) != 0)
+    return json_object_get(part);
+  if (json_object_object_get_ex(part, "arguments", &args))
+    json_object_object_add(part, "arguments", atl_redact_args(args));
+  if (json_object_object_get_ex(part, "bad_arguments", NULL))
+    json_object_object_add(part, "bad_arguments",
+                           json_object_new_string(ATL_REDACTED));
+  return copy;
+}
+
 /* A model message came whole (msg taken): commit it, then run its calls
  * or end the run. */
 static void turn_finished(atl_agent_t *a, json_object *msg, uint64_t ms) {
@@ -387,7 +409,7 @@ static void turn_finished(atl_agent_t *a, json_object *msg, uint64_t ms) {
     if (!json_object_object_get_ex(part, "type", &type))
       continue;
     if (strcmp(json_object_get_string(type), "tool_call") == 0)
-      json_object_array_add(calls, json_object_get(part));
+      json_object_array_add(calls, call_of(a, part));
     else if (strcmp(json_object_get_string(type), "text") == 0 && text == NULL)
       json_object_object_get_ex(part, "text", &text);
   }
@@ -738,6 +760,21 @@ static int direct_call(atl_agent_t *a, const char *text) {
   return 1;
 }
 
+char *atl_agent_redacted_text(atl_daemon_t *d, const char *text) {
+  if (text == NULL || text[0] != '/')
+    return NULL;
+  size_t n = strcspn(text + 1, " \t\n");
+  char *tool = strndup(text + 1, n);
+  if (tool == NULL)
+    return NULL;
+  const atl_tool_entry_t *te = atl_registry_find(&d->registry, tool);
+  char *out = NULL;
+  if (te != NULL && (te->tool.flags & ATL_TOOL_REDACT_ARGS))
+    out = atl_printf_new("/%s %s", tool, ATL_REDACTED);
+  free(tool);
+  return out;
+}
+
 static void run_start(atl_agent_t *a, char *text, char *model) {
   atl_agent_provider_t *p = a->d->agent;
   a->active = 1;
@@ -755,13 +792,19 @@ static void run_start(atl_agent_t *a, char *text, char *model) {
              : a->s->model[0]   ? strdup(a->s->model)
              : p->model != NULL ? strdup(p->model)
                                 : strdup("");
-  json_object *started = atl__agent_obj_str("text", text);
+  /* A "/tool {json}" message for a tool whose arguments are secret runs
+   * with them, but the history, the event and so the model's next request
+   * get the message without them. */
+  char *shown = atl_agent_redacted_text(a->d, text);
+  const char *kept = shown ? shown : text;
+  json_object *started = atl__agent_obj_str("text", kept);
   json_object_object_add(started, "model", json_object_new_string(a->model));
   json_object_object_add(
       started, "provider",
       json_object_new_string(p->ops ? p->cfg.name : "(offline)"));
-  atl__agent_commit(a, atl__agent_text_message("user", text), "run.started",
+  atl__agent_commit(a, atl__agent_text_message("user", kept), "run.started",
                     started);
+  free(shown);
   a->replay = NULL;
   if (strcmp(text, "/demo") == 0 &&
       atl_registry_find(&a->d->registry, "demo") == NULL) {

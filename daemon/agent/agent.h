@@ -101,6 +101,11 @@ json_object *atl_cassette_load(const char *path, char **err);
  * model may be NULL (the provider's default). */
 int atl_agent_send(atl_daemon_t *d, atl_session_t *s, const char *text,
                    const char *model, int *queued_out);
+/* What the history and the events keep of a message: for "/tool {json}"
+ * naming a tool flagged ATL_TOOL_REDACT_ARGS, "/tool (redacted)" (a new
+ * string the caller frees); NULL for any other text, kept as written.
+ * Whatever persists or shows a message before its run (a queue) uses it. */
+char *atl_agent_redacted_text(atl_daemon_t *d, const char *text);
 /* agent.models: {provider, type, models, default, offline, why?} as a new
  * object (provider, type and default null when offline). */
 json_object *atl_agent_models(atl_daemon_t *d);

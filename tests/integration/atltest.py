@@ -21,6 +21,10 @@ SRCDIR = os.environ.get(
 BUILDDIR = os.environ.get("ATL_TEST_BUILDDIR", os.path.join(SRCDIR, "build"))
 DAEMON = os.path.join(BUILDDIR, "atelierd")
 PLUGIN_DIR = os.path.join(BUILDDIR, "plugins", ".libs")
+# The tests' own plugin (echo_test: images, sleeps, failures, secrets),
+# which no stack loads; the tests' daemons load both directories.
+TEST_PLUGIN_DIR = os.path.join(BUILDDIR, "tests", "plugins", ".libs")
+PLUGIN_DIRS = PLUGIN_DIR + ":" + TEST_PLUGIN_DIR
 FAKE = os.environ.get("FAKE_LLM",
                       os.path.join(SRCDIR, "tests", "fake-llm", "fake_llm.py"))
 # The key the fake provider is configured with; it must never reach a log.
@@ -53,6 +57,26 @@ signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
 END = ("run.completed", "run.error", "run.cancelled", "run.limit_reached")
 
 
+def rpc(sock, method, params, timeout=20):
+    """One JSON-RPC call on the API socket at sock: its result."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(sock)
+    s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
+                          "params": params}).encode() + b"\n")
+    buf = b""
+    while b"\n" not in buf:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        buf += chunk
+    s.close()
+    resp = json.loads(buf.split(b"\n", 1)[0])
+    if "error" in resp:
+        raise RuntimeError("%s: %s" % (method, resp["error"]))
+    return resp["result"]
+
+
 class Daemon:
     def __init__(self, name, conf, data_dir=None, env=None):
         self.dir = os.path.join(TMP, name)
@@ -70,7 +94,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [DAEMON, "--foreground", "--config", path, "--socket-dir",
              os.path.dirname(self.sock), "--data-dir", self.data,
-             "--plugin-dir", PLUGIN_DIR, "--log-level", "debug"],
+             "--plugin-dir", PLUGIN_DIRS, "--log-level", "debug"],
             stderr=open(self.log, "a"), env=e)
         PROCS.append(self.proc)
         for _ in range(200):
@@ -84,22 +108,7 @@ class Daemon:
         raise RuntimeError("atelierd did not start")
 
     def rpc(self, method, params, timeout=20):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(timeout)
-        s.connect(self.sock)
-        s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
-                              "params": params}).encode() + b"\n")
-        buf = b""
-        while b"\n" not in buf:
-            chunk = s.recv(1 << 20)
-            if not chunk:
-                break
-            buf += chunk
-        s.close()
-        resp = json.loads(buf.split(b"\n", 1)[0])
-        if "error" in resp:
-            raise RuntimeError("%s: %s" % (method, resp["error"]))
-        return resp["result"]
+        return rpc(self.sock, method, params, timeout)
 
     def session(self):
         return self.rpc("session.create", {})["id"]

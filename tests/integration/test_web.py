@@ -49,7 +49,8 @@ class Stack:
                     "api_key_env = FAKE_LLM_KEY\nmodels = fake-model, other\n"
                     "timeout_ms = 5000\n%s" % (fake_url, extra_conf))
         args = [STACK, "--build", BUILDDIR, "--data", self.data, "--port",
-                str(self.port), "--config", conf] + list(stack_args)
+                str(self.port), "--config", conf, "--plugin-dir",
+                os.path.join(BUILDDIR, "tests", "plugins", ".libs")] + list(stack_args)
         for a in fcgi_args:
             args += ["--fcgi-arg", a]
         env = dict(os.environ, FAKE_LLM_KEY=KEY)

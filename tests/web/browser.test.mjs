@@ -167,7 +167,7 @@ class Stack {
     this.outFile = path.join(TMP, 'stack.out');
     const out = fs.openSync(this.outFile, 'w');
     this.proc = spawn(STACK, ['--build', BUILDDIR, '--data', this.data, '--port', String(this.port),
-      '--config', conf], {
+      '--config', conf, '--plugin-dir', path.join(BUILDDIR, 'tests', 'plugins', '.libs')], {
       stdio: ['ignore', 'pipe', out],
       env: { ...process.env, FAKE_LLM_KEY: 'sk-browser-test' },
     });
