@@ -283,6 +283,23 @@ def _(ctx):
     print("# %d acknowledged messages checked after %d kills" % (total, ROUNDS))
 
 
+@check("messages waiting at a SIGTERM stay queued, and run after the next start")
+def _(ctx):
+    fake = ctx["fake"]
+    sid, after = send_three(ctx, fake, [{"text": "two"}, {"text": "three"}],
+                            SLOW)
+    ctx["d"].stop()
+    assert [r[1] for r in stored_queue(ctx)] == ["second", "third"]
+    d = start(ctx)
+    ev = d.follow(sid, after, ends=3)
+    started = [e["data"]["text"] for e in ev if e["type"] == "run.started"]
+    assert started == ["first", "second", "third"], types(ev)
+    assert types(ev)[-6:] == ["run.started", "text.done", "run.completed",
+                              "run.started", "text.done", "run.completed"], \
+        types(ev)
+    assert stored_queue(ctx) == []
+
+
 def reader(d, sid, seen, stop):
     """An events.read long-poll client, as the bridge's hub is: records
     every event it is given."""
