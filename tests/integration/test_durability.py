@@ -230,6 +230,12 @@ def _(ctx):
     restart(ctx)  # the second message's turn hangs until then
 
 
+def message(i):
+    """Message i, long enough that its commit takes a while: an answer
+    sent before the commit would be read before the commit is done."""
+    return "message %d " % i + "x" * 65536
+
+
 def send_and_kill(d, sids):
     """Pipelines one session.send per session on one connection and
     SIGKILLs the daemon as soon as the first answers are read. Returns the
@@ -239,7 +245,7 @@ def send_and_kill(d, sids):
     s.connect(d.sock)
     s.sendall(b"".join(json.dumps({
         "jsonrpc": "2.0", "id": i, "method": "session.send",
-        "params": {"session": sid, "text": "message %d" % i}}).encode() + b"\n"
+        "params": {"session": sid, "text": message(i)}}).encode() + b"\n"
         for i, sid in enumerate(sids)))
     buf = b""
     while b"\n" not in buf:
@@ -278,8 +284,9 @@ def _(ctx):
             finally:
                 users = [m["content"]["parts"][0]["text"]
                          for m in d.history(sids[i]) if m["role"] == "user"]
-                assert users == ["message %d" % i], \
-                    "acknowledged message %d; the history has %s" % (i, users)
+                assert users == [message(i)], \
+                    "acknowledged message %d; the history has %d user " \
+                    "message(s)" % (i, len(users))
     print("# %d acknowledged messages checked after %d kills" % (total, ROUNDS))
 
 
@@ -289,8 +296,10 @@ def _(ctx):
     sid, after = send_three(ctx, fake, [{"text": "two"}, {"text": "three"}],
                             SLOW)
     ctx["d"].stop()
-    assert [r[1] for r in stored_queue(ctx)] == ["second", "third"]
-    d = start(ctx)
+    try:
+        assert [r[1] for r in stored_queue(ctx)] == ["second", "third"]
+    finally:
+        d = start(ctx)  # for the checks after this one, whatever happened
     ev = d.follow(sid, after, ends=3)
     started = [e["data"]["text"] for e in ev if e["type"] == "run.started"]
     assert started == ["first", "second", "third"], types(ev)
