@@ -332,6 +332,7 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
   rc = atl_server_start(d, path, &d->api);
   if (rc != 0)
     return rc;
+  atl_sessions_resume(d);
   char ntools[16];
   snprintf(ntools, sizeof(ntools), "%zu", d->registry.n_tools);
   atl_log_kv(ATL_LOG_INFO, "atelierd ready", "version", PACKAGE_VERSION,

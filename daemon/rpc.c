@@ -377,6 +377,17 @@ static int history_row(const atl_history_row_t *row, void *user) {
   return 0;
 }
 
+static int queued_row(const atl_queue_row_t *row, void *user) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "id", json_object_new_int64(row->id));
+  json_object_object_add(o, "text", json_object_new_string(row->text));
+  json_object_object_add(
+      o, "model", row->model ? json_object_new_string(row->model) : NULL);
+  json_object_object_add(o, "ts", time_json(row->ts_ms));
+  json_object_array_add(user, o);
+  return 0;
+}
+
 static void read_session(read_req_t *rr, atl_store_reader_t *r) {
   atl_session_row_t row;
   rr->status = atl_store_session_load(r, rr->id, &row);
@@ -394,6 +405,9 @@ static void read_session(read_req_t *rr, atl_store_reader_t *r) {
   json_object *hist = json_object_new_array();
   atl_store_history_read(r, rr->id, 0, 0, history_row, hist);
   json_object_object_add(o, "history", hist);
+  json_object *queue = json_object_new_array();
+  atl_store_queue_read(r, rr->id, queued_row, queue);
+  json_object_object_add(o, "queued", queue);
   json_object_object_add(o, "last_seq", json_object_new_int64(row.last_seq));
   rr->result = o;
 }
@@ -569,20 +583,47 @@ typedef struct {
   int cancel;
 } agent_req_t;
 
+/* {name: flag}, or the store error why (the answer of session.send and
+ * session.cancel once their commit came back). */
+static void reply_committed(atl_daemon_t *d, atl_rpc_call_t *c, int status,
+                            const char *name, int flag, const char *why) {
+  if (status != 0) {
+    atl_rpc_reply_error(d, c, ATL_RPC_STORE_ERROR, why, NULL);
+    return;
+  }
+  json_object *r = json_object_new_object();
+  json_object_object_add(r, name, json_object_new_boolean(flag));
+  atl_rpc_reply(d, c, r);
+  json_object_put(r);
+}
+
+/* session.send's answer, once the message is in the store. */
+static void agent_sent(atl_daemon_t *d, int status, int queued, void *user) {
+  reply_committed(d, user, status, "queued", queued,
+                  "the message could not be committed to the store; it was "
+                  "not queued, send it again");
+}
+
+/* session.cancel's, once the dropped messages are out of the store. */
+static void agent_cancelled(atl_daemon_t *d, int status, int cancelled,
+                            void *user) {
+  reply_committed(d, user, status, "cancelled", cancelled,
+                  "the waiting messages could not be dropped from the store; "
+                  "cancel again");
+}
+
 static void agent_got(atl_daemon_t *d, atl_session_t *s, int status,
                       void *user) {
   agent_req_t *ar = user;
   if (s == NULL) {
     no_session(d, ar->c, ar->id, status);
   } else if (ar->cancel) {
-    json_object *r = json_object_new_object();
-    json_object_object_add(r, "cancelled",
-                           json_object_new_boolean(atl_agent_cancel(d, s)));
-    atl_rpc_reply(d, ar->c, r);
-    json_object_put(r);
+    atl_agent_cancel(d, s, agent_cancelled, ar->c);
+  } else if (d->shutting_down) {
+    atl_rpc_reply_error(d, ar->c, ATL_RPC_SHUTTING_DOWN,
+                        "the daemon is shutting down", NULL);
   } else {
-    int queued = 0;
-    int rc = atl_agent_send(d, s, ar->text, ar->model, &queued);
+    int rc = atl_agent_send(d, s, ar->text, ar->model, agent_sent, ar->c);
     if (rc == ATL_EBUSY) {
       char msg[160];
       snprintf(msg, sizeof(msg),
@@ -593,11 +634,6 @@ static void agent_got(atl_daemon_t *d, atl_session_t *s, int status,
     } else if (rc != 0) {
       atl_rpc_reply_error(d, ar->c, ATL_RPC_INTERNAL_ERROR, atl_strerror(rc),
                           NULL);
-    } else {
-      json_object *r = json_object_new_object();
-      json_object_object_add(r, "queued", json_object_new_boolean(queued));
-      atl_rpc_reply(d, ar->c, r);
-      json_object_put(r);
     }
   }
   free(ar->text);

@@ -29,20 +29,18 @@
 #include "log.h"
 #include "redact.h"
 
-static void run_next(atl_agent_t *a);
-
 /* ---- committing history and events ---- */
 
 /* Appends msg (taken) to the history, in memory and in the store, with an
- * event of type carrying data (taken; may be NULL). */
-void atl__agent_commit(atl_agent_t *a, json_object *msg, const char *type,
-                       json_object *data) {
+ * event of type carrying data (taken; may be NULL), in t (taken) with
+ * what else it holds. */
+static void commit_in(atl_agent_t *a, atl_txn_t *t, json_object *msg,
+                      const char *type, json_object *data) {
   atl_session_t *s = a->s;
   json_object *role;
   json_object_object_get_ex(msg, "role", &role);
   json_object_object_add(msg, "ts_ms", json_object_new_int64(atl_now_ms()));
   char *content = atl_provider_json_text(msg);
-  atl_txn_t *t = atl_txn_new();
   if (t != NULL && content != NULL)
     atl_txn_history_append(t, s->id, s->history_len,
                            json_object_get_string(role), content, atl_now_ms());
@@ -55,6 +53,11 @@ void atl__agent_commit(atl_agent_t *a, json_object *msg, const char *type,
   free(dt);
   free(content);
   json_object_put(data);
+}
+
+void atl__agent_commit(atl_agent_t *a, json_object *msg, const char *type,
+                       json_object *data) {
+  commit_in(a, atl_txn_new(), msg, type, data);
 }
 
 void atl__agent_emit(atl_agent_t *a, const char *type, json_object *data) {
@@ -104,7 +107,7 @@ void atl__agent_run_end(atl_agent_t *a, const char *type, json_object *data) {
   json_object_put(a->results);
   a->results = NULL;
   atl_session_t *s = a->s;
-  run_next(a);
+  atl__agent_run_next(a);
   if (!a->active)
     atl_session_unref(a->d, s);
 }
@@ -775,7 +778,8 @@ char *atl_agent_redacted_text(atl_daemon_t *d, const char *text) {
   return out;
 }
 
-static void run_start(atl_agent_t *a, char *text, char *model) {
+void atl__agent_run_start(atl_agent_t *a, char *text, char *model,
+                          int64_t qid) {
   atl_agent_provider_t *p = a->d->agent;
   a->active = 1;
   a->cancel = 0;
@@ -802,8 +806,14 @@ static void run_start(atl_agent_t *a, char *text, char *model) {
   json_object_object_add(
       started, "provider",
       json_object_new_string(p->ops ? p->cfg.name : "(offline)"));
-  atl__agent_commit(a, atl__agent_text_message("user", kept), "run.started",
-                    started);
+  /* The message that starts, by the id its message.queued named (if it
+   * waited); leaving the store's queue in the same transaction that puts
+   * it in the history is what makes it run exactly once. */
+  json_object_object_add(started, "message_id", json_object_new_int64(qid));
+  atl_txn_t *t = atl_txn_new();
+  atl_txn_queue_pop(t, a->s->id, qid);
+  commit_in(a, t, atl__agent_text_message("user", kept), "run.started",
+            started);
   free(shown);
   a->replay = NULL;
   if (strcmp(text, "/demo") == 0 &&
@@ -836,19 +846,6 @@ static void run_start(atl_agent_t *a, char *text, char *model) {
     return;
   }
   atl__agent_turn_start(a);
-}
-
-static void run_next(atl_agent_t *a) {
-  pending_t *m = a->q_head;
-  if (m == NULL || a->active)
-    return;
-  a->q_head = m->next;
-  if (a->q_head == NULL)
-    a->q_tail = NULL;
-  a->queued--;
-  char *text = m->text, *model = m->model;
-  free(m);
-  run_start(a, text, model);
 }
 
 /* ---- the history, loaded once ---- */
@@ -938,7 +935,7 @@ static void load_done(void *arg) {
     atl_log_kv(ATL_LOG_INFO, "call ids made unique in the loaded history",
                "session", a->s->id, NULL);
   repair(a);
-  run_next(a);
+  atl__agent_run_next(a);
   if (!a->active)
     atl_session_unref(a->d, a->s);
 }
@@ -957,7 +954,18 @@ static void load_work(void *arg) {
 
 /* ---- the session's agent ---- */
 
-static atl_agent_t *agent_of(atl_daemon_t *d, atl_session_t *s) {
+int atl__agent_load(atl_agent_t *a) {
+  load_t *l = calloc(1, sizeof(*l));
+  if (l == NULL)
+    return ATL_ENOMEM;
+  l->a = a;
+  a->loading = 1;
+  a->d->work_in_flight++;
+  atl_pool_submit(a->d, load_work, l);
+  return 0;
+}
+
+atl_agent_t *atl__agent_of(atl_daemon_t *d, atl_session_t *s) {
   if (s->agent == NULL) {
     atl_agent_t *a = calloc(1, sizeof(*a));
     if (a == NULL)
@@ -972,60 +980,6 @@ static atl_agent_t *agent_of(atl_daemon_t *d, atl_session_t *s) {
   return s->agent;
 }
 
-int atl_agent_send(atl_daemon_t *d, atl_session_t *s, const char *text,
-                   const char *model, int *queued_out) {
-  atl_agent_t *a = agent_of(d, s);
-  if (a == NULL)
-    return ATL_ENOMEM;
-  int busy = a->active || a->loading || a->q_head != NULL;
-  if (busy && a->queued >= d->cfg->queue_max)
-    return ATL_EBUSY;
-  pending_t *m = calloc(1, sizeof(*m));
-  if (m == NULL)
-    return ATL_ENOMEM;
-  m->text = strdup(text);
-  m->model = model ? strdup(model) : NULL;
-  if (a->q_tail)
-    a->q_tail->next = m;
-  else
-    a->q_head = m;
-  a->q_tail = m;
-  a->queued++;
-  *queued_out = a->active || a->loading;
-  if (a->active || a->loading)
-    return 0;
-  /* A run pins the session until it ends. */
-  atl_session_ref(s);
-  if (a->history == NULL) {
-    if (s->history_len == 0) {
-      a->history = json_object_new_array();
-    } else {
-      load_t *l = calloc(1, sizeof(*l));
-      if (l == NULL)
-        return ATL_ENOMEM;
-      l->a = a;
-      a->loading = 1;
-      d->work_in_flight++;
-      atl_pool_submit(d, load_work, l);
-      return 0;
-    }
-  }
-  run_next(a);
-  return 0;
-}
-
-int atl_agent_cancel(atl_daemon_t *d, atl_session_t *s) {
-  (void)d;
-  atl_agent_t *a = s->agent;
-  if (a == NULL || !a->active)
-    return 0;
-  a->cancel = 1;
-  /* A render in flight would hold the cancel up for seconds: it is asked
-   * to stop (its workers stop within 100 ms). Other calls finish. */
-  atl_toolcall_cancel_long(s);
-  return 1;
-}
-
 static void timer_closed(uv_handle_t *h) {
   free(h->data);
 }
@@ -1035,13 +989,7 @@ void atl_agent_session_free(atl_session_t *s) {
   if (a == NULL)
     return;
   s->agent = NULL;
-  while (a->q_head) {
-    pending_t *m = a->q_head;
-    a->q_head = m->next;
-    free(m->text);
-    free(m->model);
-    free(m);
-  }
+  atl__agent_queue_free(a);
   atl_agent_request_cache_free(&a->req_cache);
   json_object_put(a->history);
   json_object_put(a->calls);

@@ -529,6 +529,35 @@ check('reload mid-run: the run goes on streaming after the reload, no text doubl
   await page.context().close();
 });
 
+const SLOWER = Array.from({ length: 40 }, (_, i) => `part${i + 1}`).join(' ') + '.';
+
+check('queued messages: greyed "queued" while a run goes, again after a reload, normal once their run starts', async ({ browser, stack, fake }) => {
+  await fake.script([{ text: SLOWER, chunks: 40, delay_ms: 100 }, { text: 'Second answer.' }]);
+  const page = await open(browser, stack);
+  await send(page, 'Talk for a while');
+  await page.waitForSelector('#messages .msg-assistant.streaming');
+  await send(page, 'And then this');
+  // Numbered by the daemon: its message.queued came.
+  const waiting = page.locator('#pending .msg-user.pending[data-queue-id]');
+  await waiting.waitFor({ state: 'visible' });
+  for (const when of ['before', 'after']) {
+    eq(await waiting.locator('.bubble').textContent(), 'And then this', `the waiting message ${when} the reload`);
+    eq(await waiting.locator('.msg-meta').textContent(), 'queued', `its label ${when} the reload`);
+    eq(await waiting.locator('.bubble').evaluate((b) => getComputedStyle(b).opacity), '0.6', `greyed ${when} the reload`);
+    eq(await page.locator('#messages .msg-user').count(), 1, `user messages in the log ${when} the reload`);
+    if (when === 'before') {
+      await page.reload();
+      await waiting.waitFor({ state: 'visible' }); // drawn again from the replayed events
+    }
+  }
+  await page.waitForFunction(() => document.querySelectorAll('#messages .run[data-state="completed"]').length === 2);
+  eq(await page.locator('#pending .msg-user').count(), 0, 'messages still waiting');
+  eq(JSON.stringify(await page.locator('#messages .msg-user .bubble').allTextContents()),
+    JSON.stringify(['Talk for a while', 'And then this']), 'the user messages, in order');
+  noErrors(page);
+  await page.context().close();
+});
+
 check('switch sessions: each shows its own conversation', async ({ browser, stack, fake }) => {
   await fake.script([{ text: 'Answer in the first session.' }, { text: 'Answer in the second session.' }]);
   const page = await open(browser, stack);
