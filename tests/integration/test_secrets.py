@@ -40,6 +40,7 @@ CANARIES = {
     "message": "sk-LEAKME-42",
     "model": "sk-LEAKME-model-4545",
     "broken": "sk-LEAKME-broken-4646",
+    "queued": "sk-LEAKME-queued-4747",
 }
 # A key in the daemon's environment, as a provider's key would be.
 ENV_KEY = "sk-ENVKEY-canary-5151"
@@ -130,6 +131,26 @@ def _(ctx):
     # The model's call goes back to it with its arguments' shape only.
     follow = repr(reqs[-1])
     assert "echo_secret" in follow and "(redacted)" in follow, follow[:2000]
+
+    # A "/tool" message that waits behind a slow run: the queue is in the
+    # store (and in message.queued) before the answer, so it must be
+    # written without the secret too; the tool still runs with it.
+    fake.script([{"text": "slow " * 20, "chunks": 20, "delay_ms": 50}])
+    start = d.events(sid)[-1]["seq"]
+    assert d.rpc("session.send", {"session": sid,
+                                  "text": "a slow one"})["queued"] is False
+    r = d.rpc("session.send", {"session": sid, "text":
+                               '/echo_secret {"api_key": "%s"}' %
+                               CANARIES["queued"]})
+    assert r["queued"] is True, r
+    evs = d.follow(sid, start, ends=2)
+    assert [e["type"] for e in evs if e["type"].startswith("run.")][-1] \
+        == "run.completed", [e["type"] for e in evs]
+    fin = [e for e in evs if e["type"] == "tool.finished"]
+    assert fin and fin[-1]["data"]["success"], fin
+    queued = [e for e in evs if e["type"] == "message.queued"]
+    assert queued and queued[0]["data"]["text"] == "/echo_secret (redacted)", \
+        queued
 
     found = []
     every = d.events(sid)
@@ -396,6 +417,7 @@ def main():
             proc.wait(timeout=15)
             shutil.rmtree(top, ignore_errors=True)
     print("1..%d" % (passed + failed))
+    print("%d passed, %d failed" % (passed, failed))
     sys.exit(1 if failed else 0)
 
 
