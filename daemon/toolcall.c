@@ -175,6 +175,29 @@ static void run_handler(atl_call_job_t *j) {
   }
 }
 
+/* Replaces *obj (a reference this job holds) with a scrubbed deep copy;
+ * on ENOMEM with nothing, so that no unscrubbed value leaves. */
+static void scrub_copy(json_object **obj, json_object *args) {
+  if (*obj == NULL)
+    return;
+  json_object *copy = NULL;
+  if (json_object_deep_copy(*obj, &copy, NULL) != 0)
+    copy = NULL;
+  json_object_put(*obj);
+  *obj = copy;
+  atl_redact_json(copy, args);
+}
+
+/* Replaces the string *s (malloc()ed, owned by the job) with a scrubbed
+ * copy; NULL on ENOMEM, so that no unscrubbed value leaves. */
+static void scrub_str(char **s, json_object *args) {
+  if (*s == NULL)
+    return;
+  char *clean = atl_redact_text(*s, args);
+  free(*s);
+  *s = clean;
+}
+
 /* Serializes the envelope, the event and the document. */
 static void serialize(atl_call_job_t *j) {
   if (redacts(j)) {
@@ -187,9 +210,17 @@ static void serialize(atl_call_job_t *j) {
       free(j->error);
       j->error = clean;
     }
-    atl_redact_json(j->result, j->args);
-    atl_redact_json(j->before, j->args);
-    atl_redact_json(j->after, j->args);
+    /* A plugin may hand back its live state (the object in the session's
+     * document, by reference): scrubbing that would change what the tool
+     * keeps. The copies that leave are scrubbed instead. */
+    scrub_copy(&j->result, j->args);
+    scrub_copy(&j->before, j->args);
+    scrub_copy(&j->after, j->args);
+    /* The target is usually an argument (an object's id), and it goes to
+     * the event and the log; an image's name to the envelope. */
+    scrub_str(&j->target, j->args);
+    for (size_t i = 0; i < j->n_images; i++)
+      scrub_str(&j->images[i].name, j->args);
   }
   const int flags = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
   int ok = j->outcome == ATL_OUTCOME_SUCCESS;

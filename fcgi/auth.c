@@ -23,6 +23,7 @@
 #include "atl-build.h"
 
 #include <arpa/inet.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,13 +46,35 @@ void fcgi_auth_forget(void) {
   cache.known = 0;
 }
 
+/* The connection the cache was learnt on is idle between requests, so
+ * if it reads as ready the daemon has closed it: it restarted, perhaps
+ * with a new token (the old one revoked) or another [http] auth, and what
+ * it said no longer holds. Without this, the next request would pass on
+ * the old answer and its route would reconnect to the new daemon. */
+static void forget_if_closed(fcgi_ctx_t *x) {
+  if (!cache.known)
+    return;
+  struct pollfd p = {.fd = x->rpc->fd, .events = POLLIN | POLLRDHUP};
+  if (x->rpc->fd < 0 || poll(&p, 1, 0) != 0) {
+    ctl_rpc_close(x->rpc);
+    cache.known = 0;
+  }
+}
+
 /* Asks atelierd unless this connection already did. 0, or the status
- * answered. */
-static int load(fcgi_ctx_t *x) {
+ * answered (quiet: the status, nothing answered). */
+static int load(fcgi_ctx_t *x, int quiet) {
+  forget_if_closed(x);
   if (cache.known)
     return 0;
   json_object *r = NULL, *v;
   int rc = fcgi_call_quiet(x, "http.auth", NULL, 5000, &r);
+  if (rc == CTL_RPC_TRANSPORT && quiet)
+    return 503;
+  if (rc != CTL_RPC_OK && rc != CTL_RPC_TRANSPORT && quiet) {
+    json_object_put(r);
+    return 500;
+  }
   if (rc == CTL_RPC_TRANSPORT) {
     /* "status" as in /api/health's own answer while atelierd is away. */
     json_object *o = json_object_new_object();
@@ -78,6 +101,8 @@ static int load(fcgi_ctx_t *x) {
                         : NULL;
   if (required && (tok == NULL || strlen(tok) != TOKEN_LEN)) {
     json_object_put(r);
+    if (quiet)
+      return 500;
     fcgi_reply_error(x, 500, "atelierd's http.auth answer has no token");
     return 500;
   }
@@ -290,7 +315,7 @@ int fcgi_guard(fcgi_ctx_t *x, int route) {
                   "with a JSON body or none), not '%.60s'",
                   fcgi_param(x, "CONTENT_TYPE") ? fcgi_param(x, "CONTENT_TYPE")
                                                 : "(none)");
-  int rc = load(x);
+  int rc = load(x, 0);
   if (rc != 0)
     return rc;
   if (!cache.required) {
@@ -316,4 +341,17 @@ int fcgi_guard(fcgi_ctx_t *x, int route) {
     return 401;
   }
   return 0;
+}
+
+int fcgi_auth_recheck(fcgi_ctx_t *x) {
+  /* Costs nothing while this thread's connection to the daemon is open:
+   * the daemon that answered is still the one running. */
+  int rc = load(x, 1);
+  if (rc == 503)
+    return -1;
+  if (rc != 0)
+    return 0;
+  if (!cache.required)
+    return fcgi_addr_is_loopback(fcgi_param(x, "SERVER_ADDR"));
+  return has_token(x);
 }

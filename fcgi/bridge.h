@@ -120,6 +120,12 @@ int fcgi_status_of_rpc(int code);
 int fcgi_guard(fcgi_ctx_t *x, int route);
 /* The thread's connection to atelierd is new: ask http.auth again. */
 void fcgi_auth_forget(void);
+/* Whether this request may still go on, for a stream that may have
+ * outlived a daemon restart (the token revoked, auth turned on): asks
+ * atelierd again only if the daemon that answered before has closed this
+ * thread's connection. 1 yes, 0 no, -1 atelierd is not reachable yet.
+ * Answers nothing. */
+int fcgi_auth_recheck(fcgi_ctx_t *x);
 /* 1 if a Host header value is one the bridge serves (--host). */
 int fcgi_host_allowed(const char *host);
 /* 1 if addr (text) is an IPv4 or IPv6 loopback address. */

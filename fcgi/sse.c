@@ -209,8 +209,22 @@ static void serve_events(fcgi_ctx_t *x, const char *session) {
   fcgi_hub_t *h = broken ? NULL : fcgi_hub_join(session, after);
   if (h == NULL)
     return;
-  int gone_ms = 0;
+  int gone_ms = 0, recheck = 0;
   while (!broken && !fcgi_stopping) {
+    /* A daemon that restarted may have a new token (the old one revoked)
+     * or another [http] auth: a stream let in by the old one goes on
+     * only if the new one lets it in too. */
+    if (recheck) {
+      int ok = fcgi_auth_recheck(x);
+      if (ok == 0) {
+        fcgi_log("info",
+                 "event stream of %s ends: after atelierd's restart its "
+                 "request is no longer authorised",
+                 session);
+        break;
+      }
+      recheck = ok < 0;
+    }
     char *text = NULL;
     size_t len = 0;
     int rc = fcgi_hub_wait(h, x, &after, &text, &len, fcgi_opt.heartbeat_ms);
@@ -220,6 +234,7 @@ static void serve_events(fcgi_ctx_t *x, const char *session) {
           FCGX_FFlush(x->req->out) < 0)
         broken = 1;
     } else if (rc == FCGI_HUB_IDLE) {
+      recheck = 1;
       /* Nothing for a while: a comment keeps proxies from closing the
        * stream and tells us whether the client is still there. */
       if (FCGX_PutS(": heartbeat\n\n", x->req->out) < 0 ||
@@ -247,6 +262,7 @@ static void serve_events(fcgi_ctx_t *x, const char *session) {
     } else if (rc == FCGI_HUB_DAEMON_DOWN) {
       /* The daemon went away. Wait for it, heartbeating so that a client
        * that leaves meanwhile is noticed; then resume where we were. */
+      recheck = 1;
       if (gone_ms >= DAEMON_GONE_MS)
         break;
       if (FCGX_PutS(": waiting for atelierd\n\n", x->req->out) < 0 ||

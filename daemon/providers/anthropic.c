@@ -420,7 +420,10 @@ static int event(atl_turn_t *t, const char *name, const char *data,
   json_object *ev = atl_provider_parse_len(data, len);
   if (ev == NULL || !json_object_is_type(ev, json_type_object)) {
     json_object_put(ev);
-    return atl_turn_fail(t, "the stream sent malformed JSON: %.200s", data);
+    /* Only its start: the rest may be a secret tool argument. */
+    return atl_turn_fail(
+        t, "the stream sent malformed JSON (%zu bytes, starting %.24s)",
+        strlen(data), data);
   }
   const char *type = atl_provider_str(ev, "type");
   if (type == NULL)

@@ -373,7 +373,10 @@ static int event(atl_turn_t *t, const char *name, const char *data,
   json_object *chunk = atl_provider_parse_len(data, len);
   if (chunk == NULL || !json_object_is_type(chunk, json_type_object)) {
     json_object_put(chunk);
-    return atl_turn_fail(t, "the stream sent malformed JSON: %.200s", data);
+    /* Only its start: the rest may be a secret tool argument. */
+    return atl_turn_fail(
+        t, "the stream sent malformed JSON (%zu bytes, starting %.24s)",
+        strlen(data), data);
   }
   int rc = 0;
   json_object *err, *o, *v;

@@ -175,6 +175,30 @@ def _(ctx):
                for e in started), started
 
 
+@check("a redacted tool that keeps its arguments: the event, the log and the "
+       "answer have none, and what the tool kept is not changed by the scrub")
+def _(ctx):
+    if ctx["d"].proc.poll() is not None:  # the check before stopped it
+        restart(ctx)
+    d = ctx["d"]
+    sid = d.session()
+    label, key = "vault-label-LEAK-6161", "sk-VAULT-LEAK-6262"
+    r = call(d, sid, "echo_vault", {"label": label, "api_key": key})
+    assert r["success"], r
+    found = [w for w in (label, key) if w in repr(r)]
+    every = d.events(sid)
+    found += ["%s in events" % w for w in (label, key) if w in repr(every)]
+    with open(ctx["log"], "rb") as f:
+        log = f.read()
+    found += ["%s in the log" % w for w in (label, key) if w.encode() in log]
+    assert not found, found
+    # The tool's own state is the tool's: the label as given (scrubbing
+    # the event's copy must not reach the document), the key nowhere.
+    doc = d.rpc("session.get", {"session": sid})["document"]
+    assert doc["echo_test"]["vault"] == {"label": label,
+                                         "key_length": len(key)}, doc
+
+
 def restart(ctx):
     ctx["d"] = Daemon("secrets", ctx["conf"], data_dir=ctx["data"],
                       env=ctx["env"])
@@ -365,7 +389,7 @@ def _(ctx):
     port = free_port()
     data = os.path.join(TMP, "stack")
     env = dict(os.environ, FAKE_LLM_KEY=KEY, OPENAI_API_KEY=ENV_KEY,
-               SOME_SERVICE_TOKEN=ENV_KEY)
+               SOME_SERVICE_TOKEN=ENV_KEY, LLM_CREDS=ENV_KEY)
     out = open(os.path.join(TMP, "stack.out"), "w+")
     proc = subprocess.Popen(
         [os.path.join(SRCDIR, "scripts", "atelier-stack"), "--build",

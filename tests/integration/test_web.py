@@ -787,6 +787,57 @@ def _(ctx):
     ctx["saw_503"] = saw_503
 
 
+@check("a revoked token (its file removed, atelierd restarted) is refused at "
+       "once by every bridge thread, and the streams it opened end")
+def _(ctx):
+    s = ctx["stack"]
+    sid = s.session()
+    ev = SSE(s, sid)
+    assert ev.next()["event"] == "session.created"
+    old = s.token
+    # Every bridge thread that serves these has the old daemon's answer.
+    for _ in range(30):
+        st, _, b = s.request("GET", "/api/sessions")
+        assert st == 200, (st, b)
+    os.unlink(os.path.join(s.data, "store", "token"))
+    [daemon] = s.pid_of("atelierd")
+    os.kill(daemon, signal.SIGKILL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        new = s.read_token()
+        if new and new != old and s.pid_of("atelierd") not in ([], [daemon]):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("atelierd did not come back with a new token")
+    s.token = new
+    while time.monotonic() < deadline:
+        if s.request("GET", "/api/health")[0] == 200:
+            break
+        time.sleep(0.05)
+    statuses = set()
+    for _ in range(30):
+        statuses.add(s.request("GET", "/api/sessions", auth=False,
+                               headers={"Authorization":
+                                        "Bearer " + old})[0])
+        statuses.add(s.request("POST", "/api/sessions", {}, auth=False,
+                               headers={"Authorization": "Bearer " + old,
+                                        "Content-Type":
+                                        "application/json"})[0])
+    assert statuses == {401}, statuses
+    # The stream the old token opened ends (at its next heartbeat at the
+    # latest) instead of carrying the session's events on.
+    t0 = time.monotonic()
+    try:
+        while True:
+            e = ev.next(timeout=15)
+            assert e["event"] not in ("run.started",), e
+    except EOFError:
+        pass
+    assert time.monotonic() - t0 < 15
+    ev.close()
+
+
 @check("many streams at once; a stream's thread leaves as soon as its client does")
 def _(ctx):
     s = ctx["stack"]
@@ -871,9 +922,9 @@ def _(ctx):
         for needle in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
                        "runtime error:", "Segmentation fault"):
             assert needle not in text, "%s in %s:\n%s" % (needle, name, text[-3000:])
-    # The one restart is the daemon the test killed; the bridge never.
+    # The two restarts are the daemons the tests killed; the bridge never.
     out = s.log()
-    assert out.count("atelierd exited; restarting it") == 1, out
+    assert out.count("atelierd exited; restarting it") == 2, out
     assert "atelier-fcgi exited" not in out, out
 
 

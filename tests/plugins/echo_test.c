@@ -8,6 +8,10 @@
  *   echo_store  {"key": string, "value": any} -> writes the namespace,
  *               reporting before/after (document changes and events)
  *   echo_secret {"api_key": string} -> redacted arguments
+ *   echo_vault  {"label": string, "api_key": string} -> redacted arguments
+ *               that the tool keeps: the namespace's "vault" object holds
+ *               the label, and is handed back by reference as the
+ *               operation's after, with the label as its target
  * echo_fail, echo_store and echo_secret are flagged ATL_TOOL_FAST (they
  * run on the daemon's loop); echo_image and echo_sleep run on its workers.
  */
@@ -113,6 +117,24 @@ static int echo_secret(atl_call_t *call) {
   return call->host->call_result(call, r);
 }
 
+/* Keeps what a secret call was given, the way a stateful tool keeps its
+ * objects: the daemon must send the event and the log no value of it, and
+ * must not change what the tool kept while scrubbing what leaves. */
+static int echo_vault(atl_call_t *call) {
+  const char *label =
+      json_object_get_string(json_object_object_get(call->args, "label"));
+  const char *k =
+      json_object_get_string(json_object_object_get(call->args, "api_key"));
+  json_object *v = json_object_new_object();
+  json_object_object_add(v, "label", json_object_new_string(label));
+  json_object_object_add(v, "key_length", json_object_new_int((int)strlen(k)));
+  json_object_object_add(call->ns, "vault", v);
+  call->host->call_operation(call, label, NULL, json_object_get(v));
+  json_object *r = json_object_new_object();
+  json_object_object_add(r, "label", json_object_new_string(label));
+  return call->host->call_result(call, r);
+}
+
 static const atl_tool_t echo_test_tools[] = {
     {.name = "echo_image",
      .description = "Returns a small PNG gradient of the given size in "
@@ -161,6 +183,16 @@ static const atl_tool_t echo_test_tools[] = {
                      "\"additionalProperties\":false}",
      .flags = ATL_TOOL_READ_ONLY | ATL_TOOL_REDACT_ARGS | ATL_TOOL_FAST,
      .handler = echo_secret},
+    {.name = "echo_vault",
+     .description = "Keeps a label and the length of an API key in the "
+                    "session document; its arguments never appear in logs "
+                    "or events.",
+     .input_schema = "{\"type\":\"object\",\"properties\":{\"label\":{"
+                     "\"type\":\"string\"},\"api_key\":{\"type\":"
+                     "\"string\"}},\"required\":[\"label\",\"api_key\"],"
+                     "\"additionalProperties\":false}",
+     .flags = ATL_TOOL_REDACT_ARGS | ATL_TOOL_FAST,
+     .handler = echo_vault},
 };
 
 ATL_PLUGIN_DEFINE(.name = "echo_test", .version = "1.0.0",

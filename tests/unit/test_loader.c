@@ -157,9 +157,10 @@ Test(loader, echo_plugin_from_the_build) {
   cr_assert_eq(atl_registry_load(&reg, path, &opt, &reason), 0, "%s",
                reason ? reason : "");
   const char *names[] = {"echo",        "echo_fail",  "echo_image",
-                         "echo_secret", "echo_sleep", "echo_store"};
-  cr_assert_eq(reg.n_tools, 6);
-  for (size_t i = 0; i < 6; i++)
+                         "echo_secret", "echo_sleep", "echo_store",
+                         "echo_vault"};
+  cr_assert_eq(reg.n_tools, 7);
+  for (size_t i = 0; i < 7; i++)
     cr_assert_str_eq(reg.tools[i]->tool.name, names[i], "tools sorted");
   cr_assert_eq(atl_registry_find(&reg, "echo_sleep")->timeout_ms, 2000);
 }

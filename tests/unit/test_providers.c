@@ -179,7 +179,8 @@ Test(openai, broken_streams_are_errors) {
                     "data: {\"choices\":[{\"delta\n\n"),
                1);
   cr_assert_str_eq(t.error,
-                   "the stream sent malformed JSON: {\"choices\":[{\"delta");
+                   "the stream sent malformed JSON (19 bytes, starting "
+                   "{\"choices\":[{\"delta)");
   cr_assert_not(t.done);
   atl_turn_free(&t);
   /* Arguments that are not a JSON object are kept, marked, for the loop to
@@ -561,8 +562,8 @@ Test(anthropic, broken_streams_are_errors) {
                     "data: {\"type\":\"content_block_start\",\"index\n\n"),
                1);
   cr_assert_str_eq(t.error,
-                   "the stream sent malformed JSON: {\"type\":\"content_block_"
-                   "start\",\"index");
+                   "the stream sent malformed JSON (36 bytes, starting "
+                   "{\"type\":\"content_block_s)");
   cr_assert_not(t.done);
   atl_provider_anthropic.turn_free(&t);
   atl_turn_free(&t);
@@ -826,7 +827,8 @@ Test(gemini, broken_streams_are_errors) {
                     "data: {\"candidates\":[{\"cont\r\n\r\n"),
                1);
   cr_assert_str_eq(t.error,
-                   "the stream sent malformed JSON: {\"candidates\":[{\"cont");
+                   "the stream sent malformed JSON (21 bytes, starting "
+                   "{\"candidates\":[{\"cont)");
   cr_assert_not(t.done);
   atl_turn_free(&t);
   /* An error in the middle of a 200 answer. */
