@@ -53,6 +53,38 @@ signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
 END = ("run.completed", "run.error", "run.cancelled", "run.limit_reached")
 
 
+def free_port():
+    """A loopback TCP port free at the time of asking."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def rpc(sock_path, method, params, timeout=20):
+    """One JSON-RPC call on a daemon's api.sock: its result, RuntimeError
+    for an error answer, OSError when no answer came."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(sock_path)
+        s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
+                              "params": params}).encode() + b"\n")
+        buf = b""
+        while b"\n" not in buf:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("api.sock closed before answering %s" % method)
+            buf += chunk
+    finally:
+        s.close()
+    resp = json.loads(buf.split(b"\n", 1)[0])
+    if "error" in resp:
+        raise RuntimeError("%s: %s" % (method, resp["error"]))
+    return resp["result"]
+
+
 class Daemon:
     def __init__(self, name, conf, data_dir=None, env=None):
         self.dir = os.path.join(TMP, name)
@@ -84,22 +116,7 @@ class Daemon:
         raise RuntimeError("atelierd did not start")
 
     def rpc(self, method, params, timeout=20):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(timeout)
-        s.connect(self.sock)
-        s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
-                              "params": params}).encode() + b"\n")
-        buf = b""
-        while b"\n" not in buf:
-            chunk = s.recv(1 << 20)
-            if not chunk:
-                break
-            buf += chunk
-        s.close()
-        resp = json.loads(buf.split(b"\n", 1)[0])
-        if "error" in resp:
-            raise RuntimeError("%s: %s" % (method, resp["error"]))
-        return resp["result"]
+        return rpc(self.sock, method, params, timeout)
 
     def session(self):
         return self.rpc("session.create", {})["id"]
