@@ -20,7 +20,9 @@ rate=${ATELIER_BENCH_RATE:-1000}
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-set -- --build "$build" --data "$tmp" --port "$port"
+# Every stream comes from 127.0.0.1: the per-client cap must let them all.
+set -- --build "$build" --data "$tmp" --port "$port" \
+  --fcgi-arg "--max-streams-per-client=$streams"
 [ -n "${ATELIER_BENCH_FCGI_ARG:-}" ] && set -- "$@" --fcgi-arg "$ATELIER_BENCH_FCGI_ARG"
 "$top/scripts/atelier-stack" "$@" >"$tmp/stack.out" 2>&1 &
 stack=$!
@@ -33,7 +35,7 @@ echo "streams=$streams sessions=$sessions rate=$rate seconds=$secs rounds=$round
 for r in $(seq "$rounds"); do
   "$build/bench/sse" --port "$port" --socket "$tmp/run/api.sock" \
     --streams "$streams" --sessions "$sessions" --seconds "$secs" \
-    --rate "$rate" --pids "$daemon,$bridge" || true
+    --rate "$rate" --pids "$daemon,$bridge" --token-file "$tmp/store/token" || true
 done | tee "$tmp/rounds.txt"
 median() {
   grep -oE "(^| )$1=[0-9.]*" "$2" | cut -d= -f2 | sort -n |

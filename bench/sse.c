@@ -3,6 +3,7 @@
  *
  *   sse --port P --socket API_SOCK [--streams 1000] [--sessions 100]
  *       [--seconds 10] [--rate 1000] [--pids DAEMON,BRIDGE]
+ *       [--token-file DATA/store/token]
  *
  * It makes --sessions sessions (session.create on api.sock), opens
  * --streams event streams on nginx (GET /api/sessions/ID/events, stream i
@@ -16,7 +17,9 @@
  * when the daemon emitted it, milliseconds). At the end it waits until
  * every stream has its session's last event, then prints one line:
  * streams held, events, deliveries, latency percentiles, lost, doubled,
- * and the RSS of atelierd and atelier-fcgi (--pids).
+ * and the RSS of atelierd and atelier-fcgi (--pids). The streams carry the
+ * HTTP API's token (--token-file, atelierd's <data dir>/token) and the
+ * stack's own Host, as every client of the API must.
  *
  * One thread, epoll; the streams are HTTP/1.0 so that nginx sends the body
  * as it comes, without chunked framing.
@@ -162,7 +165,7 @@ static void consume(stream_t *s, session_t *se) {
 int main(int argc, char **argv) {
   int port = 0, nstreams = 1000, nsessions = 100;
   double seconds = 10, rate = 1000;
-  const char *sock = NULL;
+  const char *sock = NULL, *token_file = NULL;
   long pid_daemon = 0, pid_bridge = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--port") && i + 1 < argc)
@@ -179,16 +182,30 @@ int main(int argc, char **argv) {
       rate = atof(argv[++i]);
     else if (!strcmp(argv[i], "--pids") && i + 1 < argc)
       sscanf(argv[++i], "%ld,%ld", &pid_daemon, &pid_bridge);
+    else if (!strcmp(argv[i], "--token-file") && i + 1 < argc)
+      token_file = argv[++i];
     else {
       fprintf(stderr, "usage: sse --port P --socket API_SOCK [--streams N] "
                       "[--sessions N] [--seconds S] [--rate R] "
-                      "[--pids DAEMON,BRIDGE]\n");
+                      "[--pids DAEMON,BRIDGE] [--token-file PATH]\n");
       return 2;
     }
   }
   if (port <= 0 || sock == NULL || nstreams < 1 || nsessions < 1 || rate <= 0) {
     fprintf(stderr, "sse: --port and --socket are required\n");
     return 2;
+  }
+  /* "Authorization: Bearer <64 hex>\r\n", or nothing with auth off. */
+  char auth[128] = "";
+  if (token_file != NULL) {
+    FILE *f = fopen(token_file, "r");
+    char tok[80] = "";
+    if (f == NULL || fscanf(f, "%64s", tok) != 1) {
+      fprintf(stderr, "sse: cannot read the token from %s\n", token_file);
+      return 2;
+    }
+    fclose(f);
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", tok);
   }
   struct rlimit rl;
   getrlimit(RLIMIT_NOFILE, &rl);
@@ -223,11 +240,11 @@ int main(int argc, char **argv) {
     s->cap = 1 << 16;
     s->buf = malloc(s->cap);
     s->fd = tcp_connect(port);
-    char req[256];
+    char req[384];
     int n = snprintf(req, sizeof(req),
-                     "GET /api/sessions/%s/events HTTP/1.0\r\nHost: bench\r\n"
-                     "Last-Event-ID: 1\r\n\r\n",
-                     ss[s->session].id);
+                     "GET /api/sessions/%s/events HTTP/1.0\r\n"
+                     "Host: 127.0.0.1:%d\r\n%sLast-Event-ID: 1\r\n\r\n",
+                     ss[s->session].id, port, auth);
     if (write(s->fd, req, (size_t)n) != n) {
       perror("sse: request");
       return 2;

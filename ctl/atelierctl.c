@@ -759,6 +759,9 @@ static int cmd_events(int argc, char **argv) {
       print_event(ev);
       after = json_object_get_int64(get(ev, "seq"));
     }
+    /* An answer may stop short of the page (events.read caps its bytes):
+     * done only once the session's last event is out. */
+    long long last = json_object_get_int64(get(res, "last_seq"));
     json_object_put(res);
     /* Followers usually sit in a pipe (| grep, | tee): each batch goes out
      * at once rather than when stdio's buffer fills. With SIGPIPE ignored,
@@ -770,7 +773,7 @@ static int cmd_events(int argc, char **argv) {
     }
     if (interrupted)
       return 0;
-    if (n < EVENTS_PAGE && !opt.follow)
+    if (!opt.follow && (n == 0 || after >= last))
       return 0;
   }
 }

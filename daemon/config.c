@@ -81,15 +81,19 @@ static const key_def_t keys[] = {
     {"agent", "provider", T_OPTPATH, OFF(agent_provider), 0, 0, NULL},
     {"agent", "max_turns", T_U32, OFF(max_turns), 1, 1000, "turns"},
     {"agent", "queue_max", T_U32, OFF(queue_max), 0, 64, "messages"},
+    {"agent", "max_turn_bytes", T_U32, OFF(max_turn_bytes), 1024, 1073741824,
+     "bytes"},
     {"agent", "system_prompt_file", T_OPTPATH, OFF(system_prompt_file), 0, 0,
      NULL},
     {"render", "workers", T_U32, OFF(render_workers), 0, 256, "processes"},
     {"render", "worker", T_OPTPATH, OFF(render_worker), 0, 0, NULL},
+    {"http", "auth", T_BOOL, OFF(http_auth), 0, 0, NULL},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
-static const char *const sections[] = {"daemon", "log",   "api",   "plugins",
-                                       "tools",  "store", "agent", "render"};
+static const char *const sections[] = {"daemon",  "log",    "api",
+                                       "plugins", "tools",  "store",
+                                       "agent",   "render", "http"};
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 const char *const atl_config_keys[] = {
@@ -116,9 +120,11 @@ const char *const atl_config_keys[] = {
     "agent.provider",
     "agent.max_turns",
     "agent.queue_max",
+    "agent.max_turn_bytes",
     "agent.system_prompt_file",
     "render.workers",
     "render.worker",
+    "http.auth",
     NULL,
 };
 
@@ -167,7 +173,10 @@ void atl_config_defaults(atl_config_t *cfg) {
   cfg->agent_provider = NULL;
   cfg->max_turns = 10;
   cfg->queue_max = 4;
+  cfg->max_turn_bytes = 1048576;
   cfg->system_prompt_file = NULL;
+  /* The HTTP API asks for the token unless the file turns that off. */
+  cfg->http_auth = 1;
 }
 
 void atl_config_free(atl_config_t *cfg) {

@@ -75,11 +75,15 @@ typedef struct {
                                environment, else offline */
   uint32_t max_turns;       /* model calls per user message; default 10 */
   uint32_t queue_max;       /* messages waiting for a busy session; 4 */
+  uint32_t max_turn_bytes;  /* text, thinking and call arguments a model
+                               answer may stream; 1 MiB */
   char *system_prompt_file; /* NULL: the built-in template */
   /* [render] */
   uint32_t render_workers; /* farm processes; default: one per core; 0: off */
   char *render_worker;     /* NULL: atelier-render-worker, found as
                               render/farm.h says */
+  /* [http] */
+  int http_auth; /* /api/ requests need the token (daemon/token.h); 1 */
   /* [provider.NAME] sections, in file order; owned by the configuration. */
   atl_provider_conf_t *providers;
   size_t n_providers;

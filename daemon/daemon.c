@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "token.h"
 #include "render_host.h"
 #include "agent/agent.h"
 #include "log.h"
@@ -230,6 +231,23 @@ static void signal_cb(uv_signal_t *h, int signum) {
 
 /* ---- set-up ---- */
 
+/* daemon.plugin_dir is a list of directories separated by ':', as PATH
+ * is: the tests add the directory of their own plugins (echo_test) to the
+ * build's, which a production stack loads alone. */
+static int load_plugin_dirs(atl_daemon_t *d, const atl_config_t *cfg,
+                            const atl_load_options_t *lo) {
+  char *dirs = strdup(cfg->plugin_dir), *save = NULL;
+  if (dirs == NULL)
+    return ATL_ENOMEM;
+  int rc = 0;
+  for (char *dir = strtok_r(dirs, ":", &save); dir != NULL && rc == 0;
+       dir = strtok_r(NULL, ":", &save))
+    rc = atl_registry_load_dir(&d->registry, dir, cfg->plugins_disable,
+                               cfg->plugins_strict, lo);
+  free(dirs);
+  return rc;
+}
+
 int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
   char *err = NULL;
   int rc;
@@ -269,6 +287,16 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
     free(err);
     return rc;
   }
+  /* The store made the data directory; the token lives beside it. */
+  if (cfg->http_auth) {
+    rc = atl_token_load(cfg->data_dir, d->http_token, &err);
+    if (rc != 0) {
+      atl_log_kv(ATL_LOG_ERROR, "cannot load the HTTP API's token", "error",
+                 err ? err : atl_strerror(rc), NULL);
+      free(err);
+      return rc;
+    }
+  }
   rc = atl_http_init(loop, &d->http);
   if (rc != 0) {
     atl_log_kv(ATL_LOG_ERROR, "cannot start the HTTP client", "error",
@@ -286,15 +314,14 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
                            .timeout_ms = cfg->tool_timeout_ms,
                            .long_timeout_ms = cfg->tool_long_timeout_ms,
                            .host_template = &d->host_template};
-  rc = atl_registry_load_dir(&d->registry, cfg->plugin_dir,
-                             cfg->plugins_disable, cfg->plugins_strict, &lo);
+  rc = load_plugin_dirs(d, cfg, &lo);
   if (rc != 0)
     return rc;
   rc = atl_agent_init(d);
   if (rc != 0)
     return rc;
 
-  rc = atl_mkdir_p(cfg->socket_dir, 0755);
+  rc = atl_mkdir_p(cfg->socket_dir, 0750);
   if (rc != 0) {
     atl_log_kv(ATL_LOG_ERROR, "cannot create the socket directory", "dir",
                cfg->socket_dir, "error", atl_strerror(rc), NULL);
@@ -305,6 +332,7 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
   rc = atl_server_start(d, path, &d->api);
   if (rc != 0)
     return rc;
+  atl_sessions_resume(d);
   char ntools[16];
   snprintf(ntools, sizeof(ntools), "%zu", d->registry.n_tools);
   atl_log_kv(ATL_LOG_INFO, "atelierd ready", "version", PACKAGE_VERSION,

@@ -155,6 +155,14 @@ int atl_session_emit(atl_daemon_t *d, atl_session_t *s, const char *type,
 int atl_session_emit_txn(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
                          const char *type, const char *data_json,
                          atl_post_fn done, void *arg);
+/* The same, for a caller that must know whether it committed: done runs
+ * on the loop with the commit's status (0 or a negative ATL_E* code).
+ * type NULL: t is committed without an event. Returns 0 (done will run)
+ * or a negative code (it will not; t is freed). */
+typedef void (*atl_commit_cb)(atl_daemon_t *d, int status, void *arg);
+int atl_session_commit(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
+                       const char *type, const char *data_json,
+                       atl_commit_cb done, void *arg);
 /* Appends an event of type to t, numbering it, and submits t; any thread.
  * *seq_out gets the event's sequence number before cb can run. Returns 0
  * or a negative ATL_E* code (t is freed either way). */
@@ -169,6 +177,10 @@ typedef void (*atl_waiter_cb)(atl_daemon_t *d, atl_session_t *s, void *user);
 int atl_session_wait(atl_daemon_t *d, atl_session_t *s, uint32_t wait_ms,
                      atl_waiter_cb cb, void *user);
 size_t atl_sessions_loaded(atl_daemon_t *d);
+/* At start: loads every session with messages queued in the store, so
+ * that their agents run them (what an earlier atelierd acknowledged and
+ * never started). */
+void atl_sessions_resume(atl_daemon_t *d);
 void atl_sessions_free_all(atl_daemon_t *d);
 /* Answers every events.read long poll now, with what there is (at
  * shutdown: their timers would otherwise keep the loop, and the daemon,
@@ -242,6 +254,8 @@ struct atl_daemon_s {
   atl_host_t host_template;
   atl_server_t *api;
   int64_t started_ms;
+  /* The HTTP API's token (token.h); "" when [http] auth is off. */
+  char http_token[65];
 
   /* The post queue. */
   uv_async_t post_async;

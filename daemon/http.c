@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <curl/curl.h>
 
@@ -392,6 +393,17 @@ static int timer_fn(CURLM *multi, long timeout_ms, void *userp) {
 
 /* ---- starting requests --------------------------------------------------- */
 
+/* curl's sockets are opened close-on-exec: Debian's libcurl leaves them
+ * inheritable, and a render worker started while a request was open held
+ * the provider's connection. (The worker also closes what it was not
+ * given; this keeps the daemon's side right for any child.) */
+static curl_socket_t open_socket_cb(void *user, curlsocktype purpose,
+                                    struct curl_sockaddr *addr) {
+  (void)user;
+  (void)purpose;
+  return socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+}
+
 /* Sets up the easy handle for r. Returns 0 or a negative ATL_E* code. */
 static int req_setup(http_req_t *r) {
   CURL *e = curl_easy_init();
@@ -416,6 +428,7 @@ static int req_setup(http_req_t *r) {
   SET(CURLOPT_ERRORBUFFER, r->errbuf);
   SET(CURLOPT_WRITEFUNCTION, write_cb);
   SET(CURLOPT_WRITEDATA, (void *)r);
+  SET(CURLOPT_OPENSOCKETFUNCTION, open_socket_cb);
   /* Only the web protocols the API promises; a plugin must not be able to
    * reach file:// or other schemes through the daemon. */
 #if LIBCURL_VERSION_NUM >= 0x075500

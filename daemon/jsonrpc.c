@@ -78,6 +78,10 @@ static int framer_drain(atl_framer_t *f, atl_frame_cb cb, void *user) {
   return 0;
 }
 
+int atl_framer_drain(atl_framer_t *f, atl_frame_cb cb, void *user) {
+  return f->len > 0 ? framer_drain(f, cb, user) : 0;
+}
+
 int atl_framer_feed(atl_framer_t *f, const char *data, size_t len,
                     atl_frame_cb cb, void *user) {
   if (f->discarding) {

@@ -51,6 +51,10 @@ typedef int (*atl_frame_cb)(int kind, const char *line, size_t len, void *user);
 int atl_framer_feed(atl_framer_t *f, const char *data, size_t len,
                     atl_frame_cb cb, void *user);
 
+/* Calls cb for the complete frames already buffered (those a callback
+ * stopped at), without adding data. Returns 0. */
+int atl_framer_drain(atl_framer_t *f, atl_frame_cb cb, void *user);
+
 /* A parsed request. The strings point into req->root, which owns them. */
 typedef struct {
   json_object *root; /* the whole request; owned */

@@ -93,7 +93,7 @@ int atl_log_enabled(atl_log_level_t level) {
 static int open_log_file(const char *path) {
   int fd;
   do {
-    fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   } while (fd < 0 && errno == EINTR);
   return fd < 0 ? -errno : fd;
 }
@@ -135,7 +135,7 @@ int atl_log_open(atl_log_level_t level, const char *path) {
   int old = atomic_load(&g_fd);
   if (old != STDERR_FILENO) {
     /* Already on a file: keep the descriptor number, as reopen does. */
-    if (dup2(fd, old) < 0)
+    if (dup3(fd, old, O_CLOEXEC) < 0)
       rc = -errno;
     close(fd);
     if (rc < 0) {
@@ -163,7 +163,7 @@ int atl_log_reopen(void) {
       /* Keep writing to the old file rather than losing lines. */
       rc = fd;
     } else {
-      if (dup2(fd, atomic_load(&g_fd)) < 0)
+      if (dup3(fd, atomic_load(&g_fd), O_CLOEXEC) < 0)
         rc = -errno;
       close(fd);
     }

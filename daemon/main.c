@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,7 +57,7 @@ static int lock_data_dir(const char *dir) {
 }
 
 static int write_pid_file(const char *path) {
-  FILE *f = fopen(path, "w");
+  FILE *f = fopen(path, "we");
   if (f == NULL)
     return -errno;
   fprintf(f, "%ld\n", (long)getpid());
@@ -64,7 +65,30 @@ static int write_pid_file(const char *path) {
   return 0;
 }
 
+/* The data directory holds every session, the store and the token: a
+ * directory that others can enter is said loudly, but used, since an
+ * administrator may have opened it on purpose (doc/security.md). */
+static void check_data_dir_mode(const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) == 0 && (st.st_mode & 077) != 0) {
+    char mode[8];
+    snprintf(mode, sizeof(mode), "%04o", (unsigned)(st.st_mode & 07777));
+    atl_log_kv(ATL_LOG_WARN,
+               "the data directory is open to other users; chmod 700 it "
+               "unless that is meant",
+               "dir", dir, "mode", mode, NULL);
+  }
+}
+
 int main(int argc, char **argv) {
+  /* Everything the daemon creates (the store, its journal, the log, the
+   * token, render segments) is for its own user only; the API socket
+   * alone is opened to the group, on purpose (server.c). */
+  umask(077);
+  /* The environment holds the providers' API keys, and the memory the
+   * token and the keys: no core file, and no ptrace or /proc/PID/environ,
+   * mem or fd for anyone but root, whatever the user's core settings. */
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   atl_raise_fd_limit();
   atl_config_t cfg;
   char *err = NULL;
@@ -99,6 +123,7 @@ int main(int argc, char **argv) {
     atl_config_free(&cfg);
     return 1;
   }
+  check_data_dir_mode(cfg.data_dir);
   int lockfd = lock_data_dir(cfg.data_dir);
   if (lockfd < 0) {
     fprintf(stderr, "atelierd: %s: %s\n", cfg.data_dir,

@@ -182,6 +182,23 @@ static void m_daemon_info(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   json_object_put(r);
 }
 
+/* http.auth: what the web bridge needs to check /api/ requests (doc/api.md).
+ * Whoever can connect to api.sock may already drive every session, so
+ * handing them the token gives nothing away: the socket's permissions are
+ * its authentication. */
+static void m_http_auth(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {NULL};
+  if (!only(d, c, p, names))
+    return;
+  json_object *r = json_object_new_object();
+  int required = d->http_token[0] != '\0';
+  json_object_object_add(r, "required", json_object_new_boolean(required));
+  if (required)
+    json_object_object_add(r, "token", json_object_new_string(d->http_token));
+  atl_rpc_reply(d, c, r);
+  json_object_put(r);
+}
+
 /* tool.list {"wire": PROVIDER}: the request's "tools" value exactly as
  * that provider's requests carry it, whichever provider is configured: what
  * a developer reads to see what the model is offered, and what the tests
@@ -360,6 +377,17 @@ static int history_row(const atl_history_row_t *row, void *user) {
   return 0;
 }
 
+static int queued_row(const atl_queue_row_t *row, void *user) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "id", json_object_new_int64(row->id));
+  json_object_object_add(o, "text", json_object_new_string(row->text));
+  json_object_object_add(
+      o, "model", row->model ? json_object_new_string(row->model) : NULL);
+  json_object_object_add(o, "ts", time_json(row->ts_ms));
+  json_object_array_add(user, o);
+  return 0;
+}
+
 static void read_session(read_req_t *rr, atl_store_reader_t *r) {
   atl_session_row_t row;
   rr->status = atl_store_session_load(r, rr->id, &row);
@@ -377,6 +405,9 @@ static void read_session(read_req_t *rr, atl_store_reader_t *r) {
   json_object *hist = json_object_new_array();
   atl_store_history_read(r, rr->id, 0, 0, history_row, hist);
   json_object_object_add(o, "history", hist);
+  json_object *queue = json_object_new_array();
+  atl_store_queue_read(r, rr->id, queued_row, queue);
+  json_object_object_add(o, "queued", queue);
   json_object_object_add(o, "last_seq", json_object_new_int64(row.last_seq));
   rr->result = o;
 }
@@ -552,20 +583,47 @@ typedef struct {
   int cancel;
 } agent_req_t;
 
+/* {name: flag}, or the store error why (the answer of session.send and
+ * session.cancel once their commit came back). */
+static void reply_committed(atl_daemon_t *d, atl_rpc_call_t *c, int status,
+                            const char *name, int flag, const char *why) {
+  if (status != 0) {
+    atl_rpc_reply_error(d, c, ATL_RPC_STORE_ERROR, why, NULL);
+    return;
+  }
+  json_object *r = json_object_new_object();
+  json_object_object_add(r, name, json_object_new_boolean(flag));
+  atl_rpc_reply(d, c, r);
+  json_object_put(r);
+}
+
+/* session.send's answer, once the message is in the store. */
+static void agent_sent(atl_daemon_t *d, int status, int queued, void *user) {
+  reply_committed(d, user, status, "queued", queued,
+                  "the message could not be committed to the store; it was "
+                  "not queued, send it again");
+}
+
+/* session.cancel's, once the dropped messages are out of the store. */
+static void agent_cancelled(atl_daemon_t *d, int status, int cancelled,
+                            void *user) {
+  reply_committed(d, user, status, "cancelled", cancelled,
+                  "the waiting messages could not be dropped from the store; "
+                  "cancel again");
+}
+
 static void agent_got(atl_daemon_t *d, atl_session_t *s, int status,
                       void *user) {
   agent_req_t *ar = user;
   if (s == NULL) {
     no_session(d, ar->c, ar->id, status);
   } else if (ar->cancel) {
-    json_object *r = json_object_new_object();
-    json_object_object_add(r, "cancelled",
-                           json_object_new_boolean(atl_agent_cancel(d, s)));
-    atl_rpc_reply(d, ar->c, r);
-    json_object_put(r);
+    atl_agent_cancel(d, s, agent_cancelled, ar->c);
+  } else if (d->shutting_down) {
+    atl_rpc_reply_error(d, ar->c, ATL_RPC_SHUTTING_DOWN,
+                        "the daemon is shutting down", NULL);
   } else {
-    int queued = 0;
-    int rc = atl_agent_send(d, s, ar->text, ar->model, &queued);
+    int rc = atl_agent_send(d, s, ar->text, ar->model, agent_sent, ar->c);
     if (rc == ATL_EBUSY) {
       char msg[160];
       snprintf(msg, sizeof(msg),
@@ -576,11 +634,6 @@ static void agent_got(atl_daemon_t *d, atl_session_t *s, int status,
     } else if (rc != 0) {
       atl_rpc_reply_error(d, ar->c, ATL_RPC_INTERNAL_ERROR, atl_strerror(rc),
                           NULL);
-    } else {
-      json_object *r = json_object_new_object();
-      json_object_object_add(r, "queued", json_object_new_boolean(queued));
-      atl_rpc_reply(d, ar->c, r);
-      json_object_put(r);
     }
   }
   free(ar->text);
@@ -645,20 +698,36 @@ static void m_session_cancel(atl_daemon_t *d, atl_rpc_call_t *c,
 
 /* ---- events.read ---- */
 
+/* An answer holds events up to this many bytes of their data (and at least
+ * one): with events of megabytes (a tool's arguments can be as large as
+ * api.max_frame), limit alone would let one read build gigabytes. The
+ * reader asks again from the last event it got. */
+#define EVENTS_MAX_BYTES ((size_t)4 << 20)
+
+typedef struct {
+  json_object *events;
+  size_t bytes;
+} event_sink_t;
+
 static int event_row(const atl_event_row_t *row, void *user) {
+  event_sink_t *sink = user;
+  if (sink->bytes >= EVENTS_MAX_BYTES)
+    return 1;
+  sink->bytes += (row->data ? strlen(row->data) : 0) + 64;
   json_object *o = json_object_new_object();
   json_object_object_add(o, "seq", json_object_new_int64(row->seq));
   json_object_object_add(o, "type", json_object_new_string(row->type));
   json_object_object_add(o, "ts", time_json(row->ts_ms));
   json_object_object_add(o, "data",
                          row->data ? json_tokener_parse(row->data) : NULL);
-  json_object_array_add(user, o);
+  json_object_array_add(sink->events, o);
   return 0;
 }
 
 static void read_events(read_req_t *rr, atl_store_reader_t *r) {
   json_object *evs = json_object_new_array();
-  rr->status = atl_store_events_read(r, rr->id, rr->a, rr->b, event_row, evs);
+  event_sink_t sink = {.events = evs};
+  rr->status = atl_store_events_read(r, rr->id, rr->a, rr->b, event_row, &sink);
   atl_session_row_t row;
   int64_t last = 0;
   if (rr->status == 0) {
@@ -696,6 +765,12 @@ static void events_got(atl_daemon_t *d, atl_session_t *s, int status,
     free(er);
     return;
   }
+  /* A point past the session's end (a stale or forged resume point)
+   * stands for the end: the reader waits for the next event rather than
+   * for one numbered past it, which would wake it at every commit with
+   * nothing to return. */
+  if (er->after > s->committed_seq)
+    er->after = s->committed_seq;
   if (er->wait_ms > 0 && s->committed_seq <= er->after && !d->shutting_down &&
       atl_session_wait(d, s, (uint32_t)er->wait_ms, events_wake, er) == 0)
     return;
@@ -827,6 +902,7 @@ static const struct {
     {"agent.models", m_agent_models, 0},
     {"daemon.info", m_daemon_info, 0},
     {"events.read", m_events_read, 0},
+    {"http.auth", m_http_auth, 0},
     {"image.get", m_image_get, 0},
     {"provider.check", m_provider_check, 0},
     {"session.cancel", m_session_cancel, 0},

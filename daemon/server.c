@@ -20,8 +20,11 @@
 #include "log.h"
 
 /* A client that sends faster than it reads gets its reading paused at this
- * many unanswered requests, so one client cannot eat the daemon's memory. */
+ * many unanswered requests, or this many bytes of answers it has not read
+ * yet, so one client cannot eat the daemon's memory; reading resumes at
+ * half of each. */
 #define ATL_CONN_MAX_PENDING 1024
+#define ATL_CONN_MAX_OUTPUT ((size_t)4 << 20)
 
 struct atl_server_s {
   atl_daemon_t *d;
@@ -35,6 +38,14 @@ struct atl_server_s {
   int closed;
   atl_conn_t *conns;
   unsigned n_conns;
+  /* Connections whose reading resumed with requests still in their
+   * framer: those are dispatched from this idle handle, on the loop's
+   * next turn, rather than from inside whatever callback let the
+   * connection resume (a store completion, a session's waiters). Each
+   * holds a reference to its connection. */
+  uv_idle_t drain;
+  int drain_closed;
+  atl_conn_t *drain_head;
 };
 
 struct atl_conn_s {
@@ -46,7 +57,11 @@ struct atl_conn_s {
   unsigned pending;
   int closing;
   int paused;
-  int refs; /* the handle, plus every outstanding write */
+  int feeding;  /* inside atl_framer_feed or atl_framer_drain */
+  int backlog;  /* the framer holds frames not dispatched yet */
+  int in_drain; /* on srv->drain_head's list */
+  atl_conn_t *drain_next;
+  int refs; /* the handle, every outstanding write, the drain list */
 };
 
 typedef struct {
@@ -84,6 +99,8 @@ static void conn_close(atl_conn_t *c) {
   uv_close((uv_handle_t *)&c->pipe, conn_closed);
 }
 
+static void conn_resume(atl_conn_t *c);
+
 static void write_done(uv_write_t *req, int status) {
   conn_write_t *w = (conn_write_t *)req;
   for (size_t i = 0; i < w->n; i++)
@@ -92,11 +109,56 @@ static void write_done(uv_write_t *req, int status) {
   free(w);
   if (status < 0 && !c->closing)
     conn_close(c);
+  conn_resume(c);
   conn_unref(c);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+static void drain_cb(uv_idle_t *h);
+
+static size_t conn_queued(atl_conn_t *c) {
+  return uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe);
+}
+
+/* Too much is waiting on the client: stop reading its requests. */
+static int conn_over(atl_conn_t *c) {
+  return c->pending >= ATL_CONN_MAX_PENDING ||
+         conn_queued(c) >= ATL_CONN_MAX_OUTPUT;
+}
+
+static void conn_pause(atl_conn_t *c) {
+  if (c->paused || c->closing)
+    return;
+  c->paused = 1;
+  uv_read_stop((uv_stream_t *)&c->pipe);
+}
+
+/* Frames left in the framer are dispatched on the loop's next turn. */
+static void conn_schedule_drain(atl_conn_t *c) {
+  if (!c->backlog || c->feeding || c->in_drain || c->closing)
+    return;
+  atl_server_t *srv = c->srv;
+  c->in_drain = 1;
+  c->refs++;
+  c->drain_next = srv->drain_head;
+  srv->drain_head = c;
+  uv_idle_start(&srv->drain, drain_cb);
+}
+
+/* Reading resumes once the client has caught up with half of both limits.
+ * Frames that were already read when it paused are dispatched first:
+ * without that, the last lines of a pipelined burst waited for bytes the
+ * client was never going to send, and their requests were never
+ * answered. */
+static void conn_resume(atl_conn_t *c) {
+  if (!c->paused || c->closing || c->pending >= ATL_CONN_MAX_PENDING / 2 ||
+      conn_queued(c) >= ATL_CONN_MAX_OUTPUT / 2)
+    return;
+  c->paused = 0;
+  uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+  conn_schedule_drain(c);
+}
 
 /* Writes every ready response at the head of the FIFO in one uv_write. */
 static void conn_flush(atl_conn_t *c) {
@@ -135,10 +197,10 @@ static void conn_flush(atl_conn_t *c) {
       free(w);
     }
   }
-  if (c->paused && !c->closing && c->pending < ATL_CONN_MAX_PENDING / 2) {
-    c->paused = 0;
-    uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
-  }
+  if (conn_over(c))
+    conn_pause(c);
+  else
+    conn_resume(c);
 }
 
 static void finish(atl_rpc_call_t *r, char *line, size_t len) {
@@ -221,9 +283,11 @@ static int on_frame(int kind, const char *line, size_t len, void *user) {
       atl_rpc_dispatch(d, r, &req);
     }
   }
-  if (!c->closing && !c->paused && c->pending >= ATL_CONN_MAX_PENDING) {
-    c->paused = 1;
-    uv_read_stop((uv_stream_t *)&c->pipe);
+  if (!c->closing && (c->paused || conn_over(c))) {
+    /* The rest of what was read stays in the framer until the client
+     * catches up (conn_resume). */
+    conn_pause(c);
+    c->backlog = 1;
     return 1;
   }
   return 0;
@@ -247,9 +311,37 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   if (nread == 0)
     return;
   c->refs++; /* frames may close the connection while we feed it */
-  if (atl_framer_feed(&c->framer, buf->base, (size_t)nread, on_frame, c) != 0)
+  c->feeding = 1;
+  c->backlog = 0;
+  int rc = atl_framer_feed(&c->framer, buf->base, (size_t)nread, on_frame, c);
+  c->feeding = 0;
+  if (rc != 0)
     conn_close(c);
+  else if (!c->paused)
+    conn_schedule_drain(c); /* caught up while feeding */
   conn_unref(c);
+}
+
+static void drain_cb(uv_idle_t *h) {
+  atl_server_t *srv = h->data;
+  atl_conn_t *list = srv->drain_head;
+  srv->drain_head = NULL;
+  while (list != NULL) {
+    atl_conn_t *c = list;
+    list = c->drain_next;
+    c->in_drain = 0;
+    if (!c->closing && !c->paused && c->backlog) {
+      c->feeding = 1;
+      c->backlog = 0;
+      atl_framer_drain(&c->framer, on_frame, c);
+      c->feeding = 0;
+      if (!c->paused)
+        conn_schedule_drain(c);
+    }
+    conn_unref(c);
+  }
+  if (srv->drain_head == NULL)
+    uv_idle_stop(h);
 }
 
 static void on_connection(uv_stream_t *l, int status) {
@@ -307,7 +399,14 @@ static void server_free(atl_server_t *srv) {
 static void listener_closed(uv_handle_t *h) {
   atl_server_t *srv = h->data;
   srv->listener_closed = 1;
-  if (srv->closed)
+  if (srv->closed && srv->drain_closed)
+    server_free(srv);
+}
+
+static void drain_closed(uv_handle_t *h) {
+  atl_server_t *srv = h->data;
+  srv->drain_closed = 1;
+  if (srv->closed && srv->listener_closed)
     server_free(srv);
 }
 
@@ -317,6 +416,7 @@ int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out) {
     return ATL_ENOMEM;
   srv->d = d;
   srv->path = strdup(path);
+  srv->drain_closed = 1; /* until it is started, below */
   uv_pipe_init(d->loop, &srv->listener, 0);
   srv->listener.data = srv;
   /* A socket file left by a daemon that died is removed, but one that a
@@ -345,6 +445,9 @@ int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out) {
     return ATL_EIO;
   }
   srv->listening = 1;
+  uv_idle_init(d->loop, &srv->drain);
+  srv->drain.data = srv;
+  srv->drain_closed = 0;
   *out = srv;
   return 0;
 }
@@ -361,8 +464,17 @@ void atl_server_close(atl_server_t *srv) {
   atl_server_stop_accepting(srv);
   while (srv->conns)
     conn_close(srv->conns);
+  while (srv->drain_head != NULL) {
+    atl_conn_t *c = srv->drain_head;
+    srv->drain_head = c->drain_next;
+    c->in_drain = 0;
+    conn_unref(c);
+  }
+  int drain_open = !srv->drain_closed;
   srv->closed = 1;
-  if (srv->listener_closed)
+  if (drain_open)
+    uv_close((uv_handle_t *)&srv->drain, drain_closed);
+  else if (srv->listener_closed)
     server_free(srv);
 }
 

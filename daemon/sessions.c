@@ -159,10 +159,22 @@ typedef struct {
   atl_daemon_t *d;
   char id[ATL_SESSION_ID_LEN + 1];
   atl_session_row_t row;
+  json_object *queue; /* its queued messages, as atl_agent_restore takes */
   int status;
   atl_session_cb cb;
   void *user;
 } load_req_t;
+
+static int queue_row(const atl_queue_row_t *row, void *user) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "id", json_object_new_int64(row->id));
+  json_object_object_add(o, "text", json_object_new_string(row->text));
+  if (row->model != NULL)
+    json_object_object_add(o, "model", json_object_new_string(row->model));
+  json_object_object_add(o, "ts_ms", json_object_new_int64(row->ts_ms));
+  json_object_array_add(user, o);
+  return 0;
+}
 
 static void load_work(uv_work_t *w) {
   load_req_t *lr = w->data;
@@ -172,6 +184,14 @@ static void load_work(uv_work_t *w) {
     return;
   }
   lr->status = atl_store_session_load(r, lr->id, &lr->row);
+  /* The messages an earlier atelierd acknowledged and never started: the
+   * session's agent runs them once it is loaded. Read in the same load so
+   * that no message sent in this process can be among them (it cannot
+   * reach a session that is not loaded yet). */
+  lr->queue = json_object_new_array();
+  if (lr->status == 0 &&
+      atl_store_queue_read(r, lr->id, queue_row, lr->queue) != 0)
+    lr->status = ATL_ESTORE;
   atl_daemon_reader_give(lr->d, r);
 }
 
@@ -216,9 +236,14 @@ static void load_done(uv_work_t *w, int uvstatus) {
                            "what it did so far is kept. Send a message to "
                            "continue.\"}",
                            NULL, NULL);
+        /* After the interrupted run's end, the messages that waited for
+         * it, in order. */
+        if (json_object_array_length(lr->queue) > 0)
+          atl_agent_restore(d, s, lr->queue);
       }
     }
   }
+  json_object_put(lr->queue);
   free(lr->row.document);
   if (s != NULL) {
     atl_session_ref(s);
@@ -272,6 +297,7 @@ typedef struct {
   atl_session_cb cb;
   void *user;
   atl_post_fn done;
+  atl_commit_cb committed; /* instead of done: told the status */
   void *arg;
   int kind; /* 0: create, 1: delete, 2: emit */
 } commit_t;
@@ -325,6 +351,8 @@ static void commit_loop(void *arg) {
       s->stale = 1;
     if (c->done)
       c->done(c->arg);
+    if (c->committed)
+      c->committed(d, c->status, c->arg);
     atl_session_unref(d, s);
     break;
   }
@@ -384,9 +412,11 @@ int atl_session_emit(atl_daemon_t *d, atl_session_t *s, const char *type,
   return atl_session_emit_txn(d, s, atl_txn_new(), type, data_json, done, arg);
 }
 
-int atl_session_emit_txn(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
+/* Submits t (taken) with an event of type (none for NULL); done or
+ * committed (one of them, or neither) runs on the loop afterwards. */
+static int submit_commit(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
                          const char *type, const char *data_json,
-                         atl_post_fn done, void *arg) {
+                         atl_post_fn done, atl_commit_cb committed, void *arg) {
   commit_t *c = calloc(1, sizeof(*c));
   if (c == NULL || t == NULL) {
     free(c);
@@ -394,16 +424,100 @@ int atl_session_emit_txn(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
     return ATL_ENOMEM;
   }
   atl_session_ref(s);
-  *c = (commit_t){.d = d, .s = s, .done = done, .arg = arg, .kind = 2};
+  *c = (commit_t){.d = d,
+                  .s = s,
+                  .done = done,
+                  .committed = committed,
+                  .arg = arg,
+                  .kind = 2};
   d->work_in_flight++;
-  int rc = atl_session_submit(d, s, t, type, atl_now_ms(), data_json, commit_cb,
-                              c, &c->seq);
+  int rc = type != NULL ? atl_session_submit(d, s, t, type, atl_now_ms(),
+                                             data_json, commit_cb, c, &c->seq)
+                        : atl_store_submit(d->store, t, commit_cb, c);
   if (rc != 0) {
     d->work_in_flight--;
     atl_session_unref(d, s);
     free(c);
   }
   return rc;
+}
+
+int atl_session_emit_txn(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
+                         const char *type, const char *data_json,
+                         atl_post_fn done, void *arg) {
+  return submit_commit(d, s, t, type, data_json, done, NULL, arg);
+}
+
+int atl_session_commit(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
+                       const char *type, const char *data_json,
+                       atl_commit_cb done, void *arg) {
+  return submit_commit(d, s, t, type, data_json, NULL, done, arg);
+}
+
+/* ---- resuming at start ---- */
+
+typedef struct {
+  uv_work_t work;
+  atl_daemon_t *d;
+  json_object *ids;
+} resume_t;
+
+static int resume_row(const char *id, void *user) {
+  json_object_array_add(user, json_object_new_string(id));
+  return 0;
+}
+
+static void resume_work(uv_work_t *w) {
+  resume_t *rs = w->data;
+  atl_store_reader_t *r = atl_daemon_reader_take(rs->d);
+  if (r == NULL || atl_store_queue_sessions(r, resume_row, rs->ids) != 0)
+    atl_log_kv(ATL_LOG_ERROR, "cannot read the queued messages", NULL);
+  if (r != NULL)
+    atl_daemon_reader_give(rs->d, r);
+}
+
+/* Loading the session is enough: its load hands the queue to the agent. */
+static void resumed(atl_daemon_t *d, atl_session_t *s, int status, void *user) {
+  (void)d;
+  (void)s;
+  if (status != 0)
+    atl_log_kv(ATL_LOG_ERROR, "cannot load a session with queued messages",
+               "session", (const char *)user, "error", atl_strerror(status),
+               NULL);
+  free(user);
+}
+
+static void resume_done(uv_work_t *w, int uvstatus) {
+  resume_t *rs = w->data;
+  atl_daemon_t *d = rs->d;
+  d->work_in_flight--;
+  size_t n = uvstatus == 0 ? json_object_array_length(rs->ids) : 0;
+  if (n > 0 && !d->shutting_down) {
+    char count[24];
+    snprintf(count, sizeof(count), "%zu", n);
+    atl_log_kv(ATL_LOG_INFO, "running the messages queued before the restart",
+               "sessions", count, NULL);
+    for (size_t i = 0; i < n; i++) {
+      const char *id =
+          json_object_get_string(json_object_array_get_idx(rs->ids, i));
+      char *copy = atl_is_session_id(id) ? strdup(id) : NULL;
+      if (copy != NULL)
+        atl_session_get(d, copy, resumed, copy);
+    }
+  }
+  json_object_put(rs->ids);
+  free(rs);
+}
+
+void atl_sessions_resume(atl_daemon_t *d) {
+  resume_t *rs = calloc(1, sizeof(*rs));
+  if (rs == NULL)
+    return;
+  rs->work.data = rs;
+  rs->d = d;
+  rs->ids = json_object_new_array();
+  d->work_in_flight++;
+  uv_queue_work(d->loop, &rs->work, resume_work, resume_done);
 }
 
 /* ---- waiting for events ---- */

@@ -58,6 +58,14 @@ static const char *const migrations[] = {
     /* 2: the model a session was created with (NULL: the provider's
      * default), for its messages that name none. */
     "ALTER TABLE sessions ADD COLUMN model TEXT;",
+    /* 3: the messages session.send acknowledged that have not started yet
+     * (the agent's queue), so that a crash loses none. AUTOINCREMENT keeps
+     * ids from being reused after the queue empties, even across restarts:
+     * an id names one message for good in the events that mention it. */
+    "CREATE TABLE queue (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " session TEXT NOT NULL, text TEXT NOT NULL, model TEXT,"
+    " ts_ms INTEGER NOT NULL);"
+    "CREATE INDEX queue_by_session ON queue (session, id);",
 };
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -74,6 +82,9 @@ enum op_kind {
   OP_HISTORY_APPEND,
   OP_EVENT_APPEND,
   OP_IMAGE_PUT,
+  OP_QUEUE_PUSH,
+  OP_QUEUE_POP,
+  OP_QUEUE_CLEAR,
 };
 
 /* Up to two text or blob arguments (NULL: SQL NULL) and two integers; what
@@ -248,6 +259,21 @@ void atl_txn_image_put(atl_txn_t *t, const char *image_id, const char *mime,
   txn_add(t, OP_IMAGE_PUT, image_id, mime, n0, data, len, created_ms, 0);
 }
 
+void atl_txn_queue_push(atl_txn_t *t, const char *id, int64_t qid,
+                        const char *text, const char *model, int64_t ts_ms) {
+  size_t n0 = len_of(t, text);
+  txn_add(t, OP_QUEUE_PUSH, id, text, n0, model, model ? strlen(model) : 0, qid,
+          ts_ms);
+}
+
+void atl_txn_queue_pop(atl_txn_t *t, const char *id, int64_t qid) {
+  txn_add(t, OP_QUEUE_POP, id, NULL, 0, NULL, 0, qid, 0);
+}
+
+void atl_txn_queue_clear(atl_txn_t *t, const char *id, int64_t upto) {
+  txn_add(t, OP_QUEUE_CLEAR, id, NULL, 0, NULL, 0, upto, 0);
+}
+
 /* ---- The store ---------------------------------------------------------- */
 
 /* The writer's statements, prepared once at open and reused for the life
@@ -269,6 +295,9 @@ enum wstmt {
   W_EVENT_INSERT,
   W_LAST_SEQ,
   W_IMAGE_INSERT,
+  W_QUEUE_INSERT,
+  W_QUEUE_DELETE,
+  W_QUEUE_CLEAR,
   W_COUNT
 };
 
@@ -296,6 +325,14 @@ static const char *const wsql[W_COUNT] = {
                    " WHERE id = ?1",
     [W_IMAGE_INSERT] = "INSERT OR IGNORE INTO images (id, created_ms, mime,"
                        " data, size) VALUES (?1, ?2, ?3, ?4, length(?4))",
+    /* Only for a session that exists: a message sent while its session
+     * was being deleted must not outlive it as an orphan that every
+     * start-up would try to run. */
+    [W_QUEUE_INSERT] = "INSERT INTO queue (id, session, text, model, ts_ms)"
+                       " SELECT ?2, ?1, ?3, ?4, ?5"
+                       " WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1)",
+    [W_QUEUE_DELETE] = "DELETE FROM queue WHERE session = ?1 AND id = ?2",
+    [W_QUEUE_CLEAR] = "DELETE FROM queue WHERE session = ?1 AND id <= ?2",
 };
 
 struct atl_store_s {
@@ -311,6 +348,7 @@ struct atl_store_s {
   bool closing;
   bool idle; /* the writer waits on cv: submitters must signal */
   atomic_uint_fast64_t commits, transactions, failures;
+  atomic_int_fast64_t queue_id; /* the last queue id handed out */
 
   /* The WAL, seen by the writer thread only (its wal hook runs there). */
   atl_checkpointer_t *ckpt;
@@ -400,7 +438,10 @@ static int apply(atl_store_t *st, const op_t *op) {
     if ((rc = step_op(st, W_SESSION_DELETE, op, true)) != 0 ||
         (rc = step_op(st, W_HISTORY_DELETE, op, false)) != 0)
       return rc;
-    return step_op(st, W_EVENTS_DELETE, op, false);
+    if ((rc = step_op(st, W_EVENTS_DELETE, op, false)) != 0)
+      return rc;
+    return step_op(st, W_QUEUE_CLEAR, &(op_t){.id = op->id, .a = INT64_MAX},
+                   false);
   case OP_DOCUMENT_SET:
     return step_op(st, W_DOCUMENT_SET, op, true);
   case OP_HISTORY_APPEND:
@@ -415,6 +456,15 @@ static int apply(atl_store_t *st, const op_t *op) {
     /* INSERT OR IGNORE: a second put of the same id is a successful
      * no-op (image ids are content hashes). */
     return step_op(st, W_IMAGE_INSERT, op, false);
+  case OP_QUEUE_PUSH:
+    return step_op(st, W_QUEUE_INSERT, op, true);
+  case OP_QUEUE_POP:
+    /* The message must still be queued: its run starts in the same
+     * transaction, so a run can only start from a message that is there,
+     * and only once. */
+    return step_op(st, W_QUEUE_DELETE, op, true);
+  case OP_QUEUE_CLEAR:
+    return step_op(st, W_QUEUE_CLEAR, op, false);
   }
   return ATL_EINVAL;
 }
@@ -634,6 +684,10 @@ int atl_store_submit_wait(atl_store_t *st, atl_txn_t *t) {
   return w.status;
 }
 
+int64_t atl_store_queue_id(atl_store_t *st) {
+  return atomic_fetch_add_explicit(&st->queue_id, 1, memory_order_relaxed) + 1;
+}
+
 void atl_store_stats(atl_store_t *st, atl_store_stats_t *out) {
   out->commits = atomic_load_explicit(&st->commits, memory_order_relaxed);
   out->transactions =
@@ -742,6 +796,12 @@ int atl_store_open(const atl_store_options_t *opt, atl_store_t **out,
   }
   if ((rc = migrate(st->db, st->path, err)) != 0)
     goto error;
+  /* Queue ids go on from the largest ever given (sqlite_sequence keeps it
+   * even once the rows are gone); none yet: no row. */
+  char qid[32] = "0";
+  pragma(st->db, "SELECT seq FROM sqlite_sequence WHERE name = 'queue'", qid,
+         sizeof(qid));
+  atomic_init(&st->queue_id, strtoll(qid, NULL, 10));
   for (int i = 0; i < W_COUNT; i++) {
     if (sqlite3_prepare_v3(st->db, wsql[i], -1, SQLITE_PREPARE_PERSISTENT,
                            &st->w[i], NULL) != SQLITE_OK) {
@@ -805,6 +865,8 @@ enum rstmt {
   R_EVENTS,
   R_IMAGE,
   R_LAST_RUN,
+  R_QUEUE,
+  R_QUEUE_SESSIONS,
   R_COUNT
 };
 
@@ -825,6 +887,11 @@ static const char *const rsql[R_COUNT] = {
      * so this reads at most the last run's events. */
     [R_LAST_RUN] = "SELECT type FROM events WHERE session = ?1"
                    " AND type GLOB 'run.*' ORDER BY seq DESC LIMIT 1",
+    [R_QUEUE] = "SELECT id, text, model, ts_ms FROM queue WHERE session = ?1"
+                " ORDER BY id",
+    /* The session with the oldest waiting message first. */
+    [R_QUEUE_SESSIONS] = "SELECT session FROM queue GROUP BY session"
+                         " ORDER BY min(id)",
 };
 
 struct atl_store_reader_s {
@@ -1035,4 +1102,40 @@ int atl_store_image_get(atl_store_reader_t *r, const char *image_id,
   }
   sqlite3_reset(s);
   return rc;
+}
+
+int atl_store_queue_read(atl_store_reader_t *r, const char *id,
+                         int (*cb)(const atl_queue_row_t *row, void *user),
+                         void *user) {
+  sqlite3_stmt *s = reader_stmt(r, R_QUEUE);
+  if (s == NULL)
+    return ATL_ESTORE;
+  bind_id(s, id);
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    atl_queue_row_t row = {
+        .id = sqlite3_column_int64(s, 0),
+        .text = col_text(s, 1),
+        .model = col_text(s, 2),
+        .ts_ms = sqlite3_column_int64(s, 3),
+    };
+    if (cb(&row, user) != 0)
+      break;
+  }
+  return finish(s, rc);
+}
+
+int atl_store_queue_sessions(atl_store_reader_t *r,
+                             int (*cb)(const char *id, void *user),
+                             void *user) {
+  sqlite3_stmt *s = reader_stmt(r, R_QUEUE_SESSIONS);
+  if (s == NULL)
+    return ATL_ESTORE;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    const char *id = col_text(s, 0);
+    if (id != NULL && cb(id, user) != 0)
+      break;
+  }
+  return finish(s, rc);
 }

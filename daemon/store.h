@@ -17,6 +17,9 @@
  *   history(session, idx, role, content, created_ms)
  *   events(session, seq, type, ts_ms, data)
  *   images(id, mime, size, data, created_ms)
+ *   queue(id, session, text, model, ts_ms): messages acknowledged by
+ *     session.send whose run has not started; a run's start removes its
+ *     message in the transaction that commits run.started
  */
 #ifndef ATL_STORE_H
 #define ATL_STORE_H
@@ -53,7 +56,7 @@ void atl_txn_free(atl_txn_t *t);
 /* model may be NULL (the provider's default). */
 void atl_txn_session_create(atl_txn_t *t, const char *id, int64_t created_ms,
                             const char *document_json, const char *model);
-/* Deletes the session with its history and events. */
+/* Deletes the session with its history, events and queued messages. */
 void atl_txn_session_delete(atl_txn_t *t, const char *id);
 /* Replaces the document and sets updated_ms. */
 void atl_txn_document_set(atl_txn_t *t, const char *id,
@@ -70,6 +73,19 @@ void atl_txn_event_append(atl_txn_t *t, const char *id, int64_t seq,
 /* Stores an image unless one with that id is already there. */
 void atl_txn_image_put(atl_txn_t *t, const char *image_id, const char *mime,
                        const void *data, size_t len, int64_t created_ms);
+
+/* The queue of messages waiting for a session's run. qid comes from
+ * atl_store_queue_id; model may be NULL. Pushing to a session that does
+ * not exist fails the transaction; so does popping a message that is not
+ * queued (any more). Clearing removes the session's messages with ids up
+ * to upto. */
+void atl_txn_queue_push(atl_txn_t *t, const char *id, int64_t qid,
+                        const char *text, const char *model, int64_t ts_ms);
+void atl_txn_queue_pop(atl_txn_t *t, const char *id, int64_t qid);
+void atl_txn_queue_clear(atl_txn_t *t, const char *id, int64_t upto);
+/* A new queue id: larger than every one given before, in this process or
+ * stored by an earlier one. Any thread. */
+int64_t atl_store_queue_id(atl_store_t *st);
 
 /* Called on the writer thread once t's group has committed (status 0) or
  * failed (a negative ATL_E* code; nothing of t was written). It must be
@@ -168,6 +184,22 @@ int atl_store_events_read(atl_store_reader_t *r, const char *id, int64_t after,
                           int64_t limit,
                           int (*cb)(const atl_event_row_t *row, void *user),
                           void *user);
+
+typedef struct {
+  int64_t id;
+  const char *text;
+  const char *model; /* NULL: none named */
+  int64_t ts_ms;
+} atl_queue_row_t;
+/* The session's queued messages, oldest first. The row's strings are valid
+ * only during cb. */
+int atl_store_queue_read(atl_store_reader_t *r, const char *id,
+                         int (*cb)(const atl_queue_row_t *row, void *user),
+                         void *user);
+/* Every session with queued messages (its oldest message first), for the
+ * start-up that runs what an earlier atelierd left. */
+int atl_store_queue_sessions(atl_store_reader_t *r,
+                             int (*cb)(const char *id, void *user), void *user);
 
 /* Loads an image; *data and *mime are malloc()ed (free them). Returns 0,
  * ATL_ENOENT or ATL_ESTORE. */

@@ -24,6 +24,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "redact.h"
 #include "toolcall.h"
 
 static void job_free(atl_call_job_t *j) {
@@ -60,6 +61,11 @@ static void timer_closed(uv_handle_t *h) {
 }
 
 /* ---- step 2: on the pool (or the loop, for a fast handler) ---- */
+
+/* The call's arguments are secret (ATL_TOOL_REDACT_ARGS). */
+static bool redacts(const atl_call_job_t *j) {
+  return j->tool != NULL && (j->tool->tool.flags & ATL_TOOL_REDACT_ARGS);
+}
 
 static char *join_errors(json_object *errors) {
   size_t n = json_object_array_length(errors), len = 1;
@@ -151,6 +157,12 @@ static void run_handler(atl_call_job_t *j) {
     json_object *rerr = NULL;
     if (atl_schema_validate(te->result, j->result, &rerr) > 0) {
       char *msg = join_errors(rerr);
+      if (redacts(j)) {
+        /* The message may quote the result, and the result its arguments. */
+        char *clean = atl_redact_text(msg, j->args);
+        free(msg);
+        msg = clean;
+      }
       atl_log_kv(ATL_LOG_ERROR, "tool result does not match its schema", "tool",
                  te->tool.name, "error", msg, NULL);
       set_error(j,
@@ -165,6 +177,20 @@ static void run_handler(atl_call_job_t *j) {
 
 /* Serializes the envelope, the event and the document. */
 static void serialize(atl_call_job_t *j) {
+  if (redacts(j)) {
+    /* Whatever came out of the call may quote its secret arguments: a
+     * schema error quotes the bad value, a handler may echo its input.
+     * The envelope goes to the caller, the history and the model, the
+     * error to the log too, so the values are scrubbed here, once. */
+    char *clean = atl_redact_text(j->error, j->args);
+    if (clean != NULL) {
+      free(j->error);
+      j->error = clean;
+    }
+    atl_redact_json(j->result, j->args);
+    atl_redact_json(j->before, j->args);
+    atl_redact_json(j->after, j->args);
+  }
   const int flags = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
   int ok = j->outcome == ATL_OUTCOME_SUCCESS;
   json_object *env = json_object_new_object();
@@ -206,9 +232,9 @@ static void serialize(atl_call_job_t *j) {
   json_object_object_add(op, "tool", json_object_new_string(j->tool_name));
   if (j->target)
     json_object_object_add(op, "target", json_object_new_string(j->target));
-  if (j->tool && (j->tool->tool.flags & ATL_TOOL_REDACT_ARGS))
+  if (redacts(j))
     json_object_object_add(op, "arguments",
-                           json_object_new_string("(redacted)"));
+                           json_object_new_string(ATL_REDACTED));
   else
     json_object_object_add(op, "arguments", json_object_get(j->args));
   if (j->before)

@@ -27,13 +27,19 @@
 
 /* The command line (fcgi/main.c). Strings are argv's or static. */
 typedef struct {
-  const char *socket_path;   /* where nginx connects (FastCGI) */
-  const char *daemon_socket; /* atelierd's api.sock */
-  size_t max_body;           /* request bodies past this get 413 */
-  int min_threads;           /* accepting threads kept idle */
-  int max_threads;           /* threads at most: requests + streams */
-  int heartbeat_ms;          /* an SSE comment at least this often */
-  int verbose;               /* a log line per request */
+  const char *socket_path;    /* where nginx connects (FastCGI) */
+  const char *daemon_socket;  /* atelierd's api.sock */
+  size_t max_body;            /* request bodies past this get 413 */
+  int min_threads;            /* accepting threads kept idle */
+  int max_threads;            /* threads at most: requests + streams */
+  int heartbeat_ms;           /* an SSE comment at least this often */
+  int reserve_threads;        /* threads streams can never take */
+  int max_streams_per_client; /* streams from one REMOTE_ADDR at once */
+  int verbose;                /* a log line per request */
+  /* --host: the Host header values served (argv's strings, in a malloc()ed
+   * array); none: the loopback names on any port. */
+  const char **hosts;
+  int n_hosts;
 } fcgi_options_t;
 
 extern fcgi_options_t fcgi_opt;
@@ -47,7 +53,6 @@ typedef struct {
   char path[512];     /* REQUEST_URI up to '?' */
   const char *query;  /* after '?', or "" */
   int status;         /* the status answered, for the log */
-  int last_thread;    /* no thread is left to accept the next request */
   ctl_rpc *rpc;       /* this thread's connection to atelierd */
 } fcgi_ctx_t;
 
@@ -60,6 +65,13 @@ int fcgi_pool_run(int listen_fd);
 void fcgi_pool_wait(int timeout_ms);
 /* Threads alive now. */
 int fcgi_pool_threads(void);
+/* Takes an event stream's slot for the client at addr (REMOTE_ADDR; NULL
+ * counts as one unknown client). Returns 0, or 503 when every thread but
+ * the reserve holds a stream, or 429 when addr holds
+ * max_streams_per_client already. A slot taken is given back with
+ * fcgi_stream_release(addr). */
+int fcgi_stream_acquire(const char *addr);
+void fcgi_stream_release(const char *addr);
 
 /* fcgi/routes.c: serves one request. */
 void fcgi_route(fcgi_ctx_t *x);
@@ -68,6 +80,12 @@ void fcgi_route(fcgi_ctx_t *x);
 void fcgi_reply_json(fcgi_ctx_t *x, int status, json_object *body);
 void fcgi_reply_error(fcgi_ctx_t *x, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with extra header lines ("Name: value\r\n" each). */
+void fcgi_reply_json_h(fcgi_ctx_t *x, int status, const char *headers,
+                       json_object *body);
+void fcgi_reply_error_h(fcgi_ctx_t *x, int status, const char *headers,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* 405 with an Allow header listing allow. */
 void fcgi_reply_method(fcgi_ctx_t *x, const char *allow);
 /* The reason phrase of a status. */
@@ -94,6 +112,18 @@ int fcgi_call_quiet(fcgi_ctx_t *x, const char *method, json_object *params,
                     int timeout_ms, json_object **result);
 /* The HTTP status for a JSON-RPC error code. */
 int fcgi_status_of_rpc(int code);
+
+/* fcgi/auth.c: who may use the API (Host, Origin, Sec-Fetch-Site,
+ * Content-Type, the token; see the file's comment). Returns 0 when the
+ * request may go on to its route (a FCGI_R_* of match.h), else the status
+ * it answered. POST /api/auth (FCGI_R_AUTH) is answered here. */
+int fcgi_guard(fcgi_ctx_t *x, int route);
+/* The thread's connection to atelierd is new: ask http.auth again. */
+void fcgi_auth_forget(void);
+/* 1 if a Host header value is one the bridge serves (--host). */
+int fcgi_host_allowed(const char *host);
+/* 1 if addr (text) is an IPv4 or IPv6 loopback address. */
+int fcgi_addr_is_loopback(const char *addr);
 
 /* fcgi/sse.c: GET /api/sessions/{id}/events. */
 void fcgi_events(fcgi_ctx_t *x, const char *session);

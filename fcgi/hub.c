@@ -27,7 +27,15 @@
 #include "bridge.h"
 
 #define HUB_RING 512
+/* The ring also holds at most this many bytes of SSE text (always its
+ * newest event): events can be megabytes each (a tool's arguments), and
+ * 512 of those would be gigabytes. A stream behind what was dropped reads
+ * from the daemon, as after a long absence. */
+#define HUB_MAX_BYTES ((size_t)16 << 20)
 #define WATCH_MS 1000
+/* A long poll that answers empty sooner than this is followed by a pause
+ * of as long. */
+#define EARLY_MS 100
 
 typedef struct {
   long long seq;
@@ -43,8 +51,9 @@ struct fcgi_hub_s {
   long long last;  /* the newest seq known (all before it were seen) */
   long long first; /* the ring holds (first, last] */
   hub_event_t ring[HUB_RING];
-  int polling; /* a thread polls the daemon for the hub */
-  int gone;    /* the session no longer exists */
+  size_t bytes; /* the texts held in ring */
+  int polling;  /* a thread polls the daemon for the hub */
+  int gone;     /* the session no longer exists */
   struct fcgi_hub_s *next;
 };
 
@@ -119,11 +128,20 @@ static void add_events(fcgi_hub_t *h, json_object *r) {
     if (seq != h->last + 1)
       h->first = seq - 1;
     hub_event_t *slot = &h->ring[seq % HUB_RING];
+    h->bytes -= slot->len;
     free(slot->text);
     *slot = (hub_event_t){.seq = seq, .text = text, .len = len};
+    h->bytes += len;
     h->last = seq;
     if (h->last - h->first > HUB_RING)
       h->first = h->last - HUB_RING;
+    while (h->bytes > HUB_MAX_BYTES && h->first < h->last - 1) {
+      h->first++;
+      hub_event_t *old = &h->ring[h->first % HUB_RING];
+      h->bytes -= old->len;
+      free(old->text);
+      *old = (hub_event_t){0};
+    }
   }
 }
 
@@ -152,14 +170,27 @@ static int client_gone(fcgi_ctx_t *x) {
   return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
+static long long mono_ns(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+/* With h->mu held: waits for the hub's news until wake_ns, or end_ns if
+ * that is sooner (CLOCK_MONOTONIC nanoseconds). */
+static void wait_until(fcgi_hub_t *h, long long wake_ns, long long end_ns) {
+  if (wake_ns > end_ns)
+    wake_ns = end_ns;
+  struct timespec ts = {.tv_sec = (time_t)(wake_ns / 1000000000LL),
+                        .tv_nsec = (long)(wake_ns % 1000000000LL)};
+  pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+}
+
 int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
                   size_t *len, int wait_ms) {
   *out = NULL;
   *len = 0;
-  struct timespec until;
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  long long end_ns = (long long)until.tv_sec * 1000000000LL + until.tv_nsec +
-                     (long long)wait_ms * 1000000LL;
+  long long end_ns = mono_ns() + (long long)wait_ms * 1000000LL;
   pthread_mutex_lock(&h->mu);
   for (;;) {
     if (*after < h->last) {
@@ -173,9 +204,7 @@ int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
       pthread_mutex_unlock(&h->mu);
       return FCGI_HUB_GONE;
     }
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long long now_ns = (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+    long long now_ns = mono_ns();
     if (now_ns >= end_ns) {
       pthread_mutex_unlock(&h->mu);
       return FCGI_HUB_IDLE;
@@ -202,6 +231,7 @@ int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
       /* A daemon shutting down (-32003) is one that is going away, not a
        * session that is: the stream waits for it like for a restart. */
       int stopping = rc == CTL_RPC_ERROR && x->rpc->err_code == -32003;
+      long long before = h->last;
       if (rc == CTL_RPC_OK)
         add_events(h, r);
       else if (rc == CTL_RPC_ERROR && !stopping)
@@ -216,16 +246,19 @@ int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
         pthread_mutex_unlock(&h->mu);
         return FCGI_HUB_DAEMON_DOWN;
       }
+      if (rc == CTL_RPC_OK && h->last == before) {
+        /* A long poll that came back with nothing new before its time (a
+         * daemon waking its readers as it stops) would be asked again at
+         * once, and again: a pause keeps that from becoming a spin. */
+        long long t2_ns = mono_ns();
+        if (t2_ns - now_ns < (long long)EARLY_MS * 1000000LL)
+          wait_until(h, t2_ns + (long long)EARLY_MS * 1000000LL, end_ns);
+      }
       continue;
     }
     /* Someone else polls: wait for the hub, checking on our client now
      * and then. */
-    long long wake_ns = now_ns + (long long)WATCH_MS * 1000000LL;
-    if (wake_ns > end_ns)
-      wake_ns = end_ns;
-    struct timespec ts = {.tv_sec = (time_t)(wake_ns / 1000000000LL),
-                          .tv_nsec = (long)(wake_ns % 1000000000LL)};
-    pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+    wait_until(h, now_ns + (long long)WATCH_MS * 1000000LL, end_ns);
     if (*after >= h->last && !h->gone && client_gone(x)) {
       pthread_mutex_unlock(&h->mu);
       return FCGI_HUB_CLIENT_GONE;

@@ -111,7 +111,9 @@ void fcgi_match(const char *method, const char *path, fcgi_match_t *m) {
   int end = *p == '\0' || strcmp(p, "/") == 0;
   if (n <= 0)
     return;
-  if (end && strcmp(seg, "health") == 0)
+  if (end && strcmp(seg, "auth") == 0)
+    accept_route(m, method, FCGI_R_AUTH, "POST");
+  else if (end && strcmp(seg, "health") == 0)
     accept_route(m, method, FCGI_R_HEALTH, "GET, HEAD");
   else if (end && strcmp(seg, "models") == 0)
     accept_route(m, method, FCGI_R_MODELS, "GET, HEAD");

@@ -8,7 +8,10 @@
  * takes a request, it starts another (up to max_threads in all), and a
  * thread that finishes while enough others are idle leaves. Streams cost
  * a thread each (with a small stack), which is what lets 1,000 of them be
- * held on two cores without an event loop in the bridge.
+ * held on two cores without an event loop in the bridge. Streams have
+ * limits of their own (fcgi_stream_acquire, at the end): they never take
+ * the last reserve_threads threads, so the rest of the API always has
+ * threads to answer with.
  */
 #include "atl-build.h"
 
@@ -118,12 +121,11 @@ static void *serve(void *arg) {
     if (rc >= 0 && idle == 0 && threads < fcgi_opt.max_threads &&
         !fcgi_stopping)
       spawn_locked(); /* keep someone accepting */
-    int last_thread = idle == 0 && threads >= fcgi_opt.max_threads;
     pthread_mutex_unlock(&mu);
     if (rc < 0)
       break;
 
-    fcgi_ctx_t x = {.req = &req, .rpc = &rpc, .last_thread = last_thread};
+    fcgi_ctx_t x = {.req = &req, .rpc = &rpc};
     x.method = fcgi_param(&x, "REQUEST_METHOD");
     split_uri(&x);
     double t0 = now_ms();
@@ -181,4 +183,74 @@ int fcgi_pool_threads(void) {
   int n = threads;
   pthread_mutex_unlock(&mu);
   return n;
+}
+
+/* Event streams hold their threads for as long as their clients stay, so
+ * without a limit of their own they could take every thread but one, and
+ * one slow call would then hold up every other request. They may hold
+ * max_threads - reserve_threads threads at most, and one client address
+ * max_streams_per_client of those: a client that opens streams in a loop
+ * gets 429s, and leaves the others their streams. */
+typedef struct client_s {
+  struct client_s *next;
+  int streams;
+  char addr[]; /* REMOTE_ADDR, or "" */
+} client_t;
+
+static pthread_mutex_t streams_mu = PTHREAD_MUTEX_INITIALIZER;
+static int streams;
+/* The addresses holding streams now: few (behind nginx, one), so a list. */
+static client_t *clients;
+
+static client_t **client_find(const char *addr) {
+  client_t **p = &clients;
+  while (*p != NULL && strcmp((*p)->addr, addr) != 0)
+    p = &(*p)->next;
+  return p;
+}
+
+int fcgi_stream_acquire(const char *addr) {
+  if (addr == NULL)
+    addr = "";
+  pthread_mutex_lock(&streams_mu);
+  int rc = 0;
+  client_t **p = client_find(addr);
+  if (streams >= fcgi_opt.max_threads - fcgi_opt.reserve_threads) {
+    rc = 503;
+  } else if (*p != NULL && (*p)->streams >= fcgi_opt.max_streams_per_client) {
+    rc = 429;
+  } else if (*p == NULL) {
+    size_t n = strlen(addr) + 1;
+    client_t *c = malloc(sizeof(*c) + n);
+    if (c == NULL) {
+      rc = 503;
+    } else {
+      memcpy(c->addr, addr, n);
+      c->streams = 0;
+      c->next = NULL;
+      *p = c;
+    }
+  }
+  if (rc == 0) {
+    (*p)->streams++;
+    streams++;
+  }
+  pthread_mutex_unlock(&streams_mu);
+  return rc;
+}
+
+void fcgi_stream_release(const char *addr) {
+  if (addr == NULL)
+    addr = "";
+  pthread_mutex_lock(&streams_mu);
+  client_t **p = client_find(addr);
+  if (*p != NULL) {
+    streams--;
+    if (--(*p)->streams == 0) {
+      client_t *c = *p;
+      *p = c->next;
+      free(c);
+    }
+  }
+  pthread_mutex_unlock(&streams_mu);
 }

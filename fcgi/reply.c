@@ -27,6 +27,10 @@ const char *fcgi_status_text(int status) {
     return "Not Modified";
   case 400:
     return "Bad Request";
+  case 401:
+    return "Unauthorized";
+  case 403:
+    return "Forbidden";
   case 404:
     return "Not Found";
   case 405:
@@ -39,6 +43,8 @@ const char *fcgi_status_text(int status) {
     return "Content Too Large";
   case 415:
     return "Unsupported Media Type";
+  case 421:
+    return "Misdirected Request";
   case 429:
     return "Too Many Requests";
   case 500:
@@ -97,11 +103,16 @@ static void reply_text(fcgi_ctx_t *x, int status, const char *extra_headers,
     FCGX_PutStr(body, (int)len, x->req->out);
 }
 
-void fcgi_reply_json(fcgi_ctx_t *x, int status, json_object *body) {
+void fcgi_reply_json_h(fcgi_ctx_t *x, int status, const char *headers,
+                       json_object *body) {
   size_t len = 0;
   const char *text = json_object_to_json_string_length(
       body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-  reply_text(x, status, NULL, text, len);
+  reply_text(x, status, headers, text, len);
+}
+
+void fcgi_reply_json(fcgi_ctx_t *x, int status, json_object *body) {
+  fcgi_reply_json_h(x, status, NULL, body);
 }
 
 static void reply_error_v(fcgi_ctx_t *x, int status, const char *headers,
@@ -124,8 +135,8 @@ void fcgi_reply_error(fcgi_ctx_t *x, int status, const char *fmt, ...) {
   va_end(ap);
 }
 
-static void reply_error_h(fcgi_ctx_t *x, int status, const char *headers,
-                          const char *fmt, ...) {
+void fcgi_reply_error_h(fcgi_ctx_t *x, int status, const char *headers,
+                        const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   reply_error_v(x, status, headers, fmt, ap);
@@ -135,8 +146,8 @@ static void reply_error_h(fcgi_ctx_t *x, int status, const char *headers,
 void fcgi_reply_method(fcgi_ctx_t *x, const char *allow) {
   char h[128];
   snprintf(h, sizeof(h), "Allow: %s\r\n", allow);
-  reply_error_h(x, 405, h, "%s %s is not allowed here (allowed: %s)",
-                x->method ? x->method : "?", x->path, allow);
+  fcgi_reply_error_h(x, 405, h, "%s %s is not allowed here (allowed: %s)",
+                     x->method ? x->method : "?", x->path, allow);
 }
 
 int fcgi_read_json(fcgi_ctx_t *x, json_object **out) {
@@ -223,9 +234,13 @@ int fcgi_call_quiet(fcgi_ctx_t *x, const char *method, json_object *params,
   ctl_rpc *c = x->rpc;
   *result = NULL;
   for (int attempt = 0; attempt < 2; attempt++) {
-    if (c->fd < 0 && ctl_rpc_connect(c, fcgi_opt.daemon_socket) != 0) {
-      json_object_put(params);
-      return CTL_RPC_TRANSPORT;
+    if (c->fd < 0) {
+      if (ctl_rpc_connect(c, fcgi_opt.daemon_socket) != 0) {
+        json_object_put(params);
+        return CTL_RPC_TRANSPORT;
+      }
+      /* Another daemon, perhaps with another configuration. */
+      fcgi_auth_forget();
     }
     json_object *p = params ? json_object_get(params) : NULL;
     int rc = ctl_rpc_call(c, method, p, timeout_ms, result);

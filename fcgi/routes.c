@@ -159,6 +159,11 @@ static void image(fcgi_ctx_t *x, const char *id) {
 void fcgi_route(fcgi_ctx_t *x) {
   fcgi_match_t m;
   fcgi_match(x->method, x->path, &m);
+  /* Before anything else, even a 404: a request that may not use the API
+   * learns nothing from it. */
+  if (fcgi_guard(x, m.method_ok ? m.route : FCGI_R_NONE) != 0 ||
+      (m.route == FCGI_R_AUTH && m.method_ok))
+    return;
   if (m.route == FCGI_R_NONE) {
     fcgi_reply_error(x, 404, "%s: %s", m.why, x->path);
     return;
@@ -201,6 +206,8 @@ void fcgi_route(fcgi_ctx_t *x) {
     break;
   case FCGI_R_IMAGE:
     image(x, m.image);
+    break;
+  case FCGI_R_AUTH: /* answered by fcgi_guard */
     break;
   }
 }

@@ -27,6 +27,8 @@
 /* How long an event stream waits for the daemon to come back before it
  * ends (the browser then reconnects on its own). */
 #define DAEMON_GONE_MS 30000
+/* What a stream refused for a limit is told to wait, in seconds. */
+#define RETRY_AFTER_S 5
 
 static json_object *read_params(const char *session, long long after,
                                 int wait_ms) {
@@ -62,15 +64,23 @@ char *fcgi_sse_format(json_object *e, long long *seq, size_t *len) {
   return out;
 }
 
+/* The session's last event in an events.read answer. */
+static long long last_seq_of(json_object *r) {
+  json_object *v = NULL;
+  return json_object_object_get_ex(r, "last_seq", &v)
+             ? (long long)json_object_get_int64(v)
+             : 0;
+}
+
 /* Writes the events of an events.read answer after `after`; returns the
- * last seq written, with *broken set when the client has gone. *count
- * gets how many the answer held. */
+ * last seq written, with *broken set when the client has gone. *more is
+ * set when the session has events past the answer's (it stops at BATCH
+ * events, or at some megabytes of them). */
 static long long write_events(fcgi_ctx_t *x, json_object *r, long long after,
-                              int *broken, size_t *count) {
+                              int *broken, int *more) {
   json_object *events = NULL;
   json_object_object_get_ex(r, "events", &events);
   size_t n = events ? json_object_array_length(events) : 0;
-  *count = n;
   for (size_t i = 0; i < n && !*broken; i++) {
     long long seq = 0;
     size_t len = 0;
@@ -86,6 +96,7 @@ static long long write_events(fcgi_ctx_t *x, json_object *r, long long after,
   }
   if (FCGX_FFlush(x->req->out) < 0)
     *broken = 1;
+  *more = n > 0 && after < last_seq_of(r);
   return after;
 }
 
@@ -101,28 +112,64 @@ static int catch_up(fcgi_ctx_t *x, const char *session, long long *after) {
       json_object_put(r);
       return rc;
     }
-    int broken = 0;
-    size_t n = 0;
-    *after = write_events(x, r, *after, &broken, &n);
+    int broken = 0, more = 0;
+    *after = write_events(x, r, *after, &broken, &more);
     json_object_put(r);
     if (broken)
       return -1;
-    if (n < BATCH)
+    if (!more)
       return 0;
   }
 }
 
+/* A stream over a limit is answered at once, in JSON like every other
+ * error, with a Retry-After: a browser's EventSource gives up on an error
+ * status, and the page then reconnects after a pause of its own. */
+static void refuse(fcgi_ctx_t *x, int status, const char *addr) {
+  char msg[300];
+  if (status == 429)
+    snprintf(msg, sizeof(msg),
+             "too many event streams from this client (%s): %d are open "
+             "(atelier-fcgi --max-streams-per-client); close one or try "
+             "again later",
+             addr ? addr : "unknown address", fcgi_opt.max_streams_per_client);
+  else
+    snprintf(msg, sizeof(msg),
+             "too many event streams are open (atelier-fcgi --max-threads "
+             "%d keeps --reserve-threads %d for other requests); try again "
+             "later",
+             fcgi_opt.max_threads, fcgi_opt.reserve_threads);
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "error", json_object_new_string(msg));
+  size_t len = 0;
+  const char *text = json_object_to_json_string_length(
+      o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+  x->status = status;
+  fcgi_printf(x,
+              "Status: %d %s\r\n"
+              "Content-Type: application/json\r\n"
+              "Cache-Control: no-store\r\n"
+              "Retry-After: %d\r\n"
+              "\r\n"
+              "%s",
+              status, fcgi_status_text(status), RETRY_AFTER_S, text);
+  json_object_put(o);
+}
+
+static void serve_events(fcgi_ctx_t *x, const char *session);
+
 void fcgi_events(fcgi_ctx_t *x, const char *session) {
-  if (x->last_thread) {
-    /* Holding this stream would leave no thread to accept requests: every
-     * other one holds a stream already (--max-threads). The browser
-     * retries; everything else keeps working. */
-    fcgi_reply_error(x, 503,
-                     "too many event streams are open (atelier-fcgi "
-                     "--max-threads %d); try again later",
-                     fcgi_opt.max_threads);
+  const char *addr = fcgi_param(x, "REMOTE_ADDR");
+  int over = fcgi_stream_acquire(addr);
+  if (over != 0) {
+    refuse(x, over, addr);
     return;
   }
+  serve_events(x, session);
+  fcgi_stream_release(addr);
+}
+
+static void serve_events(fcgi_ctx_t *x, const char *session) {
   long long after =
       fcgi_resume_point(fcgi_param(x, "HTTP_LAST_EVENT_ID"), x->query);
   if (after < 0) {
@@ -137,6 +184,14 @@ void fcgi_events(fcgi_ctx_t *x, const char *session) {
   if (fcgi_call(x, "events.read", read_params(session, after, 0), 30000, &r) !=
       0)
     return;
+  /* A resume point past the session's end (a forged or stale
+   * Last-Event-ID) stands for the end: the stream then gets every event
+   * from now on. Left as it was, it would be the hub's starting point, and
+   * the session's other streams would find themselves behind a point the
+   * store never reaches, reading it again and again without a pause. */
+  long long last = last_seq_of(r);
+  if (after > last)
+    after = last < 0 ? 0 : last;
   x->status = 200;
   fcgi_printf(x, "Status: 200 OK\r\n"
                  "Content-Type: text/event-stream; charset=utf-8\r\n"
@@ -145,11 +200,10 @@ void fcgi_events(fcgi_ctx_t *x, const char *session) {
                  "\r\n"
                  /* The browser waits this long before reconnecting. */
                  "retry: 2000\n\n");
-  int broken = 0;
-  size_t n = 0;
-  after = write_events(x, r, after, &broken, &n);
+  int broken = 0, more = 0;
+  after = write_events(x, r, after, &broken, &more);
   json_object_put(r);
-  if (!broken && n == BATCH && catch_up(x, session, &after) != 0)
+  if (!broken && more && catch_up(x, session, &after) != 0)
     broken = 1;
   /* From here on, the session's hub brings the events (hub.c). */
   fcgi_hub_t *h = broken ? NULL : fcgi_hub_join(session, after);
@@ -173,11 +227,23 @@ void fcgi_events(fcgi_ctx_t *x, const char *session) {
         broken = 1;
     } else if (rc == FCGI_HUB_BEHIND) {
       /* Further behind than the hub remembers: straight from the store. */
+      long long was = after;
       int c = catch_up(x, session, &after);
       if (c == -1)
         broken = 1;
       else if (c == CTL_RPC_ERROR)
         break;
+      else if (c == 0 && after == was) {
+        /* The store has nothing between here and where the hub starts,
+         * which only a hub started past the end could say. Asking again
+         * would spin; the browser reconnects and resumes from its last
+         * event instead. */
+        fcgi_log("warn",
+                 "event stream of %s ends: the session's hub starts past "
+                 "event %lld and the store has nothing after it",
+                 session, after);
+        break;
+      }
     } else if (rc == FCGI_HUB_DAEMON_DOWN) {
       /* The daemon went away. Wait for it, heartbeating so that a client
        * that leaves meanwhile is noticed; then resume where we were. */

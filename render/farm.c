@@ -904,6 +904,39 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int term_signal) {
   schedule(f);
 }
 
+/* The worker's whole environment: it renders from what the socket brings
+ * and needs nothing of the daemon's, whose environment holds the
+ * providers' API keys. Only the locale, the time zone and the sanitizers'
+ * options (for the test builds) pass, by name; PATH is fixed. Returns a
+ * NULL-terminated array of malloc'd strings (worker_env_free frees it). */
+static const char *const worker_env_pass[] = {
+    "LANG",          "LC_ALL",       "TZ", "ASAN_OPTIONS",
+    "UBSAN_OPTIONS", "LSAN_OPTIONS", NULL};
+
+static char **worker_env(void) {
+  size_t n = sizeof(worker_env_pass) / sizeof(worker_env_pass[0]) + 1;
+  char **env = calloc(n, sizeof(*env));
+  if (env == NULL)
+    return NULL;
+  size_t k = 0;
+  env[k++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+  for (size_t i = 0; worker_env_pass[i] != NULL; i++) {
+    const char *v = getenv(worker_env_pass[i]);
+    if (v == NULL)
+      continue;
+    size_t len = strlen(worker_env_pass[i]) + strlen(v) + 2;
+    if ((env[k] = malloc(len)) != NULL)
+      snprintf(env[k++], len, "%s=%s", worker_env_pass[i], v);
+  }
+  return env;
+}
+
+static void worker_env_free(char **env) {
+  for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+    free(env[i]);
+  free(env);
+}
+
 static void worker_start(farm_worker_t *w) {
   atl_farm_t *f = w->farm;
   if (f->closing)
@@ -922,13 +955,25 @@ static void worker_start(farm_worker_t *w) {
       {.flags = UV_INHERIT_FD, .data.fd = 2},
       {.flags = UV_INHERIT_FD, .data.fd = sv[1]},
   };
+  /* An environment that could not be made would be the daemon's: better
+   * no worker than one holding the keys. */
+  char **env = worker_env();
+  if (env == NULL) {
+    close(sv[0]);
+    close(sv[1]);
+    flog(f, 0, "render worker environment: out of memory; retrying in 1 s");
+    uv_timer_start(&w->restart, restart_timer_fired, RESTART_DELAY_MS, 0);
+    return;
+  }
   uv_process_options_t po = {.exit_cb = on_exit_cb,
                              .file = f->worker_path,
                              .args = args,
+                             .env = env,
                              .stdio = stdio,
                              .stdio_count = 4};
   w->proc.data = w;
   int rc = uv_spawn(f->loop, &w->proc, &po);
+  worker_env_free(env);
   close(sv[1]);
   w->proc_open = 1;
   if (rc != 0) {

@@ -222,6 +222,14 @@ int main(int argc, char **argv) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1)
     return 1;
+  /* Only stdin, stdout, stderr and the farm's socket are ours. Any other
+   * descriptor came by accident, left without close-on-exec by a library
+   * of the daemon's (Debian's curl leaves its sockets so): a provider's
+   * TCP connection or a socket pair must not live on in a worker. */
+  if (close_range(4, ~0u, 0) != 0) {
+    for (int fd = 4; fd < 65536; fd++)
+      close(fd);
+  }
   int type = 0;
   socklen_t tl = sizeof(type);
   if (getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 ||

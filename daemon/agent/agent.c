@@ -27,21 +27,20 @@
 #include "agent_int.h"
 #include "agent/sse.h"
 #include "log.h"
-
-static void run_next(atl_agent_t *a);
+#include "redact.h"
 
 /* ---- committing history and events ---- */
 
 /* Appends msg (taken) to the history, in memory and in the store, with an
- * event of type carrying data (taken; may be NULL). */
-void atl__agent_commit(atl_agent_t *a, json_object *msg, const char *type,
-                       json_object *data) {
+ * event of type carrying data (taken; may be NULL), in t (taken) with
+ * what else it holds. */
+static void commit_in(atl_agent_t *a, atl_txn_t *t, json_object *msg,
+                      const char *type, json_object *data) {
   atl_session_t *s = a->s;
   json_object *role;
   json_object_object_get_ex(msg, "role", &role);
   json_object_object_add(msg, "ts_ms", json_object_new_int64(atl_now_ms()));
   char *content = atl_provider_json_text(msg);
-  atl_txn_t *t = atl_txn_new();
   if (t != NULL && content != NULL)
     atl_txn_history_append(t, s->id, s->history_len,
                            json_object_get_string(role), content, atl_now_ms());
@@ -54,6 +53,11 @@ void atl__agent_commit(atl_agent_t *a, json_object *msg, const char *type,
   free(dt);
   free(content);
   json_object_put(data);
+}
+
+void atl__agent_commit(atl_agent_t *a, json_object *msg, const char *type,
+                       json_object *data) {
+  commit_in(a, atl_txn_new(), msg, type, data);
 }
 
 void atl__agent_emit(atl_agent_t *a, const char *type, json_object *data) {
@@ -103,7 +107,7 @@ void atl__agent_run_end(atl_agent_t *a, const char *type, json_object *data) {
   json_object_put(a->results);
   a->results = NULL;
   atl_session_t *s = a->s;
-  run_next(a);
+  atl__agent_run_next(a);
   if (!a->active)
     atl_session_unref(a->d, s);
 }
@@ -263,7 +267,7 @@ static void unrun(atl_agent_t *a, json_object *call, const char *tool,
   json_object_object_add(op, "tool", json_object_new_string(tool ? tool : ""));
   json_object_object_get_ex(call, "arguments", &args);
   json_object_object_add(op, "arguments",
-                         redact ? json_object_new_string("(redacted)")
+                         redact ? json_object_new_string(ATL_REDACTED)
                                 : json_object_get(args));
   json_object_object_add(ev, "operation", op);
   json_object_object_add(ev, "id", json_object_get(id));
@@ -298,7 +302,7 @@ static void call_next(atl_agent_t *a) {
     json_object *started = atl__agent_obj_str("tool", tool);
     json_object_object_add(started, "id", json_object_get(id));
     json_object_object_add(started, "arguments",
-                           redact ? json_object_new_string("(redacted)")
+                           redact ? json_object_new_string(ATL_REDACTED)
                                   : json_object_get(args));
     atl__agent_emit(a, "tool.started", started);
     if (a->cancel) {
@@ -309,16 +313,16 @@ static void call_next(atl_agent_t *a) {
     if (json_object_object_get_ex(call, "bad_arguments", &bad)) {
       /* Nothing is skipped: the model learns its arguments were broken,
        * and why, when its answer reached the output limit inside them. */
+      const char *shown = redact ? ATL_REDACTED : json_object_get_string(bad);
       unrun(a, call, tool, id, redact,
             a->cut ? atl__agent_error_envelope(
                          "not run: your answer reached its output limit "
                          "(max_tokens) inside these arguments, so they are "
                          "cut short: %.300s. Make the call again with less in "
                          "it, or split the work into several calls.",
-                         json_object_get_string(bad))
+                         shown)
                    : atl__agent_error_envelope(
-                         "the arguments are not a JSON object: %.300s",
-                         json_object_get_string(bad)));
+                         "the arguments are not a JSON object: %.300s", shown));
       continue;
     }
     /* An unknown tool gets its error from the tool-call path itself, with
@@ -360,6 +364,27 @@ static int retryable(const atl_http_response_t *r) {
   return r->status < 0 || r->http_code == 429 || r->http_code >= 500;
 }
 
+/* The call to run for a tool_call part of the model's message. A call of
+ * a tool whose arguments are secret runs with them, from a copy, while
+ * the part itself (committed to the history, and so sent back to the
+ * model and shown in the page) keeps only their shape: the model wrote
+ * them and needs them no more, and nothing persisted may hold them. */
+static json_object *call_of(atl_agent_t *a, json_object *part) {
+  json_object *name, *args, *copy = NULL;
+  json_object_object_get_ex(part, "name", &name);
+  const atl_tool_entry_t *te =
+      atl_registry_find(&a->d->registry, json_object_get_string(name));
+  if (te == NULL || !(te->tool.flags & ATL_TOOL_REDACT_ARGS) ||
+      json_object_deep_copy(part, &copy, NULL) != 0)
+    return json_object_get(part);
+  if (json_object_object_get_ex(part, "arguments", &args))
+    json_object_object_add(part, "arguments", atl_redact_args(args));
+  if (json_object_object_get_ex(part, "bad_arguments", NULL))
+    json_object_object_add(part, "bad_arguments",
+                           json_object_new_string(ATL_REDACTED));
+  return copy;
+}
+
 /* A model message came whole (msg taken): commit it, then run its calls
  * or end the run. */
 static void turn_finished(atl_agent_t *a, json_object *msg, uint64_t ms) {
@@ -387,7 +412,7 @@ static void turn_finished(atl_agent_t *a, json_object *msg, uint64_t ms) {
     if (!json_object_object_get_ex(part, "type", &type))
       continue;
     if (strcmp(json_object_get_string(type), "tool_call") == 0)
-      json_object_array_add(calls, json_object_get(part));
+      json_object_array_add(calls, call_of(a, part));
     else if (strcmp(json_object_get_string(type), "text") == 0 && text == NULL)
       json_object_object_get_ex(part, "text", &text);
   }
@@ -450,7 +475,9 @@ static void turn_done(const atl_http_response_t *r, void *user) {
     /* Once an answer has begun, its text is out as text.delta events: a
      * retry would say it twice, so a cut answer is an error instead. */
     int begun = a->call.turn.text_len > 0 || a->call.turn.n_calls > 0;
-    if (broken)
+    if (a->call.over_cap)
+      snprintf(msg, sizeof(msg), "%s", a->call.turn.error);
+    else if (broken)
       snprintf(msg, sizeof(msg), "the provider's answer was broken: %s",
                a->call.turn.error);
     else if (transient)
@@ -736,7 +763,23 @@ static int direct_call(atl_agent_t *a, const char *text) {
   return 1;
 }
 
-static void run_start(atl_agent_t *a, char *text, char *model) {
+char *atl_agent_redacted_text(atl_daemon_t *d, const char *text) {
+  if (text == NULL || text[0] != '/')
+    return NULL;
+  size_t n = strcspn(text + 1, " \t\n");
+  char *tool = strndup(text + 1, n);
+  if (tool == NULL)
+    return NULL;
+  const atl_tool_entry_t *te = atl_registry_find(&d->registry, tool);
+  char *out = NULL;
+  if (te != NULL && (te->tool.flags & ATL_TOOL_REDACT_ARGS))
+    out = atl_printf_new("/%s %s", tool, ATL_REDACTED);
+  free(tool);
+  return out;
+}
+
+void atl__agent_run_start(atl_agent_t *a, char *text, char *model,
+                          int64_t qid) {
   atl_agent_provider_t *p = a->d->agent;
   a->active = 1;
   a->cancel = 0;
@@ -753,13 +796,25 @@ static void run_start(atl_agent_t *a, char *text, char *model) {
              : a->s->model[0]   ? strdup(a->s->model)
              : p->model != NULL ? strdup(p->model)
                                 : strdup("");
-  json_object *started = atl__agent_obj_str("text", text);
+  /* A "/tool {json}" message for a tool whose arguments are secret runs
+   * with them, but the history, the event and so the model's next request
+   * get the message without them. */
+  char *shown = atl_agent_redacted_text(a->d, text);
+  const char *kept = shown ? shown : text;
+  json_object *started = atl__agent_obj_str("text", kept);
   json_object_object_add(started, "model", json_object_new_string(a->model));
   json_object_object_add(
       started, "provider",
       json_object_new_string(p->ops ? p->cfg.name : "(offline)"));
-  atl__agent_commit(a, atl__agent_text_message("user", text), "run.started",
-                    started);
+  /* The message that starts, by the id its message.queued named (if it
+   * waited); leaving the store's queue in the same transaction that puts
+   * it in the history is what makes it run exactly once. */
+  json_object_object_add(started, "message_id", json_object_new_int64(qid));
+  atl_txn_t *t = atl_txn_new();
+  atl_txn_queue_pop(t, a->s->id, qid);
+  commit_in(a, t, atl__agent_text_message("user", kept), "run.started",
+            started);
+  free(shown);
   a->replay = NULL;
   if (strcmp(text, "/demo") == 0 &&
       atl_registry_find(&a->d->registry, "demo") == NULL) {
@@ -791,19 +846,6 @@ static void run_start(atl_agent_t *a, char *text, char *model) {
     return;
   }
   atl__agent_turn_start(a);
-}
-
-static void run_next(atl_agent_t *a) {
-  pending_t *m = a->q_head;
-  if (m == NULL || a->active)
-    return;
-  a->q_head = m->next;
-  if (a->q_head == NULL)
-    a->q_tail = NULL;
-  a->queued--;
-  char *text = m->text, *model = m->model;
-  free(m);
-  run_start(a, text, model);
 }
 
 /* ---- the history, loaded once ---- */
@@ -893,7 +935,7 @@ static void load_done(void *arg) {
     atl_log_kv(ATL_LOG_INFO, "call ids made unique in the loaded history",
                "session", a->s->id, NULL);
   repair(a);
-  run_next(a);
+  atl__agent_run_next(a);
   if (!a->active)
     atl_session_unref(a->d, a->s);
 }
@@ -912,7 +954,18 @@ static void load_work(void *arg) {
 
 /* ---- the session's agent ---- */
 
-static atl_agent_t *agent_of(atl_daemon_t *d, atl_session_t *s) {
+int atl__agent_load(atl_agent_t *a) {
+  load_t *l = calloc(1, sizeof(*l));
+  if (l == NULL)
+    return ATL_ENOMEM;
+  l->a = a;
+  a->loading = 1;
+  a->d->work_in_flight++;
+  atl_pool_submit(a->d, load_work, l);
+  return 0;
+}
+
+atl_agent_t *atl__agent_of(atl_daemon_t *d, atl_session_t *s) {
   if (s->agent == NULL) {
     atl_agent_t *a = calloc(1, sizeof(*a));
     if (a == NULL)
@@ -927,60 +980,6 @@ static atl_agent_t *agent_of(atl_daemon_t *d, atl_session_t *s) {
   return s->agent;
 }
 
-int atl_agent_send(atl_daemon_t *d, atl_session_t *s, const char *text,
-                   const char *model, int *queued_out) {
-  atl_agent_t *a = agent_of(d, s);
-  if (a == NULL)
-    return ATL_ENOMEM;
-  int busy = a->active || a->loading || a->q_head != NULL;
-  if (busy && a->queued >= d->cfg->queue_max)
-    return ATL_EBUSY;
-  pending_t *m = calloc(1, sizeof(*m));
-  if (m == NULL)
-    return ATL_ENOMEM;
-  m->text = strdup(text);
-  m->model = model ? strdup(model) : NULL;
-  if (a->q_tail)
-    a->q_tail->next = m;
-  else
-    a->q_head = m;
-  a->q_tail = m;
-  a->queued++;
-  *queued_out = a->active || a->loading;
-  if (a->active || a->loading)
-    return 0;
-  /* A run pins the session until it ends. */
-  atl_session_ref(s);
-  if (a->history == NULL) {
-    if (s->history_len == 0) {
-      a->history = json_object_new_array();
-    } else {
-      load_t *l = calloc(1, sizeof(*l));
-      if (l == NULL)
-        return ATL_ENOMEM;
-      l->a = a;
-      a->loading = 1;
-      d->work_in_flight++;
-      atl_pool_submit(d, load_work, l);
-      return 0;
-    }
-  }
-  run_next(a);
-  return 0;
-}
-
-int atl_agent_cancel(atl_daemon_t *d, atl_session_t *s) {
-  (void)d;
-  atl_agent_t *a = s->agent;
-  if (a == NULL || !a->active)
-    return 0;
-  a->cancel = 1;
-  /* A render in flight would hold the cancel up for seconds: it is asked
-   * to stop (its workers stop within 100 ms). Other calls finish. */
-  atl_toolcall_cancel_long(s);
-  return 1;
-}
-
 static void timer_closed(uv_handle_t *h) {
   free(h->data);
 }
@@ -990,13 +989,7 @@ void atl_agent_session_free(atl_session_t *s) {
   if (a == NULL)
     return;
   s->agent = NULL;
-  while (a->q_head) {
-    pending_t *m = a->q_head;
-    a->q_head = m->next;
-    free(m->text);
-    free(m->model);
-    free(m);
-  }
+  atl__agent_queue_free(a);
   atl_agent_request_cache_free(&a->req_cache);
   json_object_put(a->history);
   json_object_put(a->calls);

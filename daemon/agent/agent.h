@@ -57,6 +57,9 @@ typedef struct {
   char raw[8192];
   size_t raw_len;
   const int *stop;
+  /* agent.max_turn_bytes, from atl_agent_call_start; 0: no cap. */
+  size_t max_bytes;
+  int over_cap; /* the answer passed max_bytes and was cut off */
 } atl_agent_call_t;
 
 void atl_agent_call_init(atl_agent_call_t *c, const atl_provider_ops_t *ops,
@@ -93,18 +96,39 @@ void atl_agent_session_free(atl_session_t *s);
  * new reference) or NULL with *err (malloc()ed) saying what is wrong. */
 json_object *atl_cassette_load(const char *path, char **err);
 
-/* session.send: starts a run with text, or queues it while one is active.
- * Returns 0, or ATL_EBUSY when the queue is full (agent.queue_max).
- * model may be NULL (the provider's default). */
+/* session.send: queues text for the session's run (agent_queue.c). The
+ * message is committed to the store's queue first; sent(d, status, queued,
+ * user) runs on the loop once it is (status 0: acknowledged; queued: it
+ * waits for a run or for messages sent before it) or could not be (a
+ * negative ATL_E* code: nothing was kept). Returns 0 (sent will run),
+ * ATL_EBUSY when the queue is full (agent.queue_max), or another negative
+ * code (sent will not run). model may be NULL (the provider's default). */
+typedef void (*atl_agent_sent_cb)(atl_daemon_t *d, int status, int queued,
+                                  void *user);
 int atl_agent_send(atl_daemon_t *d, atl_session_t *s, const char *text,
-                   const char *model, int *queued_out);
+                   const char *model, atl_agent_sent_cb sent, void *user);
+/* A session loaded from the store hands over the messages an earlier
+ * atelierd acknowledged and never started (rows: [{id, text, model?,
+ * ts_ms}], oldest first, borrowed); they run in order. */
+void atl_agent_restore(atl_daemon_t *d, atl_session_t *s, json_object *rows);
+/* What the history and the events keep of a message: for "/tool {json}"
+ * naming a tool flagged ATL_TOOL_REDACT_ARGS, "/tool (redacted)" (a new
+ * string the caller frees); NULL for any other text, kept as written.
+ * Whatever persists or shows a message before its run (a queue) uses it. */
+char *atl_agent_redacted_text(atl_daemon_t *d, const char *text);
 /* agent.models: {provider, type, models, default, offline, why?} as a new
  * object (provider, type and default null when offline). */
 json_object *atl_agent_models(atl_daemon_t *d);
 
-/* session.cancel: the run stops after the tool call in flight; returns 1
- * if a run was active. */
-int atl_agent_cancel(atl_daemon_t *d, atl_session_t *s);
+/* session.cancel: the run stops after the tool call in flight, and the
+ * messages waiting for it are dropped from the store (a queue.cleared
+ * event). cb(d, status, cancelled, user) runs once that is committed
+ * (maybe before this returns): cancelled is 1 if a run was active or a
+ * message was dropped. */
+typedef void (*atl_agent_cancel_cb)(atl_daemon_t *d, int status, int cancelled,
+                                    void *user);
+void atl_agent_cancel(atl_daemon_t *d, atl_session_t *s, atl_agent_cancel_cb cb,
+                      void *user);
 
 /* ---- between agent.c and its helpers ---- */
 

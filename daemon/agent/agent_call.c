@@ -18,10 +18,38 @@ void atl_agent_call_init(atl_agent_call_t *c, const atl_provider_ops_t *ops,
   atl_sse_init(&c->sse, 0);
 }
 
+/* What the answer has streamed so far: its text, its thinking (and the
+ * signatures that come with it) and its calls' arguments. */
+static size_t turn_bytes(const atl_turn_t *t) {
+  size_t n = t->text_len + t->stop_message_len;
+  for (size_t i = 0; i < t->n_thoughts; i++)
+    n += t->thoughts[i].text_len + t->thoughts[i].signature_len;
+  for (size_t i = 0; i < t->n_calls; i++)
+    n += t->calls[i].args_len;
+  return n;
+}
+
 static int sse_event(const char *event, const char *data, size_t len,
                      void *user) {
   atl_agent_call_t *c = user;
-  return c->ops->event(&c->turn, event, data, len) != 0;
+  if (c->ops->event(&c->turn, event, data, len) != 0)
+    return 1;
+  /* A model that never stops (or a provider that streams without end)
+   * would otherwise grow the turn, and the text.delta events, without
+   * bound. The count of parts is capped by the turn itself; this caps
+   * their bytes. */
+  if (c->max_bytes > 0 && turn_bytes(&c->turn) > c->max_bytes) {
+    c->over_cap = 1;
+    atl_turn_fail(&c->turn,
+                  "the model's answer passed %zu bytes of text, thinking and "
+                  "tool-call arguments in one turn (agent.max_turn_bytes), "
+                  "so it was cut off there; raise max_turn_bytes in the "
+                  "[agent] section of atelierd.conf to allow longer answers, "
+                  "or ask for a shorter one",
+                  c->max_bytes);
+    return 1;
+  }
+  return 0;
 }
 
 int atl_agent_call_data(const char *data, size_t len, void *user) {
@@ -56,6 +84,7 @@ int atl_agent_call_start(atl_agent_call_t *c, atl_daemon_t *d,
                            .body = req->body,
                            .body_len = strlen(req->body),
                            .timeout_ms = timeout_ms};
+  c->max_bytes = d->cfg->max_turn_bytes;
   return atl_http_request(d->http, &hr, atl_agent_call_data, done, c);
 }
 

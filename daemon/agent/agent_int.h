@@ -8,11 +8,19 @@
 #include "agent.h"
 #include "agent/sse.h"
 
-/* A message waiting for the session's run to end. */
+/* A message waiting for the session's run to end (agent_queue.c). */
 typedef struct pending_s {
   struct pending_s *next;
+  struct atl_agent_s *a;
   char *text;
-  char *model;
+  char *model;   /* NULL: the session's */
+  int64_t id;    /* its id in the store's queue */
+  int64_t ts_ms; /* when it was sent */
+  int committed; /* in the store: acknowledged, and free to start */
+  int dropped;   /* cancelled before its commit came back */
+  int queued;    /* what session.send answers: it did not start at once */
+  atl_agent_sent_cb sent; /* until the commit comes back */
+  void *user;
 } pending_t;
 
 struct atl_agent_s {
@@ -89,6 +97,22 @@ json_object *atl__agent_error_envelope(const char *fmt, ...) ATL_PRINTF(1, 2);
 void atl__agent_add_result(atl_agent_t *a, json_object *call, json_object *env);
 /* The next model call of the run (or its end, if cancelled). */
 void atl__agent_turn_start(atl_agent_t *a);
+
+/* The session's agent state, made on first use (NULL: no memory). */
+atl_agent_t *atl__agent_of(atl_daemon_t *d, atl_session_t *s);
+/* Reads the history on a worker; then the queue's head runs (or, with
+ * none, the session pinned for the load is let go). Returns 0 or a
+ * negative ATL_E* code. */
+int atl__agent_load(atl_agent_t *a);
+/* Starts a run with the queued message qid (text and model taken): its
+ * run.started commit removes it from the store's queue. */
+void atl__agent_run_start(atl_agent_t *a, char *text, char *model, int64_t qid);
+
+/* ---- agent_queue.c ---- */
+
+/* Starts the queue's head, if the agent is idle and the head may start. */
+void atl__agent_run_next(atl_agent_t *a);
+void atl__agent_queue_free(atl_agent_t *a);
 
 /* ---- agent_stop.c ---- */
 

@@ -12,10 +12,19 @@ export class ApiError extends Error {
 }
 
 async function request(method, path, body) {
-  const opts = { method, headers: { Accept: 'application/json' }, cache: 'no-store' };
-  if (body !== undefined) {
+  const opts = {
+    method,
+    headers: { Accept: 'application/json' },
+    cache: 'no-store',
+    // The token travels in an HttpOnly cookie that only same-origin
+    // requests carry (doc/deploy.md); never anywhere else.
+    credentials: 'same-origin',
+  };
+  // Every POST is JSON, even without a body: the bridge refuses any other
+  // (or none) with 415, which is what stops a cross-site form post.
+  if (body !== undefined || method === 'POST') {
     opts.headers['Content-Type'] = 'application/json';
-    opts.body = JSON.stringify(body);
+    opts.body = JSON.stringify(body === undefined ? {} : body);
   }
   let res;
   try {
@@ -30,6 +39,9 @@ async function request(method, path, body) {
   } catch {
     data = null;
   }
+  if (res.status === 401 && path !== '/auth' && typeof api.onUnauthorized === 'function') {
+    api.onUnauthorized(data && typeof data.error === 'string' ? data.error : '');
+  }
   if (!res.ok) {
     const msg = data && typeof data.error === 'string' && data.error !== ''
       ? data.error
@@ -42,6 +54,8 @@ async function request(method, path, body) {
 const sid = (id) => '/sessions/' + encodeURIComponent(id);
 
 export const api = {
+  // The token of the link (?token=) for the cookie that logs this browser in.
+  login: (token) => request('POST', '/auth', { token }),
   health: () => request('GET', '/health'),
   models: () => request('GET', '/models'),
   tools: () => request('GET', '/tools'),
@@ -54,6 +68,9 @@ export const api = {
   cancel: (id) => request('POST', sid(id) + '/cancel', {}),
   eventsUrl: (id, after) => '/api' + sid(id) + '/events?after=' + encodeURIComponent(String(after)),
   imageUrl: (id) => '/api/images/' + encodeURIComponent(id) + '.png',
+  // Called with the server's message when a request is refused for want
+  // of the token (set by app.js).
+  onUnauthorized: null,
 };
 
 /** Session ids are 32 lowercase hex digits; anything else in the URL hash

@@ -37,6 +37,9 @@ const els = {
   viewerImg: $('image-viewer-img'),
   viewerLink: $('image-viewer-link'),
   viewerClose: $('image-viewer-close'),
+  login: $('login'),
+  loginReason: $('login-reason'),
+  loginExample: $('login-example'),
 };
 
 const state = {
@@ -388,6 +391,7 @@ async function checkHealth() {
     const h = await api.health();
     ok = h && h.status === 'ok';
   } catch (e) {
+    if (e instanceof ApiError && e.status === 401) return false; // showLogin
     why = e instanceof ApiError && e.status !== 0
       ? 'atelierd is not running (' + e.message + ').'
       : why;
@@ -416,6 +420,46 @@ const CONN_TEXT = {
 function setConn(s) {
   els.conn.dataset.state = s;
   els.conn.textContent = CONN_TEXT[s] || s;
+}
+
+// ---- the token ----
+
+// No valid token: the page shows how to get in instead of failing in
+// every corner, and stops polling.
+function showLogin(reason) {
+  if (els.body.dataset.auth === 'needed') return;
+  els.body.dataset.auth = 'needed';
+  els.loginExample.textContent = location.origin + '/?token=…';
+  els.loginReason.textContent = reason || '';
+  els.login.hidden = false;
+  clearTimeout(state.healthTimer);
+  clearTimeout(state.listTimer);
+  if (state.stream) state.stream.close();
+  state.stream = null;
+}
+// (The server's own message repeats what #login says.)
+api.onUnauthorized = () => showLogin('');
+
+// The link atelier-stack prints carries ?token=: it is traded at once for
+// an HttpOnly cookie and taken out of the address bar and the history, so
+// that neither a screenshot nor a shared URL shows it.
+async function takeToken() {
+  const params = new URLSearchParams(location.search);
+  const token = params.get('token');
+  if (token === null) return true;
+  params.delete('token');
+  const q = params.toString();
+  history.replaceState(null, '', location.pathname + (q ? '?' + q : '') + location.hash);
+  try {
+    await api.login(token);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) {
+      showLogin('The token in that link is not this server\'s (' + e.message + ').');
+      return false;
+    }
+    // Unreachable or failing: the health banner says so, and retries.
+  }
+  return true;
 }
 
 // ---- preview and image viewer ----
@@ -538,7 +582,10 @@ document.addEventListener('visibilitychange', () => {
 showThemeButton();
 closeSidebar();
 setConn('idle');
-checkHealth();
-loadModels();
-refreshSessions();
-openSession(hashSession());
+takeToken().then((ok) => {
+  if (!ok) return;
+  checkHealth();
+  loadModels();
+  refreshSessions();
+  openSession(hashSession());
+});

@@ -5,6 +5,8 @@
 /** The event types the page listens for (EventSource needs each name). */
 export const EVENT_TYPES = [
   'session.created',
+  'message.queued',
+  'queue.cleared',
   'run.started',
   'text.delta',
   'text.done',

@@ -78,10 +78,13 @@ export class ChatView {
   }
 
   /** A message the user sent that has not started yet (the run before it
-   *  is still going, or the POST is in flight). run.started with the same
-   *  text replaces it. */
-  addPending(text) {
-    const node = el('div', { class: 'msg msg-user pending', dataset: { pendingText: text } },
+   *  is still going, or the POST is in flight). id is the daemon's id of
+   *  the queued message (message.queued), null while the POST is in
+   *  flight. run.started with the same id (or text) replaces it. */
+  addPending(text, id = null) {
+    const dataset = { pendingText: text };
+    if (id !== null) dataset.queueId = String(id);
+    const node = el('div', { class: 'msg msg-user pending', dataset },
       el('div', { class: 'bubble', text }),
       el('div', { class: 'msg-meta', text: 'queued' }));
     this.pendingBox.appendChild(node);
@@ -93,6 +96,45 @@ export class ChatView {
     if (node && node.parentNode) node.parentNode.removeChild(node);
   }
 
+  /** The waiting message the daemon knows by id, or else the first one
+   *  with this text that it has not numbered yet (the page's own, sent
+   *  before its message.queued came back); null if none. */
+  findPending(id, text) {
+    const nodes = [...this.pendingBox.children];
+    if (Number.isSafeInteger(id)) {
+      const byId = nodes.find((p) => p.dataset.queueId === String(id));
+      if (byId) return byId;
+    }
+    return nodes.find((p) => p.dataset.queueId === undefined && p.dataset.pendingText === text) || null;
+  }
+
+  // message.queued: the message waits in the daemon's queue (for a run,
+  // or for messages sent before it); a replay after a reload shows it
+  // waiting again from this event alone.
+  messageQueued(d) {
+    if (typeof d.text !== 'string' || !Number.isSafeInteger(d.id)) return;
+    const node = this.findPending(d.id, d.text);
+    if (node === null) this.addPending(d.text, d.id);
+    else node.dataset.queueId = String(d.id);
+  }
+
+  // queue.cleared: a cancel dropped the waiting messages; they never run.
+  queueCleared(d) {
+    const ids = Array.isArray(d.ids) ? d.ids.filter(Number.isSafeInteger) : [];
+    let n = 0;
+    for (const id of ids) {
+      const node = this.findPending(id, null);
+      if (node !== null) {
+        this.removePending(node);
+        n++;
+      }
+    }
+    if (n > 0 && this.lastRun !== null) {
+      this.notice({ box: this.lastRun }, 'dropped',
+        `${n} waiting message${n === 1 ? '' : 's'} dropped: the run was stopped.`);
+    }
+  }
+
   // ---- events ----
 
   apply(ev) {
@@ -100,6 +142,8 @@ export class ChatView {
     this.watchScroll();
     const d = ev.data || {};
     switch (ev.type) {
+      case 'message.queued': this.messageQueued(d); break;
+      case 'queue.cleared': this.queueCleared(d); break;
       case 'run.started': this.runStarted(ev, d); break;
       case 'text.delta': this.textDelta(ev, d); break;
       case 'text.done': this.textDone(ev, d); break;
@@ -145,12 +189,12 @@ export class ChatView {
   runStarted(ev, d) {
     if (this.run !== null) this.closeRun('ended', null); // never ended: say so
     const text = typeof d.text === 'string' ? d.text : '';
-    for (const p of this.pendingBox.children) {
-      if (p.dataset.pendingText === text) {
-        this.removePending(p);
-        break;
-      }
-    }
+    // The waiting message it starts, by its id (message_id), else by its
+    // text: the page's own, if it never waited.
+    let waiting = this.findPending(d.message_id, text);
+    if (waiting === null)
+      waiting = [...this.pendingBox.children].find((p) => p.dataset.pendingText === text) || null;
+    this.removePending(waiting);
     this.root.appendChild(el('div', { class: 'msg msg-user', dataset: { seq: String(ev.seq) } },
       el('div', { class: 'bubble', text })));
     const run = this.current(ev.seq);

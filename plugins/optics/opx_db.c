@@ -687,6 +687,7 @@ void opx_db_free(opx_db_t *db) {
   if (db == NULL)
     return;
   sqlite3_close(db->ro);
+  opx_db_vfs_unregister(db);
   pthread_mutex_destroy(&db->lock);
   for (int i = 0; db->names != NULL && i < db->nobjs; i++)
     free(db->names[i]);

@@ -74,7 +74,25 @@ struct opx_db {
   int timed_out;
   int saw_select;   /* the authorizer saw SQLITE_SELECT */
   char denied[128]; /* what the authorizer refused first, or "" */
+  /* The reader's own VFS (opx_db_vfs.c) and its budget of temporary
+   * space: the bytes the open temporary files hold now, the cap, and
+   * whether the query being run reached it. */
+  sqlite3_vfs *vfs, *vfs_memdb, *vfs_real;
+  char *vfs_name;
+  sqlite3_int64 temp_used, temp_cap;
+  int temp_full;
 };
+
+/* The default cap on a query's temporary space (sorts, groups, DISTINCT,
+ * recursive CTEs), in MB; ATELIER_OPTICS_QUERY_MEMORY_MB overrides it. */
+#define OPX_DB_QUERY_MEMORY_MB 64
+
+/* Registers db's reader VFS (opx_db_vfs.c), named into name (len bytes):
+ * memdb's files, with temporary files counted against db->temp_cap.
+ * SQLITE_OK or an SQLite error code. */
+int opx_db_vfs_register(opx_db_t *db, char *name, size_t len);
+/* Unregisters and frees it, after the reader is closed; safe if absent. */
+void opx_db_vfs_unregister(opx_db_t *db);
 
 /* Opens the read-only connection to the database at uri (the builder's
  * shared in-memory file), attaches joins_uri as "joins", and arms it:

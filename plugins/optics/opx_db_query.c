@@ -17,6 +17,7 @@
  *     flood the model's context.
  * Keyword matching is deliberately absent: text such as
  * 'drop table rays; replace' is data in a string literal. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -198,9 +199,22 @@ int opx_db_open_reader(opx_db_t *db, const char *uri, const char *joins_uri,
                        char **err) {
   sqlite3 *ro = NULL;
   char *attach = sqlite3_mprintf("ATTACH %Q AS joins", joins_uri);
+  /* The reader opens memdb's shared file through its own VFS, which caps
+   * the temporary space of each query (opx_db_vfs.c): the URI's vfs=
+   * parameter names the VFS, so it is replaced. */
+  char vfs[64];
+  int rc = opx_db_vfs_register(db, vfs, sizeof vfs);
+  size_t base = strcspn(uri, "?");
+  char *own = rc == SQLITE_OK
+                  ? sqlite3_mprintf("%.*s?vfs=%s", (int)base, uri, vfs)
+                  : NULL;
+  if (rc == SQLITE_OK && own == NULL)
+    rc = SQLITE_NOMEM;
   /* The page cache is small: the pages are in memory already. */
-  int rc =
-      sqlite3_open_v2(uri, &ro, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+  if (rc == SQLITE_OK)
+    rc =
+        sqlite3_open_v2(own, &ro, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+  sqlite3_free(own);
   if (rc == SQLITE_OK)
     rc = opx_db_functions(ro, db);
   if (rc == SQLITE_OK)
@@ -290,6 +304,16 @@ static const char *skip_filler(const char *s) {
   }
 }
 
+/* Whether sql names a pragma_* table-valued function: "pragma_" at the
+ * start of a word, any case. */
+static int names_pragma_function(const char *sql) {
+  for (const char *p = sql; *p != '\0'; p++)
+    if (strncasecmp(p, "pragma_", 7) == 0 &&
+        (p == sql || !(isalnum((unsigned char)p[-1]) || p[-1] == '_')))
+      return 1;
+  return 0;
+}
+
 /* Compiles sql as the one read-only SELECT it must be, with the query's
  * state reset. 0 and *st, or -EINVAL with *err. */
 static int compile(opx_db_t *db, const char *sql, sqlite3_stmt **st,
@@ -298,9 +322,19 @@ static int compile(opx_db_t *db, const char *sql, sqlite3_stmt **st,
   db->denied[0] = '\0';
   db->saw_select = 0;
   db->timed_out = 0;
+  db->temp_full = 0;
   *st = NULL;
   if (sqlite3_prepare_v3(db->ro, sql, -1, 0, st, &tail) != SQLITE_OK) {
     const char *msg = sqlite3_errmsg(db->ro);
+    /* A pragma_* table-valued function is connected on first use, which
+     * SQLite asks the authorizer for as a write to the schema table: the
+     * refusal would say "changes to the schema" of a query that names
+     * none, so it names what the query did use. */
+    if (strncmp(db->denied, "changes to the schema", 21) == 0 &&
+        names_pragma_function(sql))
+      return fail(err, "not allowed: the pragma_* table-valued functions "
+                       "(pragma_table_info and the others) are PRAGMAs, which "
+                       "query_rays does not run; " HINT);
     if (db->denied[0] != '\0')
       return fail(err, "not allowed: %s; " READ_ONLY, db->denied);
     /* A write to a view, or to the rays (a virtual table without
@@ -336,6 +370,16 @@ static int compile(opx_db_t *db, const char *sql, sqlite3_stmt **st,
 static int step_error(opx_db_t *db, char **err) {
   if (db->timed_out)
     return time_limit(err);
+  if (db->temp_full)
+    return fail(err,
+                "the query needs more than %lld MB of working space for the "
+                "rows it sorts, groups, de-duplicates or recurses over; ask "
+                "for fewer rows: add a LIMIT (ORDER BY ... LIMIT n keeps "
+                "only n), filter with WHERE first, aggregate (COUNT, SUM, "
+                "GROUP BY fewer columns), or select fewer or narrower "
+                "columns (the cap is ATELIER_OPTICS_QUERY_MEMORY_MB in the "
+                "daemon's environment)",
+                (long long)(db->temp_cap >> 20));
   return fail(err, "SQL error: %s; " HINT, sqlite3_errmsg(db->ro));
 }
 

@@ -21,6 +21,10 @@ SRCDIR = os.environ.get(
 BUILDDIR = os.environ.get("ATL_TEST_BUILDDIR", os.path.join(SRCDIR, "build"))
 DAEMON = os.path.join(BUILDDIR, "atelierd")
 PLUGIN_DIR = os.path.join(BUILDDIR, "plugins", ".libs")
+# The tests' own plugin (echo_test: images, sleeps, failures, secrets),
+# which no stack loads; the tests' daemons load both directories.
+TEST_PLUGIN_DIR = os.path.join(BUILDDIR, "tests", "plugins", ".libs")
+PLUGIN_DIRS = PLUGIN_DIR + ":" + TEST_PLUGIN_DIR
 FAKE = os.environ.get("FAKE_LLM",
                       os.path.join(SRCDIR, "tests", "fake-llm", "fake_llm.py"))
 # The key the fake provider is configured with; it must never reach a log.
@@ -62,23 +66,20 @@ def free_port():
     return port
 
 
-def rpc(sock_path, method, params, timeout=20):
-    """One JSON-RPC call on a daemon's api.sock: its result, RuntimeError
-    for an error answer, OSError when no answer came."""
+def rpc(sock, method, params, timeout=20):
+    """One JSON-RPC call on the API socket at sock: its result."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
-    try:
-        s.connect(sock_path)
-        s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
-                              "params": params}).encode() + b"\n")
-        buf = b""
-        while b"\n" not in buf:
-            chunk = s.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("api.sock closed before answering %s" % method)
-            buf += chunk
-    finally:
-        s.close()
+    s.connect(sock)
+    s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
+                          "params": params}).encode() + b"\n")
+    buf = b""
+    while b"\n" not in buf:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        buf += chunk
+    s.close()
     resp = json.loads(buf.split(b"\n", 1)[0])
     if "error" in resp:
         raise RuntimeError("%s: %s" % (method, resp["error"]))
@@ -102,7 +103,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [DAEMON, "--foreground", "--config", path, "--socket-dir",
              os.path.dirname(self.sock), "--data-dir", self.data,
-             "--plugin-dir", PLUGIN_DIR, "--log-level", "debug"],
+             "--plugin-dir", PLUGIN_DIRS, "--log-level", "debug"],
             stderr=open(self.log, "a"), env=e)
         PROCS.append(self.proc)
         for _ in range(200):

@@ -14,7 +14,8 @@ set -euo pipefail
 builddir=${ATL_TEST_BUILDDIR:?ATL_TEST_BUILDDIR must name the build directory}
 ctl=$builddir/atelierctl
 daemon=$builddir/atelierd
-plugins=$builddir/plugins/.libs
+# The build's plugins and the tests' own (echo_test).
+plugins=$builddir/plugins/.libs:$builddir/tests/plugins/.libs
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/atelier-it.XXXXXX")
 daemon_pid=

@@ -29,7 +29,7 @@ import threading
 import time
 import traceback
 
-from atltest import BUILDDIR, DAEMON, PLUGIN_DIR
+from atltest import BUILDDIR, DAEMON, PLUGIN_DIR, PLUGIN_DIRS
 
 LT_PLUGIN_DIR = os.path.join(BUILDDIR, "tests", "unit", "plugins", ".libs")
 
@@ -186,7 +186,7 @@ def finished_events(events, tool=None):
 class Daemon:
     """One atelierd process in its own scratch directories."""
 
-    def __init__(self, name, plugin_dir=PLUGIN_DIR, data_dir=None,
+    def __init__(self, name, plugin_dir=PLUGIN_DIRS, data_dir=None,
                  socket_dir=None, config=None, log_level="debug", extra=()):
         self.name = name
         self.dir = os.path.join(TMP, name)
@@ -661,15 +661,15 @@ def check_fail(ctx, d):
                    "echo_fail {}: error 'failed on purpose'", env)
         env2 = c.tool(sid, "echo_fail", {"internal": True})
         ctx.expect(env2.get("success") is False and
-                   "plugin 'echo'" in env2.get("error", ""),
-                   "echo_fail internal: the error names plugin 'echo'", env2)
+                   "plugin 'echo_test'" in env2.get("error", ""),
+                   "echo_fail internal: the error names plugin 'echo_test'", env2)
         evs = finished_events(c.events(sid), "echo_fail")
         ctx.require(len(evs) == 2, "two tool.finished echo_fail events", evs)
         ctx.expect(evs[0]["data"].get("success") is False and
                    evs[0]["data"].get("error") == "failed on purpose",
                    "the first event: success false, its error", evs[0])
         ctx.expect(evs[1]["data"].get("success") is False and
-                   "plugin 'echo'" in evs[1]["data"].get("error", ""),
+                   "plugin 'echo_test'" in evs[1]["data"].get("error", ""),
                    "the second event: success false, names the plugin", evs[1])
 
 
@@ -724,8 +724,8 @@ def check_document(ctx, d):
         env = c.tool(sid, "echo_store", {"key": "a", "value": {"x": 1}})
         ctx.expect(env.get("success") is True, "echo_store a={x:1} succeeds", env)
         doc = c.call("session.get", {"session": sid})["document"]
-        ctx.expect(doc.get("echo", {}).get("a") == {"x": 1},
-                   "document.echo.a == {x: 1}", doc)
+        ctx.expect(doc.get("echo_test", {}).get("a") == {"x": 1},
+                   "document.echo_test.a == {x: 1}", doc)
         ev = finished_events(c.events(sid), "echo_store")
         ctx.require(len(ev) == 1, "one echo_store event", ev)
         op = ev[0]["data"]["operation"]
@@ -747,7 +747,7 @@ def check_document(ctx, d):
                    "echo_store key \"\": a validation error on /key", env)
         after = c.call("session.get", {"session": sid})
         ctx.expect(after["document"] == before["document"] and
-                   after["document"].get("echo") == {"a": [2, "y"]},
+                   after["document"].get("echo_test") == {"a": [2, "y"]},
                    "the failed call left the document unchanged", after["document"])
 
 
@@ -1029,7 +1029,7 @@ def check_crash(ctx):
             except RpcError as e:
                 ctx.expect(False, "session %d exists after the restart" % i, str(e))
                 continue
-            ns = doc.get("echo", {})
+            ns = doc.get("echo_test", {})
             lost = [n for n in acked[i] if ns.get("k%d" % n) != n]
             ctx.expect(not lost, "session %d: every acknowledged key (%d) is in the "
                        "document" % (i, len(acked[i])), lost[:10])

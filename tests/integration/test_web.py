@@ -30,21 +30,23 @@ KEY = "sk-web-test-SECRET"
 class Stack:
     """scripts/atelier-stack, the project's own way of running the stack."""
 
-    def __init__(self, fake_url, fcgi_args=()):
-        self.data = os.path.join(TMP, "stack")
+    def __init__(self, fake_url, fcgi_args=(), name="stack", extra_conf="",
+                 stack_args=()):
+        self.data = os.path.join(TMP, name)
         self.port = free_port()
-        conf = os.path.join(TMP, "atelierd.conf")
+        conf = os.path.join(TMP, name + ".conf")
         with open(conf, "w") as f:
             f.write("[agent]\nprovider = fake\nqueue_max = 1\n"
                     "[provider.fake]\ntype = openai\nbase_url = %s\n"
                     "api_key_env = FAKE_LLM_KEY\nmodels = fake-model, other\n"
-                    "timeout_ms = 5000\n" % fake_url)
+                    "timeout_ms = 5000\n%s" % (fake_url, extra_conf))
         args = [STACK, "--build", BUILDDIR, "--data", self.data, "--port",
-                str(self.port), "--config", conf]
+                str(self.port), "--config", conf, "--plugin-dir",
+                os.path.join(BUILDDIR, "tests", "plugins", ".libs")] + list(stack_args)
         for a in fcgi_args:
             args += ["--fcgi-arg", a]
         env = dict(os.environ, FAKE_LLM_KEY=KEY)
-        self.out = open(os.path.join(TMP, "stack.out"), "w+")
+        self.out = open(os.path.join(TMP, name + ".out"), "w+")
         # SIGINT as a terminal leaves it: a shell that starts the tests as a
         # background job (nohup ... &, no job control) has it ignored, and
         # bash can then never trap it, so the Ctrl-C check would hang.
@@ -55,11 +57,27 @@ class Stack:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             self.out.seek(0)
-            if "atelier: ready at" in self.out.read():
+            m = re.search(r"atelier: ready at (\S+)", self.out.read())
+            if m:
+                self.url = m.group(1)
+                self.token = self.read_token()
                 return
             assert self.proc.poll() is None, self.log()
             time.sleep(0.1)
         raise AssertionError("the stack did not start: " + self.log())
+
+    def read_token(self):
+        """The HTTP API's token (atelierd makes it in its data directory),
+        or None where there is none (an older atelierd, or auth off)."""
+        try:
+            with open(os.path.join(self.data, "store", "token")) as f:
+                return f.read().strip()
+        except FileNotFoundError:
+            return None
+
+    def auth(self):
+        """The headers every request of a script carries."""
+        return {"Authorization": "Bearer " + self.token} if self.token else {}
 
     def log(self):
         self.out.seek(0)
@@ -68,12 +86,18 @@ class Stack:
     def conn(self, timeout=20):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
-    def request(self, method, path, body=None, headers=None, raw=False):
-        """(status, headers dict (lowercase names), body: parsed JSON or bytes)."""
+    def request(self, method, path, body=None, headers=None, raw=False,
+                auth=True):
+        """(status, headers dict (lowercase names), body: parsed JSON or bytes).
+        The token goes with it unless auth is False (or headers name another
+        Authorization); a POST is JSON unless headers say otherwise."""
         c = self.conn()
-        h = dict(headers or {})
+        h = dict(self.auth() if auth else {})
+        h.update(headers or {})
+        h = {k: v for k, v in h.items() if v is not None}
         if body is not None and not isinstance(body, (bytes, str)):
             body = json.dumps(body)
+        if method == "POST" and (headers is None or "Content-Type" not in headers):
             h.setdefault("Content-Type", "application/json")
         c.request(method, path, body=body, headers=h)
         r = c.getresponse()
@@ -103,8 +127,10 @@ class SSE:
 
     def __init__(self, stack, sid, headers=None, query=""):
         self.c = stack.conn(timeout=20)
+        h = stack.auth()
+        h.update(headers or {})
         self.c.request("GET", "/api/sessions/%s/events%s" % (sid, query),
-                       headers=headers or {})
+                       headers=h)
         self.r = self.c.getresponse()
         self.headers = {k.lower(): v for k, v in self.r.getheaders()}
         self.comments = []
@@ -276,7 +302,7 @@ def _(ctx):
     for i in range(1100):
         c.request("POST", "/api/sessions/%s/tools/echo" % sid,
                   body=json.dumps({"text": str(i)}),
-                  headers={"Content-Type": "application/json"})
+                  headers=dict(s.auth(), **{"Content-Type": "application/json"}))
         r = c.getresponse()
         r.read()
         assert r.status == 200, r.status
@@ -326,14 +352,19 @@ def _(ctx):
     assert got[-1]["event"] == "run.cancelled", got
 
 
-@check("images: bytes, immutable cache headers, ETag and 304")
-def _(ctx):
-    s = ctx["stack"]
+def new_image(s):
+    """A new session with a 4x4 image of echo_image: (session, image id)."""
     sid = s.session()
     st, _, env = s.request("POST", "/api/sessions/%s/tools/echo_image" % sid,
                            {"width": 4, "height": 4})
     assert st == 200 and env["success"] is True, (st, env)
-    img = env["images"][0]["id"]
+    return sid, env["images"][0]["id"]
+
+
+@check("images: bytes, immutable cache headers, ETag and 304")
+def _(ctx):
+    s = ctx["stack"]
+    _, img = new_image(s)
     st, h, data = s.request("GET", "/api/images/%s.png" % img, raw=True)
     assert st == 200 and data.startswith(b"\x89PNG\r\n\x1a\n"), (st, data[:8])
     assert h["content-type"] == "image/png" and int(h["content-length"]) == len(data), h
@@ -451,6 +482,267 @@ def _(ctx):
     assert s.pid_of("atelier-fcgi") == ctx["fcgi_pids"], "the bridge did not restart"
 
 
+def fcgi_params(pairs):
+    out = b""
+    for k, v in pairs.items():
+        k, v = k.encode(), v.encode()
+        for n in (len(k), len(v)):
+            out += struct.pack("!B", n) if n < 128 else struct.pack("!I", n | 0x80000000)
+        out += k + v
+    return out
+
+
+def fcgi_call(sock_path, params, body=b""):
+    """One request over raw FastCGI, the way nginx sends it: (status, the
+    JSON body). Lets a test set what nginx would (SERVER_ADDR)."""
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(10)
+    c.connect(sock_path)
+    c.sendall(fcgi_record(1, 1, struct.pack("!HB5x", 1, 0)) +
+              fcgi_record(4, 1, fcgi_params(params)) + fcgi_record(4, 1, b"") +
+              (fcgi_record(5, 1, body) if body else b"") + fcgi_record(5, 1, b""))
+    data = b""
+    while True:
+        chunk = c.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    c.close()
+    out, i = b"", 0
+    while i + 8 <= len(data):
+        _, rtype, _, clen, plen = struct.unpack("!BBHHB", data[i:i + 7])
+        if rtype == 6:
+            out += data[i + 8:i + 8 + clen]
+        i += 8 + clen + plen
+    head, _, payload = out.partition(b"\r\n\r\n")
+    m = re.search(rb"Status: (\d+)", head)
+    return int(m.group(1)) if m else 200, json.loads(payload)
+
+
+def raw_http(port, text):
+    """Sends text as it is; returns what came back (b"" when nginx closed
+    the connection without an answer: its 444)."""
+    c = socket.create_connection(("127.0.0.1", port), timeout=10)
+    c.sendall(text.encode())
+    data = b""
+    try:
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except ConnectionResetError:
+        pass
+    c.close()
+    return data
+
+
+def session_ids(s):
+    st, _, b = s.request("GET", "/api/sessions")
+    assert st == 200, (st, b)
+    return sorted(x["id"] for x in b)
+
+
+@check("issue 17's reproductions: a rebinding Host and a cross-site POST without Content-Type")
+def _(ctx):
+    s = ctx["stack"]
+    before = session_ids(s)
+    auth = "Authorization: Bearer %s\r\n" % s.token if s.token else ""
+    # nginx's default server closes the connection for any other Host
+    # (444), whatever the method or the form of the request line, token
+    # or not.
+    for line, host in (("GET /api/sessions", "rebind.attacker.example"),
+                       ("GET /api/sessions", "rebind.attacker.example:%d" % s.port),
+                       ("HEAD /api/sessions", "rebind.attacker.example"),
+                       ("GET /", "rebind.attacker.example"),
+                       ("POST /api/sessions", "evil.example"),
+                       ("GET http://rebind.attacker.example/api/sessions", "127.0.0.1")):
+        got = raw_http(s.port, "%s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: 0\r\n"
+                       "Connection: close\r\n\r\n" % (line, host, auth))
+        assert got == b"", (line, host, got[:200])
+    got = raw_http(s.port, "GET /api/sessions HTTP/1.0\r\n%s\r\n" % auth)
+    assert got == b"", ("no Host", got[:200])
+    # The bridge checks Host too: behind an nginx that passed it (an
+    # absolute URI names the server; the Host header is the attacker's),
+    # and a name nginx accepts but the browser's origin is another.
+    for line, host in (("GET http://127.0.0.1:%d/api/sessions" % s.port, "evil.example"),
+                       ("GET /api/sessions", "localhost.:%d" % s.port),
+                       ("GET /api/sessions", "127.0.0.1:1")):
+        got = raw_http(s.port, "%s HTTP/1.1\r\nHost: %s\r\n%sConnection: close\r\n\r\n"
+                       % (line, host, auth))
+        assert got.startswith(b"HTTP/1.1 421"), (line, host, got[:300])
+        assert b"does not answer for the host" in got and b"nosniff" in got, got
+    st, _, b = s.request("GET", "/api/sessions", headers={"Host": "LOCALHOST:%d" % s.port})
+    assert st == 200, ("Host is case-insensitive", st, b)
+    # The cross-site POST of the issue: no Content-Type, Origin elsewhere.
+    for headers in ({"Origin": "http://evil.example", "Content-Type": None},
+                    {"Origin": "http://evil.example"},
+                    {"Content-Type": None}):
+        for auth_on in (False, True):
+            st, h, b = s.request("POST", "/api/sessions", b"", headers, auth=auth_on)
+            assert st in (403, 415), (headers, auth_on, st, b)
+            assert h["content-type"] == "application/json", h
+    assert session_ids(s) == before
+
+
+@check("the token: 401 JSON on every /api/ route without it or with a wrong one; bearer and cookie work")
+def _(ctx):
+    s = ctx["stack"]
+    sid, img = new_image(s)
+    st, _, b = s.request("GET", "/api/sessions/" + sid)
+    last_seq = b["last_seq"]
+    routes = [("GET", "/api/health"), ("HEAD", "/api/health"), ("GET", "/api/models"),
+              ("GET", "/api/tools"), ("GET", "/api/sessions"), ("POST", "/api/sessions"),
+              ("GET", "/api/sessions/" + sid), ("DELETE", "/api/sessions/" + sid),
+              ("POST", "/api/sessions/%s/messages" % sid),
+              ("POST", "/api/sessions/%s/cancel" % sid),
+              ("GET", "/api/sessions/%s/events" % sid),
+              ("POST", "/api/sessions/%s/tools/echo" % sid),
+              ("GET", "/api/images/%s.png" % img), ("GET", "/api/nothing"),
+              ("PUT", "/api/sessions")]
+    wrong = ["0" * 64, s.token[:-1], s.token + "0", s.token.upper(), ""]
+    for method, path in routes:
+        body = {"text": "x"} if method == "POST" else None
+        for hdrs in [{}] + [{"Authorization": "Bearer " + w} for w in wrong] + \
+                [{"Authorization": "Basic " + s.token},
+                 {"Cookie": "atelier_token_%d=%s" % (s.port, "1" * 64)},
+                 {"Cookie": "atelier_token_1=%s" % s.token}]:
+            st, h, b = s.request(method, path, body, hdrs, auth=False)
+            assert st == 401, (method, path, hdrs, st, b)
+            assert h["content-type"] == "application/json", h
+            assert h.get("www-authenticate") == 'Bearer realm="atelier"', h
+            if method != "HEAD":
+                assert "?token=" in b["error"] and "Bearer" in b["error"], b
+    st, _, b = s.request("GET", "/api/sessions/" + sid)
+    assert st == 200 and b["last_seq"] == last_seq, ("nothing ran", b)
+    # The page's way in: POST /api/auth trades the token for the cookie.
+    st, h, b = s.request("POST", "/api/auth", {"token": "f" * 64}, auth=False)
+    assert st == 401 and "set-cookie" not in h and "not this server's" in b["error"], (st, h, b)
+    st, h, b = s.request("POST", "/api/auth", {"nothing": 1}, auth=False)
+    assert st == 400 and "token" in b["error"], (st, b)
+    st, h, b = s.request("POST", "/api/auth", {"token": s.token}, auth=False)
+    assert st == 200 and b["authenticated"] is True, (st, b)
+    cookie = h["set-cookie"]
+    name_value, *attrs = [a.strip() for a in cookie.split(";")]
+    assert name_value == "atelier_token_%d=%s" % (s.port, s.token), cookie
+    assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= set(attrs), cookie
+    assert "Secure" not in attrs, ("plain HTTP on loopback", cookie)
+    st, _, b = s.request("GET", "/api/sessions/" + sid, auth=False,
+                         headers={"Cookie": "other=1; " + name_value + "; x=y"})
+    assert st == 200 and b["id"] == sid, (st, b)
+    st, _, b = s.request("GET", "/api/sessions/" + sid,
+                         headers={"Authorization": "bearer  " + s.token})
+    assert st == 200, ("the scheme is case-insensitive", st, b)
+
+
+@check("other origins: Origin and Sec-Fetch-Site refused with 403, POSTs must be JSON (415), no CORS")
+def _(ctx):
+    s = ctx["stack"]
+    sid = s.session()
+    before = session_ids(s)
+    me = "http://127.0.0.1:%d" % s.port
+    refused = [
+        ({"Origin": "http://evil.example"}, 403, "another origin"),
+        ({"Origin": "null"}, 403, "another origin"),
+        ({"Origin": "http://127.0.0.1:%d" % (s.port + 1)}, 403, "another origin"),
+        ({"Origin": "http://localhost:%d" % s.port}, 403, "another origin"),
+        ({"Sec-Fetch-Site": "cross-site"}, 403, "another site"),
+        ({"Sec-Fetch-Site": "same-site"}, 403, "another site"),
+        ({"Origin": me, "Sec-Fetch-Site": "cross-site"}, 403, "another site"),
+    ]
+    for hdrs, want, needle in refused:
+        for method, path, body in (("POST", "/api/sessions", {}),
+                                   ("POST", "/api/sessions/%s/cancel" % sid, {}),
+                                   ("DELETE", "/api/sessions/" + sid, None),
+                                   ("GET", "/api/sessions", None)):
+            st, h, b = s.request(method, path, body, hdrs)
+            assert st == want and needle in b["error"], (hdrs, method, path, st, b)
+            assert h.get("x-content-type-options") == "nosniff", h
+    for ct in (None, "text/plain", "text/plain;charset=UTF-8",
+               "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+               "application/jsonp", "application/json-seq"):
+        for path in ("/api/sessions", "/api/sessions/%s/cancel" % sid,
+                     "/api/sessions/%s/messages" % sid):
+            for body in (b"", b'{"text": "x"}'):
+                st, _, b = s.request("POST", path, body, {"Content-Type": ct})
+                assert st == 415 and "must be JSON" in b["error"], (ct, path, body, st, b)
+    assert session_ids(s) == before
+    # The page's own requests: same origin, or typed in.
+    for hdrs in ({"Origin": me, "Sec-Fetch-Site": "same-origin"},
+                 {"Sec-Fetch-Site": "none"},
+                 {"Origin": me.replace("http:", "https:")},
+                 {"Content-Type": "application/json; charset=utf-8"}):
+        st, _, b = s.request("POST", "/api/sessions", {}, hdrs)
+        assert st == 201, (hdrs, st, b)
+    # CORS is never granted: a preflight gets no Access-Control-Allow-*.
+    st, h, b = s.request("OPTIONS", "/api/sessions", headers={
+        "Origin": "http://evil.example", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"})
+    assert st in (403, 405) and not [k for k in h if k.startswith("access-control")], (st, h)
+    st, h, b = s.request("OPTIONS", "/api/sessions")
+    assert st == 405 and not [k for k in h if k.startswith("access-control")], (st, h)
+    # Nothing an API answer holds may be embedded by another origin.
+    for path in ("/api/sessions", "/api/sessions/" + sid,
+                 "/api/images/%s.png" % ("0" * 64), "/api/nothing"):
+        st, h, _ = s.request("GET", path, raw=True)
+        assert h.get("cross-origin-resource-policy") == "same-origin", (path, h)
+        assert h.get("x-content-type-options") == "nosniff", (path, h)
+
+
+@check("[http] auth = off: no token, but only on loopback (SERVER_ADDR), and the stack refuses a public address")
+def _(ctx):
+    off = Stack(ctx["fake"].url, name="stack-noauth", extra_conf="[http]\nauth = off\n")
+    try:
+        assert off.token is None and off.url == "http://127.0.0.1:%d/" % off.port, off.url
+        st, _, b = off.request("GET", "/api/sessions")
+        assert st == 200, (st, b)
+        sock = os.path.join(off.data, "run", "fcgi.sock")
+        base = {"REQUEST_METHOD": "GET", "REQUEST_URI": "/api/sessions",
+                "HTTP_HOST": "127.0.0.1:%d" % off.port, "SERVER_PORT": str(off.port)}
+        for addr in ("192.0.2.7", "10.0.0.1", "::", "2001:db8::1", "::ffff:192.0.2.7", ""):
+            st, b = fcgi_call(sock, dict(base, SERVER_ADDR=addr))
+            assert st == 403 and "auth = off" in b["error"], (addr, st, b)
+        st, b = fcgi_call(sock, base)
+        assert st == 403 and "auth = off" in b["error"], ("no SERVER_ADDR", st, b)
+        for addr in ("127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"):
+            st, b = fcgi_call(sock, dict(base, SERVER_ADDR=addr))
+            assert st == 200 and isinstance(b, list), (addr, st, b)
+        # The same holds with auth on: the token is still required.
+        sock_on = os.path.join(ctx["stack"].data, "run", "fcgi.sock")
+        st, b = fcgi_call(sock_on, dict(base, SERVER_ADDR="127.0.0.1",
+                                        HTTP_HOST="127.0.0.1:%d" % ctx["stack"].port))
+        assert st == 401, (st, b)
+    finally:
+        off.proc.send_signal(signal.SIGTERM)
+        off.proc.wait(timeout=30)
+    conf = os.path.join(TMP, "stack-noauth.conf")
+    r = subprocess.run([STACK, "--build", BUILDDIR, "--data", os.path.join(TMP, "stack-public"),
+                        "--port", str(free_port()), "--listen", "0.0.0.0", "--config", conf],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "auth = off" in r.stderr and "ready at" not in r.stdout, \
+        (r.returncode, r.stdout, r.stderr)
+
+
+@check("the token file: 0600, 64 hex digits, the same after a restart")
+def _(ctx):
+    s = ctx["stack"]
+    assert s.token and re.fullmatch(r"[0-9a-f]{64}", s.token), s.token
+    assert s.url == "http://127.0.0.1:%d/?token=%s" % (s.port, s.token), s.url
+    p = os.path.join(s.data, "store", "token")
+    st = os.stat(p)
+    assert st.st_mode & 0o777 == 0o600, oct(st.st_mode)
+    with open(p) as f:
+        assert f.read() == s.token + "\n"
+    ctx["token_before_restart"] = s.token
+    # The link's request is not in nginx's access log; others are.
+    for q in ("token=" + s.token, "probe=1"):
+        st, _, _ = s.request("GET", "/?" + q, raw=True)
+        assert st == 200, st
+    with open(os.path.join(s.data, "log", "nginx-access.log")) as f:
+        log = f.read()
+    assert "probe=1" in log and s.token not in log, log[-500:]
+
+
 @check("a stream held across a daemon killed and restarted goes on; calls answer 503 meanwhile")
 def _(ctx):
     s = ctx["stack"]
@@ -481,6 +773,7 @@ def _(ctx):
     assert ids == list(range(1, len(ids) + 1)), ids
     assert got[-1]["event"] == "run.completed", got
     assert "atelierd exited; restarting it" in s.log(), s.log()
+    assert s.read_token() == ctx.get("token_before_restart", s.token), "a new token"
     # (The 503 window may be too short to see; what matters is no error
     # other than 503 and that the stream never broke.)
     ctx["saw_503"] = saw_503

@@ -289,13 +289,13 @@ Test(config, unknown_key) {
 Test(config, unknown_section) {
   expect_error("[daemon]\nforeground = no\n[toolz]\n", ATL_ECONFIG,
                "%s:3: unknown section [toolz] (known: daemon, log, api, "
-               "plugins, tools, store, agent, render, provider.NAME)");
+               "plugins, tools, store, agent, render, http, provider.NAME)");
 }
 
 Test(config, key_outside_section) {
   expect_error("foreground = yes\n", ATL_ECONFIG,
                "%s:1: key 'foreground' is outside any section (sections: "
-               "daemon, log, api, plugins, tools, store, agent, render)");
+               "daemon, log, api, plugins, tools, store, agent, render, http)");
 }
 
 Test(config, syntax_error_reported_before_later_errors) {
@@ -384,7 +384,7 @@ Test(config, sample_loads_and_mentions_every_key) {
     cr_assert(at != NULL && (next == NULL || at < next),
               "%s is not in the sample's [%s]", *k, section);
   }
-  cr_assert_eq(count, 26);
+  cr_assert_eq(count, 28);
 }
 
 /* Runs atl_config_from_args on a NULL-terminated list of arguments. */
@@ -538,10 +538,12 @@ Test(config, agent_and_providers) {
   cr_assert_null(cfg.agent_provider);
   cr_assert_eq(cfg.max_turns, 10);
   cr_assert_eq(cfg.queue_max, 4);
+  cr_assert_eq(cfg.max_turn_bytes, 1048576);
   atl_config_free(&cfg); /* load_ok starts from the defaults again */
   load_ok(&cfg, "[agent]\n"
                 "provider = local\n"
                 "max_turns = 3\n"
+                "max_turn_bytes = 4096\n"
                 "[provider.claude]\n"
                 "type = anthropic\n"
                 "api_key_env = ANTHROPIC_API_KEY\n"
@@ -553,6 +555,7 @@ Test(config, agent_and_providers) {
                 "max_tokens = 100\n");
   cr_assert_str_eq(cfg.agent_provider, "local");
   cr_assert_eq(cfg.max_turns, 3);
+  cr_assert_eq(cfg.max_turn_bytes, 4096);
   cr_assert_eq(cfg.n_providers, 2);
   const atl_provider_conf_t *c = atl_provider_conf(&cfg, "claude");
   cr_assert_str_eq(c->type, "anthropic");
@@ -598,6 +601,9 @@ Test(config, provider_errors) {
   expect_error("[agent]\nmax_turns = 0\n", ATL_ECONFIG,
                "%s:2: [agent] max_turns: expected a whole number of turns "
                "between 1 and 1000, got '0'");
+  expect_error("[agent]\nmax_turn_bytes = 100\n", ATL_ECONFIG,
+               "%s:2: [agent] max_turn_bytes: expected a whole number of "
+               "bytes between 1024 and 1073741824, got '100'");
   expect_error("[provider.a]\ntype = anthropic\nthinking_budget = 100\n",
                ATL_ECONFIG,
                "%s:3: [provider.a] thinking_budget: expected 0 (no extended "
@@ -623,4 +629,20 @@ Test(config, provider_errors) {
   expect_error("[provider.a]\ntype = gemini\nmax_tokens_param = max_tokens\n",
                ATL_ECONFIG,
                "%s: [provider.a] max_tokens_param is for type = openai");
+}
+
+Test(config, http_auth_defaults_on_and_turns_off) {
+  atl_config_t cfg;
+  atl_config_defaults(&cfg);
+  cr_assert_eq(cfg.http_auth, 1);
+  char path[] = "/tmp/atl-config-http-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, "[http]\nauth = off\n", 18), 18);
+  close(fd);
+  char *err = NULL;
+  cr_assert_eq(atl_config_load(&cfg, path, &err), 0, "%s", err ? err : "");
+  cr_assert_eq(cfg.http_auth, 0);
+  unlink(path);
+  atl_config_free(&cfg);
 }

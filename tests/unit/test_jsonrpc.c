@@ -72,6 +72,35 @@ Test(framer, oversize_frame_is_reported_once_and_skipped) {
   atl_framer_free(&f);
 }
 
+/* Takes one frame, then asks to stop (a connection pausing its reading). */
+static int one_then_stop(int kind, const char *line, size_t len, void *user) {
+  collect(kind, line, len, user);
+  return 1;
+}
+
+Test(framer, frames_left_after_a_stop_come_out_with_drain) {
+  atl_framer_t f;
+  sink_t s = {0};
+  atl_framer_init(&f, 1024);
+  const char *msg = "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n{\"d\"";
+  atl_framer_feed(&f, msg, strlen(msg), one_then_stop, &s);
+  cr_assert_eq(s.lines, 1);
+  /* No more bytes come: the frames already read must not wait for them. */
+  atl_framer_drain(&f, one_then_stop, &s);
+  cr_assert_eq(s.lines, 2);
+  cr_assert_str_eq(s.got[1], "{\"b\":2}");
+  atl_framer_drain(&f, collect, &s);
+  cr_assert_eq(s.lines, 3);
+  cr_assert_str_eq(s.got[2], "{\"c\":3}");
+  /* The incomplete frame waits for its end. */
+  atl_framer_drain(&f, collect, &s);
+  cr_assert_eq(s.lines, 3);
+  atl_framer_feed(&f, ":4}\n", 4, collect, &s);
+  cr_assert_eq(s.lines, 4);
+  cr_assert_str_eq(s.got[3], "{\"d\":4}");
+  atl_framer_free(&f);
+}
+
 static int parse(const char *text, atl_rpc_request_t *req, char **err) {
   return atl_rpc_parse(text, strlen(text), req, err);
 }

@@ -148,6 +148,14 @@ Test(loader, echo_plugin_from_the_build) {
            b ? b : ATL_TEST_BUILDDIR);
   cr_assert_eq(atl_registry_load(&reg, path, &opt, &reason), 0, "%s",
                reason ? reason : "");
+  /* The build's echo offers echo alone: the tests' tools are echo_test's,
+   * which only the tests load. */
+  cr_assert_eq(reg.n_tools, 1);
+  cr_assert_str_eq(reg.tools[0]->tool.name, "echo");
+  snprintf(path, sizeof(path), "%s/tests/plugins/.libs/echo_test.so",
+           b ? b : ATL_TEST_BUILDDIR);
+  cr_assert_eq(atl_registry_load(&reg, path, &opt, &reason), 0, "%s",
+               reason ? reason : "");
   const char *names[] = {"echo",        "echo_fail",  "echo_image",
                          "echo_secret", "echo_sleep", "echo_store"};
   cr_assert_eq(reg.n_tools, 6);

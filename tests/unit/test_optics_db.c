@@ -513,3 +513,21 @@ Test(optics_db, rays_plans_agree_with_a_table) {
             "c.ray_id WHERE r.interaction_type = 'tir'");
   cr_assert_eq(integer(rs, 0, 0), 2);
 }
+
+/* A pragma_* table-valued function is refused as what it is, not as the
+ * "change to the schema" SQLite's connection of it looks like. */
+Test(optics_db, pragma_functions_are_named_in_the_refusal) {
+  static const char *const cases[] = {
+      "SELECT * FROM pragma_table_info('rays')",
+      "SELECT name FROM PRAGMA_function_list",
+      "SELECT * FROM rays, pragma_database_list",
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *err = refused(cases[i]);
+    cr_assert(strstr(err, "pragma_* table-valued functions") != NULL, "%s: %s",
+              cases[i], err);
+    cr_assert(strstr(err, "describe_schema") != NULL, "%s", err);
+    cr_assert(strstr(err, "changes to the schema") == NULL, "%s", err);
+    free(err);
+  }
+}

@@ -437,7 +437,7 @@ Test(store, failing_txn_does_not_fail_its_group) {
 
 Test(store, newer_schema_version_is_refused) {
   atl_store_close(open_store());
-  cr_assert_eq(sql_int("PRAGMA user_version"), 2);
+  cr_assert_eq(sql_int("PRAGMA user_version"), 3);
   sql_int("PRAGMA user_version = 99");
   char dir[128];
   snprintf(dir, sizeof(dir), "%s/data", tmpdir);
@@ -490,12 +490,14 @@ Test(store, a_version_1_database_is_migrated) {
   create_session(st, a, 7, "{\"v\":1}");
   atl_store_close(st);
   sql_int("ALTER TABLE sessions DROP COLUMN model");
+  sql_int("DROP TABLE queue");
   sql_int("PRAGMA user_version = 1");
   cr_assert_eq(sql_int("SELECT count(*) FROM pragma_table_info('sessions')"
                        " WHERE name = 'model'"),
                0);
   st = open_store();
-  cr_assert_eq(sql_int("PRAGMA user_version"), 2);
+  cr_assert_eq(sql_int("PRAGMA user_version"), 3);
+  cr_assert_eq(sql_int("SELECT count(*) FROM queue"), 0);
   atl_store_reader_t *r;
   cr_assert_eq(atl_store_reader_open(st, &r), 0);
   atl_session_row_t row;
@@ -504,6 +506,128 @@ Test(store, a_version_1_database_is_migrated) {
   cr_assert_str_eq(row.model, "");
   free(row.document);
   atl_store_reader_close(r);
+  atl_store_close(st);
+}
+
+/* ---- The queue of messages ------------------------------------------- */
+
+struct queue_acc {
+  int n;
+  int64_t ids[8];
+  char texts[8][16];
+  char models[8][16];
+};
+
+static int queue_cb(const atl_queue_row_t *row, void *user) {
+  struct queue_acc *acc = user;
+  if (acc->n < 8) {
+    acc->ids[acc->n] = row->id;
+    snprintf(acc->texts[acc->n], 16, "%s", row->text);
+    snprintf(acc->models[acc->n], 16, "%s", row->model ? row->model : "-");
+  }
+  acc->n++;
+  return 0;
+}
+
+static struct queue_acc read_queue(atl_store_t *st, const char *id) {
+  struct queue_acc acc = {0};
+  atl_store_reader_t *r;
+  cr_assert_eq(atl_store_reader_open(st, &r), 0);
+  cr_assert_eq(atl_store_queue_read(r, id, queue_cb, &acc), 0);
+  atl_store_reader_close(r);
+  return acc;
+}
+
+static int queue_session_cb(const char *id, void *user) {
+  struct queue_acc *acc = user;
+  if (acc->n < 8)
+    snprintf(acc->texts[acc->n], 16, "%.8s", id);
+  acc->n++;
+  return 0;
+}
+
+static int push(atl_store_t *st, const char *id, int64_t qid, const char *text,
+                const char *model) {
+  atl_txn_t *t = atl_txn_new();
+  atl_txn_queue_push(t, id, qid, text, model, 5);
+  return atl_store_submit_wait(st, t);
+}
+
+/* The queue holds what session.send acknowledged until its run starts:
+ * in order, per session; a pop must find its message (a run starts once),
+ * and what fails with it is not written; ids are never reused, not even
+ * after a restart with the queue empty. */
+Test(store, queued_messages) {
+  atl_store_t *st = open_store();
+  char a[33], b[33], missing[33];
+  mkid(a, 1, 1);
+  mkid(b, 2, 1);
+  mkid(missing, 3, 1);
+  create_session(st, b, 1, "{}");
+  create_session(st, a, 2, "{}");
+  int64_t q[5];
+  for (int i = 0; i < 5; i++)
+    q[i] = atl_store_queue_id(st);
+  cr_assert(q[0] > 0 && q[1] == q[0] + 1 && q[4] == q[0] + 4);
+  cr_assert_eq(push(st, b, q[0], "b1", NULL), 0);
+  cr_assert_eq(push(st, a, q[1], "a1", NULL), 0);
+  cr_assert_eq(push(st, a, q[2], "a2", "m2"), 0);
+  cr_assert_eq(push(st, a, q[3], "a3", NULL), 0);
+  cr_assert_eq(push(st, missing, q[4], "x", NULL), ATL_ESTORE,
+               "no queue without a session");
+
+  struct queue_acc acc = read_queue(st, a);
+  cr_assert_eq(acc.n, 3);
+  cr_assert_str_eq(acc.texts[0], "a1");
+  cr_assert_str_eq(acc.texts[1], "a2");
+  cr_assert_str_eq(acc.models[1], "m2");
+  cr_assert_str_eq(acc.models[0], "-");
+  cr_assert_eq(acc.ids[2], q[3]);
+  struct queue_acc sess = {0};
+  atl_store_reader_t *r;
+  cr_assert_eq(atl_store_reader_open(st, &r), 0);
+  cr_assert_eq(atl_store_queue_sessions(r, queue_session_cb, &sess), 0);
+  atl_store_reader_close(r);
+  cr_assert_eq(sess.n, 2);
+  cr_assert_str_eq(sess.texts[0], "00000002", "b's message is the oldest");
+
+  /* A run starts: its message leaves the queue with its run.started. */
+  atl_txn_t *t = atl_txn_new();
+  atl_txn_queue_pop(t, a, q[1]);
+  atl_txn_event_append(t, a, 2, "run.started", 3, NULL);
+  cr_assert_eq(atl_store_submit_wait(st, t), 0);
+  t = atl_txn_new();
+  atl_txn_queue_pop(t, a, q[1]);
+  atl_txn_event_append(t, a, 3, "run.started", 3, NULL);
+  cr_assert_eq(atl_store_submit_wait(st, t), ATL_ESTORE, "started twice");
+  cr_assert_eq(sql_int("SELECT last_seq FROM sessions WHERE id = "
+                       "'00000001000000000000000000000001'"),
+               2);
+  acc = read_queue(st, a);
+  cr_assert_eq(acc.n, 2);
+  cr_assert_str_eq(acc.texts[0], "a2");
+
+  /* A cancel clears up to the newest it knew of. */
+  t = atl_txn_new();
+  atl_txn_queue_clear(t, a, q[2]);
+  cr_assert_eq(atl_store_submit_wait(st, t), 0);
+  acc = read_queue(st, a);
+  cr_assert_eq(acc.n, 1);
+  cr_assert_str_eq(acc.texts[0], "a3");
+  /* A delete takes the session's queue with it, and only its. */
+  t = atl_txn_new();
+  atl_txn_session_delete(t, a);
+  cr_assert_eq(atl_store_submit_wait(st, t), 0);
+  cr_assert_eq(read_queue(st, a).n, 0);
+  cr_assert_eq(read_queue(st, b).n, 1);
+  t = atl_txn_new();
+  atl_txn_queue_pop(t, b, q[0]);
+  cr_assert_eq(atl_store_submit_wait(st, t), 0);
+  cr_assert_eq(sql_int("SELECT count(*) FROM queue"), 0);
+  atl_store_close(st);
+
+  st = open_store();
+  cr_assert_gt(atl_store_queue_id(st), q[3], "ids go on after a restart");
   atl_store_close(st);
 }
 

@@ -167,7 +167,7 @@ class Stack {
     this.outFile = path.join(TMP, 'stack.out');
     const out = fs.openSync(this.outFile, 'w');
     this.proc = spawn(STACK, ['--build', BUILDDIR, '--data', this.data, '--port', String(this.port),
-      '--config', conf], {
+      '--config', conf, '--plugin-dir', path.join(BUILDDIR, 'tests', 'plugins', '.libs')], {
       stdio: ['ignore', 'pipe', out],
       env: { ...process.env, FAKE_LLM_KEY: 'sk-browser-test' },
     });
@@ -175,7 +175,11 @@ class Stack {
     this.proc.stdout.on('data', (b) => fs.appendFileSync(this.outFile, b));
     const m = await waitLine(this.proc, /atelier: ready at (http:\/\/\S+)/, 'atelier-stack')
       .catch((e) => { throw new Error(e.message + '\n' + tail(this.outFile)); });
+    // The link logs a browser in (?token=); scripts send the token as a
+    // bearer (tests/web/hostile.mjs).
     this.url = m[1];
+    this.base = new URL(this.url).origin;
+    this.token = new URL(this.url).searchParams.get('token');
   }
 
   logs() {
@@ -525,6 +529,35 @@ check('reload mid-run: the run goes on streaming after the reload, no text doubl
   await page.context().close();
 });
 
+const SLOWER = Array.from({ length: 40 }, (_, i) => `part${i + 1}`).join(' ') + '.';
+
+check('queued messages: greyed "queued" while a run goes, again after a reload, normal once their run starts', async ({ browser, stack, fake }) => {
+  await fake.script([{ text: SLOWER, chunks: 40, delay_ms: 100 }, { text: 'Second answer.' }]);
+  const page = await open(browser, stack);
+  await send(page, 'Talk for a while');
+  await page.waitForSelector('#messages .msg-assistant.streaming');
+  await send(page, 'And then this');
+  // Numbered by the daemon: its message.queued came.
+  const waiting = page.locator('#pending .msg-user.pending[data-queue-id]');
+  await waiting.waitFor({ state: 'visible' });
+  for (const when of ['before', 'after']) {
+    eq(await waiting.locator('.bubble').textContent(), 'And then this', `the waiting message ${when} the reload`);
+    eq(await waiting.locator('.msg-meta').textContent(), 'queued', `its label ${when} the reload`);
+    eq(await waiting.locator('.bubble').evaluate((b) => getComputedStyle(b).opacity), '0.6', `greyed ${when} the reload`);
+    eq(await page.locator('#messages .msg-user').count(), 1, `user messages in the log ${when} the reload`);
+    if (when === 'before') {
+      await page.reload();
+      await waiting.waitFor({ state: 'visible' }); // drawn again from the replayed events
+    }
+  }
+  await page.waitForFunction(() => document.querySelectorAll('#messages .run[data-state="completed"]').length === 2);
+  eq(await page.locator('#pending .msg-user').count(), 0, 'messages still waiting');
+  eq(JSON.stringify(await page.locator('#messages .msg-user .bubble').allTextContents()),
+    JSON.stringify(['Talk for a while', 'And then this']), 'the user messages, in order');
+  noErrors(page);
+  await page.context().close();
+});
+
 check('switch sessions: each shows its own conversation', async ({ browser, stack, fake }) => {
   await fake.script([{ text: 'Answer in the first session.' }, { text: 'Answer in the second session.' }]);
   const page = await open(browser, stack);
@@ -696,6 +729,10 @@ check('screenshots: light and dark theme, desktop size', async ({ browser, stack
   await page.context().close();
 });
 
+// The token, other origins and DNS rebinding (issue 17).
+const { hostileChecks } = await import('./hostile.mjs');
+for (const c of hostileChecks({ assert, eq, newPage, open, send, runEnds, noErrors })) check(c.name, c.fn);
+
 // ---------------------------------------------------------------- main
 
 let stopping = false;
@@ -727,7 +764,15 @@ async function main() {
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [],
+      // rebind.test is a DNS-rebinding attacker's name, now 127.0.0.1.
+      // Chromium's Private Network Access checks would stop the attacker's
+      // requests before they reach the stack; other browsers (Firefox,
+      // Safari) have none, so the stack must stand without them.
+      args: ['--host-resolver-rules=MAP rebind.test 127.0.0.1',
+        '--disable-features=BlockInsecurePrivateNetworkRequests,PrivateNetworkAccessSendPreflights,' +
+          'PrivateNetworkAccessRespectPreflightResults,PrivateNetworkAccessForNavigations,' +
+          'LocalNetworkAccessChecks',
+        ...(process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [])],
     });
     diag(`chromium ${browser.version()}, stack at ${stack.url}, fake at ${fake.url} ` +
       `(set up in ${Date.now() - started} ms)`);

@@ -467,3 +467,60 @@ describe('EventStream: replay, reconnect, duplicates', () => {
     assert.deepEqual(got, [2]);
   });
 });
+
+// Messages waiting in the daemon's queue (message.queued): greyed with a
+// "queued" label until their run starts, drawn again by a replay after a
+// reload, and gone when a cancel drops them (queue.cleared).
+describe('ChatView: queued messages', () => {
+  const queuedSession = [
+    ['session.created', {}],
+    ['run.started', { text: 'first', message_id: 1 }],
+    ['message.queued', { id: 2, text: 'second' }],
+    ['message.queued', { id: 3, text: 'third' }],
+    ['message.queued', { id: 4, text: 'third' }],
+  ].map(([type, data], i) => ({ seq: i + 1, type, ts: 0, data }));
+  const waiting = (pending) => pending.querySelectorAll('.msg-user.pending');
+
+  test('a queued message waits greyed, labelled, in order; a replay draws the same', () => {
+    for (const reload of [false, true]) {
+      const { view, root, pending } = makeView();
+      if (reload) view.reset(); // as openSession does before the replay from seq 0
+      for (const ev of queuedSession) view.apply(ev);
+      const nodes = waiting(pending);
+      assert.deepEqual(nodes.map((n) => n.querySelector('.bubble').textContent), ['second', 'third', 'third']);
+      assert.deepEqual(nodes.map((n) => n.dataset.queueId), ['2', '3', '4']);
+      assert.ok(nodes.every((n) => n.querySelector('.msg-meta').textContent === 'queued'));
+      // Only the running message is in the log.
+      assert.deepEqual(root.querySelectorAll('.msg-user').map((u) => u.textContent), ['first']);
+    }
+  });
+
+  test('its run.started turns it into a normal message, by id even with the same text', () => {
+    const { view, root, pending } = makeView();
+    for (const ev of queuedSession) view.apply(ev);
+    view.apply({ seq: 6, type: 'run.completed', data: {} });
+    view.apply({ seq: 7, type: 'run.started', data: { text: 'third', message_id: 4 } });
+    assert.deepEqual(waiting(pending).map((n) => n.dataset.queueId), ['2', '3']);
+    const users = root.querySelectorAll('.msg-user');
+    assert.deepEqual(users.map((u) => u.textContent), ['first', 'third']);
+    assert.ok(!users[1].classList.contains('pending'));
+  });
+
+  test("the page's own message in flight gets its id, and is not drawn twice", () => {
+    const { view, pending } = makeView();
+    const mine = view.addPending('second');
+    assert.equal(mine.dataset.queueId, undefined);
+    view.apply(queuedSession[2]);
+    assert.equal(waiting(pending).length, 1);
+    assert.equal(mine.dataset.queueId, '2');
+  });
+
+  test('queue.cleared removes the dropped messages and says so', () => {
+    const { view, root, pending } = makeView();
+    for (const ev of queuedSession) view.apply(ev);
+    view.apply({ seq: 6, type: 'queue.cleared', data: { ids: [2, 3, 4], reason: 'cancelled' } });
+    assert.equal(waiting(pending).length, 0);
+    const notice = root.querySelector('.notice[data-kind="dropped"]');
+    assert.equal(notice.textContent, '3 waiting messages dropped: the run was stopped.');
+  });
+});

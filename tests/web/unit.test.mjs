@@ -399,9 +399,9 @@ describe('events: seq filter, call matching, parsing', () => {
     assert.ok(!RUN_END.has('run.started'));
     for (const t of RUN_END) assert.ok(EVENT_TYPES.includes(t));
     // An EventSource hears only the names it listens for.
-    for (const t of ['run.continued', 'context.trimmed', 'context.compacted'])
+    for (const t of ['run.continued', 'context.trimmed', 'context.compacted', 'message.queued', 'queue.cleared'])
       assert.ok(EVENT_TYPES.includes(t), t);
-    for (const t of ['run.continued', 'context.trimmed', 'context.compacted'])
+    for (const t of ['run.continued', 'context.trimmed', 'context.compacted', 'message.queued', 'queue.cleared'])
       assert.ok(!RUN_END.has(t), t + ' does not end a run');
   });
 

@@ -1,0 +1,22 @@
+/* The HTTP API's token: a secret kept in <data dir>/token that the web
+ * bridge asks for over api.sock (http.auth, doc/api.md) and that every
+ * /api/ request must carry (doc/deploy.md). The unix sockets need no
+ * token: their permissions are their authentication.
+ */
+#ifndef ATL_TOKEN_H
+#define ATL_TOKEN_H
+
+/* 32 random bytes as lowercase hex. */
+#define ATL_TOKEN_LEN 64
+
+/* Reads the token in dir/token, or makes one there (getrandom, written
+ * 0600 to a new file and linked into place, so that two daemons starting
+ * at once agree on one token and a reader never sees half of it).
+ * On success returns 0 with out filled (65 bytes, NUL-terminated). A file
+ * that is not the daemon's own regular file, is readable by others, or
+ * does not hold exactly 64 lowercase hex digits (and an optional newline)
+ * is an error: returns a negative ATL_E* code with *err (malloc()ed, for
+ * the caller to free) saying what was wrong and what to do. */
+int atl_token_load(const char *dir, char out[ATL_TOKEN_LEN + 1], char **err);
+
+#endif
