@@ -57,6 +57,15 @@ signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
 END = ("run.completed", "run.error", "run.cancelled", "run.limit_reached")
 
 
+def free_port():
+    """A loopback TCP port free at the time of asking."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def rpc(sock, method, params, timeout=20):
     """One JSON-RPC call on the API socket at sock: its result."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -21,18 +21,10 @@ import sys
 import time
 import traceback
 
-from atltest import BUILDDIR, PROCS, SRCDIR, TMP, Fake
+from atltest import BUILDDIR, PROCS, SRCDIR, TMP, Fake, free_port
 
 STACK = os.path.join(SRCDIR, "scripts", "atelier-stack")
 KEY = "sk-web-test-SECRET"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Stack:
