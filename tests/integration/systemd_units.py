@@ -18,6 +18,9 @@ import subprocess
 import sys
 
 LAYERS = None  # where overlay_rw keeps its scratch layers (a tmpfs)
+# The installed prefix (set by the test): carried into a unit's private
+# /tmp when it lies under /tmp, as a CI clone's build tree may.
+KEEP = []
 
 
 # The [Service] keys this test carries out when it starts a unit...
@@ -206,6 +209,8 @@ class Unit:
             "writable": [p for p, _ in self.dirs()],
             "strict": self.get("ProtectSystem") == "strict",
             "private_tmp": self.yes("PrivateTmp"),
+            "keep": [p for p in KEEP
+                     if p.startswith("/tmp/") or p.startswith("/var/tmp/")],
             "mdwe": self.yes("MemoryDenyWriteExecute"),
             "umask": int(self.get("UMask", "0022"), 8),
             "setpriv": ["setpriv", "--reuid=%d" % uid, "--regid=%d" % gid,
@@ -246,8 +251,23 @@ def sandbox(spec):
     setpriv and the program."""
     spec = json.loads(spec)
     if spec["private_tmp"]:
+        # systemd would hide a program installed under /tmp as well (so
+        # doc/deploy.md says not to install there); a build tree under
+        # /tmp, as a CI clone may be, is carried into the private /tmp:
+        # the one liberty this emulation takes.
+        held = []
+        for i, p in enumerate(spec["keep"]):
+            h = "/run/.atl-keep-%d" % i
+            os.makedirs(h, exist_ok=True)
+            mount("--bind", p, h)
+            held.append((h, p))
         for d in ("/tmp", "/var/tmp"):
             mount("-t", "tmpfs", "-o", "mode=1777,nosuid,nodev", "tmpfs", d)
+        for h, p in held:
+            os.makedirs(p, mode=0o755, exist_ok=True)
+            mount("--bind", h, p)
+            subprocess.run(["umount", h], check=True)
+            os.rmdir(h)
     if spec["strict"]:
         # ProtectSystem=strict: everything read-only but the API file
         # systems and the unit's own directories.

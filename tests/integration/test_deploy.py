@@ -231,6 +231,7 @@ def _(ctx):
     # The installed tree at the prefix, the users and the state directory
     # in scratch layers, a fresh /run: this mount namespace only.
     expose(prefix, dest + prefix)
+    systemd_units.KEEP[:] = [prefix]
     overlay_rw("/etc", "etc")
     overlay_rw("/var/lib", "varlib")
     mount("-t", "tmpfs", "-o", "mode=0755,nosuid,nodev", "tmpfs", "/run")
