@@ -86,6 +86,19 @@ def rpc(sock, method, params, timeout=20):
     return resp["result"]
 
 
+def sanitized():
+    """True for a build with --enable-sanitizers: ASan's quarantine (256 MB
+    by default) and shadow then count in every RSS figure, so memory
+    bounds must allow for them there (the plain build holds the tight
+    ones)."""
+    try:
+        with open(os.path.join(BUILDDIR, "Makefile")) as f:
+            return any(l.startswith("SANITIZER_CFLAGS = -fsanitize")
+                       for l in f)
+    except OSError:
+        return False
+
+
 class Daemon:
     def __init__(self, name, conf, data_dir=None, env=None):
         self.dir = os.path.join(TMP, name)

@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 
-from atltest import KEY, TMP, Checks, Daemon, Fake, run_checks
+from atltest import KEY, TMP, Checks, Daemon, Fake, run_checks, sanitized
 from test_web import SSE, Stack
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -293,8 +293,9 @@ def _(ctx):
     # socket's buffers (some 200 KB each way).
     assert taken < 8000, "the daemon read %d requests of a client that " \
         "reads nothing" % taken
-    assert grew_mb < 64, "atelierd grew %.0f MB for a client that does not " \
-        "read" % grew_mb
+    bound = 64 + (320 if sanitized() else 0)  # 124 MB seen under ASan
+    assert grew_mb < bound, "atelierd grew %.0f MB for a client that does " \
+        "not read" % grew_mb
     # Reading again (and writing the rest), every answer comes, in order.
     s.setblocking(True)
     rest = threading.Thread(target=s.sendall, args=(data[sent:],), daemon=True)

@@ -129,7 +129,14 @@ Test(optics_db_memory, four_at_once_stay_bounded, .timeout = 120) {
   }
   long grew = peak_mb() - before;
   cr_log_info("four at once: the peak RSS grew by %ld MB", grew);
-  cr_assert_lt(grew, 200, "the peak RSS grew by %ld MB", grew);
+  long bound = 200;
+#ifdef __SANITIZE_ADDRESS__
+  /* ASan keeps freed blocks in its quarantine (256 MB by default) and
+   * adds its shadow, so RSS measures the sanitizer as much as the queries
+   * (343 MB seen); the plain build holds the 200 MB bound. */
+  bound += 400;
+#endif
+  cr_assert_lt(grew, bound, "the peak RSS grew by %ld MB", grew);
 }
 
 /* The cap comes from the environment when the database is opened. */
