@@ -44,7 +44,7 @@ import traceback
 
 import atltest
 import systemd_units
-from atltest import BUILDDIR, PROCS, SRCDIR, cleanup
+from atltest import BUILDDIR, PROCS, SRCDIR, cleanup, free_port
 from systemd_units import Unit, descendants, expose, mount, overlay_rw, run
 
 UNITS = ("atelierd.service", "atelier-fcgi.service")
@@ -181,14 +181,6 @@ class Http:
                     c.close()
                     return seen
         raise AssertionError("no %s event within %d s; saw %s" % (until, timeout, seen))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def status(pid):

@@ -22,7 +22,6 @@ Standard library only.
 
 import os
 import signal
-import socket
 import stat
 import subprocess
 import shutil
@@ -31,7 +30,7 @@ import tempfile
 import time
 
 from atltest import (BUILDDIR, DAEMON, KEY, PLUGIN_DIR, SRCDIR, TMP, Checks,
-                     Daemon, Fake, rpc, run_checks)
+                     Daemon, Fake, free_port, rpc, run_checks)
 
 # Values that must never be found anywhere but in the handler's hands.
 CANARIES = {
@@ -354,12 +353,6 @@ def _(ctx):
     names = [os.path.basename(p) for p in made]
     assert "atelier.db" in names and "api.sock" in names, names
     assert not bad, bad
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def descendants(pid):
