@@ -384,6 +384,26 @@ Test(optics_db, runaway_query_stops_at_the_time_limit, .timeout = 30) {
   cr_assert_eq(integer(rows("SELECT COUNT(*) FROM rays"), 0, 0), 7);
 }
 
+/* ATELIER_OPTICS_QUERY_SECONDS sets another limit, read at each query;
+ * values out of range (or not numbers) keep the default. */
+Test(optics_db, the_time_limit_is_configurable, .timeout = 30) {
+  const char *q = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 "
+                  "FROM c) SELECT count(*) FROM c";
+  setenv("ATELIER_OPTICS_QUERY_SECONDS", "0.3", 1);
+  double t0 = now_s();
+  char *err = refused(q);
+  double took = now_s() - t0;
+  cr_assert(strstr(err, "more than 0.3 s") != NULL, "%s", err);
+  cr_assert_geq(took, 0.29);
+  cr_assert_lt(took, 1.9, "took %.2f s", took);
+  free(err);
+  setenv("ATELIER_OPTICS_QUERY_SECONDS", "0", 1);
+  err = refused(q);
+  unsetenv("ATELIER_OPTICS_QUERY_SECONDS");
+  cr_assert(strstr(err, "more than 2 s") != NULL, "%s", err);
+  free(err);
+}
+
 Test(optics_db, large_values_and_results_are_capped) {
   char *err = refused("SELECT zeroblob(10000000)");
   cr_assert(strstr(err, "too big") != NULL, "%s", err);
