@@ -224,18 +224,35 @@ static void ray4_set(rt_ray4 *r, int l, const rt_ray *ray) {
 typedef struct {
   const atl_render_scene_t *s;
   const atl_render_params_t *p;
-  int x0, x1, y0, n; /* the tile's left and right, first row, samples */
+  int x0, x1, y0, y1, n; /* the tile's columns [x0, x1), rows, samples */
   uint64_t first;
   int nee;          /* lights are sampled */
   int quads_only;   /* and they are all quads: the common case */
   int diffuse_fits; /* atl__rt_scatter4() shades lambertian surfaces */
   int sun_disc;     /* a sun whose disc BSDF sampling can find */
   double one_light[16][RT_LANES]; /* the only light in every lane, if one */
-  int x, y, i;    /* the next sample to hand out: pixel and index */
-  long item, end; /* its number in the tile, and the block's end */
-  long base;      /* the block's first sample */
+  int x, y, i;           /* the next sample to hand out: pixel and index */
+  long item, end;        /* its number in the tile, and the block's end */
+  long base;             /* the block's first sample */
+  const uint8_t *active; /* the film's, or NULL: every pixel */
+  int aov;               /* the film wants albedo and normal */
   v3 out[BLOCK];
+  v3 alb[BLOCK], nrm[BLOCK]; /* the first hit's, when aov */
 } block_t;
+
+/* Whether the film takes samples for pixel (x, y). */
+static inline int pixel_on(const block_t *b, int x, int y) {
+  return b->active == NULL ||
+         b->active[(size_t)y * (size_t)b->p->width + (size_t)x] != 0;
+}
+
+/* Moves (x, y) to the next pixel of the tile the film takes samples
+ * for, from (x, y) itself on; y reaches y1 past the last. */
+static void skip_off(const block_t *b, int y1, int *x, int *y) {
+  while (*y < y1 && !pixel_on(b, *x, *y))
+    if (++*x == b->x1)
+      *x = b->x0, ++*y;
+}
 
 /* The camera looks along fwd with +right to the right of the picture and
  * +up at its top: with the eye at (278, 278, -800) looking at +Z and up
@@ -309,6 +326,7 @@ static void prepare(block_t *b, batch_t *q) {
       b->i = 0;
       if (++b->x == b->x1)
         b->x = b->x0, b->y++;
+      skip_off(b, b->y1, &b->x, &b->y);
     }
   }
   if (!q->count)
@@ -457,6 +475,31 @@ static void lane_vertex(block_t *b, rt_paths4 *a, rt_ray4 *r, int l, double t,
   path_put(a, l, &pa);
 }
 
+/* The denoiser's guides for the lanes at their camera hit (depth 1):
+ * the material's colour there and the unit normal turned towards the
+ * camera; a ray that hits nothing leaves zeros. Runs before the vertex
+ * moves the lanes on. */
+static void first_hit_aov(block_t *b, const rt_paths4 *a, const rt_ray4 *r,
+                          m4 active, d4 t, m4 prim, const rt_hits4 *h) {
+  const atl_render_scene_t *s = b->s;
+  for (int bits = m4_bits(active & (a->depth == 1)); bits; bits &= bits - 1) {
+    int l = __builtin_ctz((unsigned)bits);
+    long item = a->item[l];
+    v3 alb = v3_make(0, 0, 0), n = v3_make(0, 0, 0);
+    if (prim[l] >= 0) {
+      const rt_prim *pr = &s->prims[prim[l]];
+      v3 pnt = v3_make(h->px[l], h->py[l], h->pz[l]);
+      rt_hit hit;
+      rt_ray ray = atl__rt_ray4_lane(r, l);
+      rt_prim_finish(pr, &ray, t[l], &hit);
+      alb = atl__rt_material_albedo(&s->materials[pr->material], pnt);
+      n = v3_dot(hit.n, ray.d) > 0 ? v3_neg(hit.n) : hit.n;
+    }
+    b->alb[item] = alb;
+    b->nrm[item] = n;
+  }
+}
+
 /* One bounce of the lanes in `active`: their hits, emission, light
  * samples and next rays. Returns the lanes whose paths go on. */
 static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
@@ -479,6 +522,8 @@ static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
    * without a hit reads its column 0. */
   h.px = r->ox + r->dx * t, h.py = r->oy + r->dy * t;
   h.pz = r->oz + r->dz * t;
+  if (b->aov) /* before any lane moves on */
+    first_hit_aov(b, a, r, active, t, prim, &h);
   size_t cols = (size_t)s->nprims + 1;
   const double *tab = s->shade;
   m4 col = prim + 1;
@@ -558,6 +603,16 @@ void atl_render_tile_samples(const atl_render_scene_t *s,
                              const atl_render_params_t *p, int x0, int y0,
                              int x1, int y1, uint64_t first, int n,
                              float *rgb_sum, uint32_t *count) {
+  atl_render_film_t film = {.rgb_sum = rgb_sum, .count = count};
+  atl_render_tile_film(s, p, x0, y0, x1, y1, first, n, &film);
+}
+
+void atl_render_tile_film(const atl_render_scene_t *s,
+                          const atl_render_params_t *p, int x0, int y0, int x1,
+                          int y1, uint64_t first, int n,
+                          const atl_render_film_t *film) {
+  float *rgb_sum = film->rgb_sum;
+  uint32_t *count = film->count;
   x0 = x0 < 0 ? 0 : x0;
   y0 = y0 < 0 ? 0 : y0;
   x1 = x1 > p->width ? p->width : x1;
@@ -569,7 +624,9 @@ void atl_render_tile_samples(const atl_render_scene_t *s,
     return;
   memset(b, 0, sizeof(*b));
   b->s = s, b->p = p, b->n = n, b->first = first;
-  b->x0 = b->x = x0, b->x1 = x1, b->y0 = b->y = y0;
+  b->x0 = b->x = x0, b->x1 = x1, b->y0 = b->y = y0, b->y1 = y1;
+  b->active = film->active;
+  b->aov = film->albedo_sum != NULL || film->normal_sum != NULL;
   b->nee = s->nlights > 0 && !p->no_light_sampling;
   b->quads_only = 1;
   for (int i = 0; i < s->nlights; i++) {
@@ -580,8 +637,17 @@ void atl_render_tile_samples(const atl_render_scene_t *s,
   b->diffuse_fits = b->quads_only || !b->nee;
   for (int l = 0; s->nlights == 1 && b->quads_only && l < RT_LANES; l++)
     atl__rt_quad_lanes(&s->lights[0], l, b->one_light);
-  long total = (long)(x1 - x0) * (y1 - y0) * n;
+  long pixels = (long)(x1 - x0) * (y1 - y0);
+  if (b->active != NULL) {
+    pixels = 0;
+    for (int y = y0; y < y1; y++)
+      for (int x = x0; x < x1; x++)
+        pixels += pixel_on(b, x, y);
+  }
+  long total = pixels * n;
   int x = x0, y = y0, i = 0; /* the next sample to add */
+  skip_off(b, y1, &b->x, &b->y);
+  skip_off(b, y1, &x, &y);
   for (b->base = 0; b->base < total; b->base += BLOCK) {
     b->item = b->base;
     b->end = b->base + BLOCK < total ? b->base + BLOCK : total;
@@ -599,11 +665,28 @@ void atl_render_tile_samples(const atl_render_scene_t *s,
       sum[0] += (float)c.x;
       sum[1] += (float)c.y;
       sum[2] += (float)c.z;
+      if (film->rgb_odd != NULL && ((first + (uint64_t)i) & 1)) {
+        float *odd = film->rgb_odd + pix * 3;
+        odd[0] += (float)c.x;
+        odd[1] += (float)c.y;
+        odd[2] += (float)c.z;
+      }
+      if (film->albedo_sum != NULL) {
+        v3 v = b->alb[k - b->base];
+        float *o = film->albedo_sum + pix * 3;
+        o[0] += (float)v.x, o[1] += (float)v.y, o[2] += (float)v.z;
+      }
+      if (film->normal_sum != NULL) {
+        v3 v = b->nrm[k - b->base];
+        float *o = film->normal_sum + pix * 3;
+        o[0] += (float)v.x, o[1] += (float)v.y, o[2] += (float)v.z;
+      }
       if (++i == n) {
         count[pix] += (uint32_t)n;
         i = 0;
         if (++x == x1)
           x = x0, y++;
+        skip_off(b, y1, &x, &y);
       }
     }
   }

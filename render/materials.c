@@ -24,6 +24,24 @@ static v3 albedo_at(const rt_material *m, v3 p) {
   return (c & 1) ? m->albedo2 : m->albedo;
 }
 
+v3 atl__rt_material_albedo(const rt_material *m, v3 p) {
+  switch (m->kind) {
+  case RT_LAMBERTIAN:
+  case RT_METAL:
+  case RT_PLASTIC:
+    return albedo_at(m, p);
+  case RT_DIELECTRIC:
+    return m->tint;
+  default: {
+    /* An emitter's colour, brought into [0, 1]: the denoiser only needs
+     * to tell it from its neighbours. */
+    double k = m->emission.x > m->emission.y ? m->emission.x : m->emission.y;
+    k = k > m->emission.z ? k : m->emission.z;
+    return k > 1 ? v3_scale(m->emission, 1 / k) : m->emission;
+  }
+  }
+}
+
 static v3 cosine_dir(v3 n, rt_rng *rng) {
   double u1, u2;
   rt_rand2(rng, &u1, &u2);

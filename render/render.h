@@ -31,7 +31,37 @@ typedef struct {
   int rr_depth;          /* first vertex subject to Russian roulette; 0: 4 */
   uint64_t seed;         /* the image is a pure function of this and the rest */
   int no_light_sampling; /* 1: BSDF sampling only (for tests) */
+  int filter;            /* the pixel filter, atl_render_filter_t; 0: box */
+  double filter_width;   /* its width in pixels; 0: the filter's default */
 } atl_render_params_t;
+
+/* The pixel filter (the reconstruction filter). It is applied by
+ * importance sampling, as Cycles does: each camera sample's offset from
+ * the pixel's centre is drawn from the filter's distribution and the
+ * sample counts with weight 1 in its own pixel. A sample never lands in
+ * another pixel's sums, so a tile's samples stay in the tile and a split
+ * render equals an unsplit one. */
+typedef enum {
+  ATL_RENDER_FILTER_BOX = 0,        /* width 1 by default */
+  ATL_RENDER_FILTER_GAUSSIAN,       /* width 1.5 by default (+-3 sigma) */
+  ATL_RENDER_FILTER_BLACKMAN_HARRIS /* width 1.5 by default, as Cycles */
+} atl_render_filter_t;
+
+/* Where atl_render_tile_film() adds a tile's samples. Every buffer covers
+ * the full frame (w * h pixels, row-major from the top) and is the
+ * caller's. rgb_sum and count are required; the others may be NULL. */
+typedef struct {
+  float *rgb_sum;        /* w * h * 3: the samples' linear radiance, summed */
+  uint32_t *count;       /* w * h: the samples summed */
+  float *rgb_odd;        /* w * h * 3: the sum of the odd-indexed samples only;
+                            the two half images it splits the pixel into give
+                            its error estimate (adaptive sampling) */
+  float *albedo_sum;     /* w * h * 3: the albedo at the camera ray's first
+                            hit, summed (the denoiser's guide) */
+  float *normal_sum;     /* w * h * 3: the unit normal there, summed */
+  const uint8_t *active; /* w * h: 0 for a pixel that takes no more
+                            samples (adaptive sampling has it converged) */
+} atl_render_film_t;
 
 /* Reads a scene document of `len` bytes: the scene plugin's format
  * (doc/scene.md), with or without "format"/"version", the bare namespace
@@ -73,6 +103,15 @@ void atl_render_tile_samples(const atl_render_scene_t *s,
                              const atl_render_params_t *p, int x0, int y0,
                              int x1, int y1, uint64_t first, int n,
                              float *rgb_sum, uint32_t *count);
+
+/* atl_render_tile_samples() into a film: the same samples, and the
+ * same sums byte for byte in rgb_sum and count, plus the film's optional
+ * buffers. A pixel that `active` marks 0 is skipped whole: it keeps its
+ * sums, and the samples of the other pixels do not change. */
+void atl_render_tile_film(const atl_render_scene_t *s,
+                          const atl_render_params_t *p, int x0, int y0, int x1,
+                          int y1, uint64_t first, int n,
+                          const atl_render_film_t *film);
 
 /* Averages the sums, multiplies by 2^exposure (stops), and encodes as
  * 8-bit sRGB into rgb8 (w * h * 3 bytes, the caller's). A pixel with no

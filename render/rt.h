@@ -233,6 +233,10 @@ int atl__rt_material_sample(const rt_material *m, const rt_hit *h, v3 wo,
                             rt_rng *rng, rt_bsdf_sample *out);
 /* Whether the material has a non-delta lobe (so light sampling helps). */
 int atl__rt_material_smooth(const rt_material *m);
+/* The material's colour at p, for the denoiser's albedo guide: the
+ * albedo (a checker's square at p), a dielectric's tint, an emitter's
+ * colour scaled into [0, 1]. */
+v3 atl__rt_material_albedo(const rt_material *m, v3 p);
 double atl__rt_fresnel_dielectric(double cos_i, double eta);
 
 /* lights.c */
