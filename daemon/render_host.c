@@ -12,6 +12,8 @@
 #include "atl-build.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,6 +21,7 @@
 #include <atelier/render.h>
 
 #include "../render/farm.h"
+#include "../render/film.h"
 #include "daemon.h"
 #include "log.h"
 #include "render_host.h"
@@ -41,6 +44,7 @@ typedef struct {
   float exposure;
   uint32_t preview_ms;
   int preview_max_dim;
+  int denoise_previews;
 
   /* Loop only. */
   atl_farm_job_t *job;
@@ -55,6 +59,10 @@ typedef struct {
   uint64_t t_submit_ns, t_done_ns;
   uint8_t *preview;        /* the newest preview the handler has not taken */
   atl_render_preview_t pv; /* its description (pv.rgb unused) */
+  /* A preview to denoise: the film, scaled down, that the handler
+   * denoises and resolves on its own thread (the loop must not spend
+   * milliseconds on it). Its buffers are one allocation at rgb_sum. */
+  atl_render_film_t pfilm;
 } render_wait_t;
 
 static atl_render_api_t api;
@@ -75,6 +83,7 @@ static void rw_unref(render_wait_t *rw) {
   free(rw->scene);
   free(rw->message);
   free(rw->preview);
+  free(rw->pfilm.rgb_sum);
   free(rw);
 }
 
@@ -111,6 +120,22 @@ static void rw_release_loop(void *arg) {
   rw_unref(rw);
 }
 
+/* The film of a preview to denoise, in one allocation (freed with
+ * free(f->rgb_sum)); returns 0 or -ENOMEM. */
+static int film_alloc(atl_render_film_t *f, size_t npix, int guides) {
+  size_t rgb = npix * 3;
+  float *buf = malloc((rgb * (guides ? 4 : 2)) * sizeof(float) +
+                      npix * sizeof(uint32_t));
+  if (buf == NULL)
+    return -ENOMEM;
+  *f = (atl_render_film_t){.rgb_sum = buf,
+                           .rgb_odd = buf + rgb,
+                           .albedo_sum = guides ? buf + 2 * rgb : NULL,
+                           .normal_sum = guides ? buf + 3 * rgb : NULL,
+                           .count = (uint32_t *)(buf + rgb * (guides ? 4 : 2))};
+  return 0;
+}
+
 static void preview_tick(uv_timer_t *t) {
   render_wait_t *rw = t->data;
   if (rw->job == NULL)
@@ -123,19 +148,33 @@ static void preview_tick(uv_timer_t *t) {
   atl_farm_job_preview(rw->job, rw->exposure, rw->preview_max_dim, NULL, &w,
                        &h);
   uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
+  atl_render_film_t film = {0};
   if (rgb == NULL)
     return;
-  atl_farm_job_preview(rw->job, rw->exposure, rw->preview_max_dim, rgb, &w, &h);
+  if (rw->denoise_previews) {
+    if (film_alloc(&film, (size_t)w * (size_t)h,
+                   atl_farm_job_guides(rw->job)) != 0) {
+      free(rgb);
+      return;
+    }
+    atl_farm_job_film(rw->job, rw->preview_max_dim, &film, &w, &h);
+  } else {
+    atl_farm_job_preview(rw->job, rw->exposure, rw->preview_max_dim, rgb, &w,
+                         &h);
+  }
   pthread_mutex_lock(&rw->mu);
   free(rw->preview); /* the handler did not take the last one: skip it */
+  free(rw->pfilm.rgb_sum);
   rw->preview = rgb;
+  rw->pfilm = film;
   rw->pv =
       (atl_render_preview_t){.width = w,
                              .height = h,
                              .samples_done = atl_farm_job_samples_done(rw->job),
                              .pass = atl_farm_job_pass(rw->job),
                              .passes = atl_farm_job_passes(rw->job),
-                             .fraction = fraction};
+                             .fraction = fraction,
+                             .denoised = rw->denoise_previews};
   pthread_cond_signal(&rw->cv);
   pthread_mutex_unlock(&rw->mu);
 }
@@ -196,27 +235,113 @@ static int map_status(int status) {
   }
 }
 
-static int check_request(const atl_render_request_t *req) {
+/* The request as this host knows it: the plugin's members, and zeros
+ * for those its ABI did not have. */
+static int request_copy(const atl_render_request_t *req,
+                        atl_render_request_t *r) {
+  memset(r, 0, sizeof(*r));
   if (req == NULL ||
-      req->struct_size < offsetof(atl_render_request_t, preview_max_dim) ||
-      req->scene_json == NULL || req->scene_len == 0 || req->width < 1 ||
-      req->width > 8192 || req->height < 1 || req->height > 8192 ||
-      req->samples < 1 || req->samples > (1 << 20) || req->max_depth < 1 ||
-      !(req->exposure > -64 && req->exposure < 64))
-    return ATL_EINVAL;
+      req->struct_size <
+          offsetof(atl_render_request_t, preview_max_dim) + sizeof(int))
+    return -1;
+  memcpy(r, req, req->struct_size < sizeof(*r) ? req->struct_size : sizeof(*r));
   return 0;
 }
 
-static int api_render(atl_call_t *call, const atl_render_request_t *req,
+/* Checks the request; on a bad one returns ATL_EINVAL and a malloc()ed
+ * message saying which value is wrong and what is allowed. timeout_ms is
+ * the call's time limit (0: unknown). */
+static int check_request(const atl_render_request_t *r, uint32_t timeout_ms,
+                         char **why) {
+  char *m = NULL;
+  int n = 0;
+  double limit = timeout_ms > 0 ? timeout_ms / 1000.0 : 1e6;
+  if (r->scene_json == NULL || r->scene_len == 0 || r->width < 1 ||
+      r->width > 8192 || r->height < 1 || r->height > 8192 || r->samples < 1 ||
+      r->samples > (1 << 20) || r->max_depth < 1 ||
+      !(r->exposure > -64 && r->exposure < 64))
+    m = strdup("the render request is out of range");
+  else if (!(r->max_seconds >= 0 && r->max_seconds <= limit))
+    n = asprintf(&m,
+                 "max_seconds: %g is not allowed: give a number of seconds "
+                 "above 0 and at most %g (this call's time limit)",
+                 r->max_seconds, limit);
+  else if (!(r->noise_threshold >= 0 && r->noise_threshold <= 1))
+    n = asprintf(&m,
+                 "noise_threshold: %g is not allowed: give 0 (off) or a "
+                 "noise above 0 and at most 1",
+                 r->noise_threshold);
+  else if (r->min_samples != 0 &&
+           (r->min_samples < 2 || r->min_samples > r->samples))
+    n = asprintf(&m,
+                 "min_samples: %d is not allowed: give 2 to %d (the "
+                 "samples per pixel)",
+                 r->min_samples, r->samples);
+  else if (r->filter < 0 || r->filter > ATL_RENDER_REQ_FILTER_BLACKMAN_HARRIS)
+    n = asprintf(&m,
+                 "filter: %d is not a pixel filter: give 0 (box), 1 "
+                 "(Gaussian) or 2 (Blackman-Harris)",
+                 r->filter);
+  else if (!(r->filter_width == 0 ||
+             (r->filter_width >= 0.5 && r->filter_width <= 8)))
+    n = asprintf(&m,
+                 "filter_width: %g pixels is not allowed: give 0.5 to 8 "
+                 "(or 0 for the filter's default)",
+                 r->filter_width);
+  else if ((r->flags & ~(ATL_RENDER_DENOISE | ATL_RENDER_DENOISE_PREVIEWS)) !=
+           0)
+    n = asprintf(&m, "flags: 0x%x has bits this host does not know", r->flags);
+  else
+    return 0;
+  *why = n < 0 ? NULL : m;
+  return ATL_EINVAL;
+}
+
+/* The result's members past ABI 1.1, when the plugin's result has them. */
+#define RESULT_HAS(req, m)                                                     \
+  ((req)->result_size >=                                                       \
+   offsetof(atl_render_result_t, m) + sizeof(((atl_render_result_t *)0)->m))
+
+/* The finished picture into out->rgb (allocated): resolved, or denoised
+ * when the request asks. Returns 0 or ATL_ENOMEM. */
+static int final_picture(const atl_farm_job_t *job,
+                         const atl_render_request_t *req,
+                         atl_render_result_t *out) {
+  int w, h;
+  if (!(req->flags & ATL_RENDER_DENOISE)) {
+    atl_farm_job_preview(job, req->exposure, 0, out->rgb, &w, &h);
+    return 0;
+  }
+  atl_render_film_t film;
+  if (film_alloc(&film, (size_t)req->width * (size_t)req->height, 1) != 0)
+    return ATL_ENOMEM;
+  atl_farm_job_film(job, 0, &film, &w, &h);
+  int rc = atl_film_denoise_resolve(&film, w, h, req->exposure, out->rgb);
+  free(film.rgb_sum);
+  return rc == 0 ? 0 : ATL_ENOMEM;
+}
+
+static int api_render(atl_call_t *call, const atl_render_request_t *plugin_req,
                       atl_render_preview_fn preview, void *user,
                       atl_render_result_t *out) {
-  memset(out, 0, sizeof(*out));
-  if (call == NULL || check_request(req) != 0) {
-    out->error = strdup("the render request is out of range");
+  atl_render_request_t reqc;
+  const atl_render_request_t *req = &reqc;
+  int copied = request_copy(plugin_req, &reqc);
+  /* An ABI 1.1 plugin's result ends at error. */
+  size_t out_size =
+      reqc.result_size > offsetof(atl_render_result_t, noise)
+          ? (reqc.result_size < sizeof(*out) ? reqc.result_size : sizeof(*out))
+          : offsetof(atl_render_result_t, noise);
+  memset(out, 0, out_size);
+  atl_call_job_t *cj = call != NULL ? atl__job_of(call) : NULL;
+  atl_daemon_t *d = cj != NULL ? cj->d : NULL;
+  char *why = NULL;
+  if (call == NULL || copied != 0 ||
+      check_request(req, cj && cj->tool ? cj->tool->timeout_ms : 0, &why) !=
+          0) {
+    out->error = why ? why : strdup("the render request is out of range");
     return ATL_EINVAL;
   }
-  atl_call_job_t *cj = atl__job_of(call);
-  atl_daemon_t *d = cj != NULL ? cj->d : NULL;
   render_wait_t *rw = calloc(1, sizeof(*rw));
   char *scene = malloc(req->scene_len);
   if (rw == NULL || scene == NULL || d == NULL) {
@@ -242,10 +367,17 @@ static int api_render(atl_call_t *call, const atl_render_request_t *req,
                                        .height = req->height,
                                        .samples = req->samples,
                                        .max_depth = req->max_depth,
-                                       .seed = req->seed};
+                                       .seed = req->seed,
+                                       .noise_threshold = req->noise_threshold,
+                                       .min_samples = req->min_samples,
+                                       .max_seconds = req->max_seconds,
+                                       .guides = req->flags != 0,
+                                       .filter = req->filter,
+                                       .filter_width = req->filter_width};
   rw->exposure = req->exposure;
   rw->preview_ms = preview != NULL ? req->preview_ms : 0;
   rw->preview_max_dim = req->preview_max_dim;
+  rw->denoise_previews = (req->flags & ATL_RENDER_DENOISE_PREVIEWS) != 0;
   if (atl_daemon_post(d, rw_submit, rw) != 0) {
     rw->refs = 1;
     rw_unref(rw);
@@ -257,11 +389,18 @@ static int api_render(atl_call_t *call, const atl_render_request_t *req,
   while (!rw->done) {
     if (rw->preview != NULL) {
       uint8_t *rgb = rw->preview;
+      atl_render_film_t film = rw->pfilm;
       atl_render_preview_t pv = rw->pv;
       pv.rgb = rgb;
       rw->preview = NULL;
+      rw->pfilm.rgb_sum = NULL;
       pthread_mutex_unlock(&rw->mu);
-      preview(user, &pv);
+      /* Denoised here, on the handler's thread, not on the loop. */
+      if (film.rgb_sum == NULL ||
+          atl_film_denoise_resolve(&film, pv.width, pv.height, req->exposure,
+                                   rgb) == 0)
+        preview(user, &pv);
+      free(film.rgb_sum);
       free(rgb);
       pthread_mutex_lock(&rw->mu);
       continue;
@@ -296,16 +435,32 @@ static int api_render(atl_call_t *call, const atl_render_request_t *req,
     } else {
       /* The job is done, so nothing writes its planes any more: this
        * thread may resolve them (farm.h). */
-      int w, h;
-      atl_farm_job_preview(rw->job, req->exposure, 0, out->rgb, &w, &h);
+      rc = final_picture(rw->job, req, out);
+      atl_farm_job_stats_t st;
+      atl_farm_job_stats(rw->job, 0, &st);
       out->width = req->width;
       out->height = req->height;
       out->samples = req->samples;
       out->render_ms = (double)(rw->t_done_ns - rw->t_submit_ns) / 1e6;
-      out->paths_per_s = out->render_ms > 0 ? (double)npix * req->samples /
+      /* Adaptive sampling and the budget make the paths fewer than
+       * pixels x samples: count those traced. */
+      out->paths_per_s = out->render_ms > 0 ? (double)npix * st.spp_mean /
                                                   (out->render_ms / 1000)
                                             : 0;
       out->worker_restarts = atl_farm_job_worker_deaths(rw->job);
+      if (RESULT_HAS(req, denoised)) {
+        out->noise = st.noise;
+        out->noise_above = st.above;
+        out->spp_min = st.spp_min;
+        out->spp_mean = st.spp_mean;
+        out->spp_max = st.spp_max;
+        out->stop = st.stop;
+        out->denoised = (req->flags & ATL_RENDER_DENOISE) != 0;
+      }
+      if (rc != 0) {
+        free(out->rgb);
+        out->rgb = NULL;
+      }
     }
   } else if (rw->message != NULL) {
     out->error = strdup(rw->message);

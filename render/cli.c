@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +17,18 @@
 #include <uv.h>
 
 #include "farm.h"
+#include "film.h"
 #include "png_encode.h"
 #include "render.h"
 
 typedef struct {
   const char *scene_path, *out_png, *out_pfm, *worker;
+  const char *out_albedo, *out_normal; /* the denoiser's guides, as PFMs */
   int width, height, spp, max_depth, workers, quiet, no_nee;
+  int min_samples, filter, denoise;
   uint64_t seed;
   double exposure;
+  double noise, max_seconds, filter_width;
   double cancel_after_ms; /* tests: cancel the job after this long */
 } cli_opts_t;
 
@@ -67,6 +72,27 @@ static void usage(FILE *f) {
           "function of it\n"
           "      --exposure STOPS multiply the radiance by 2^STOPS (default "
           "0)\n"
+          "      --noise E        adaptive sampling: a pixel stops taking "
+          "samples once its\n"
+          "                       error estimate is under E, 0..1 (0: "
+          "off, the default;\n"
+          "                       Cycles' default is 0.01; --adaptive is "
+          "the same)\n"
+          "      --min-samples N  samples before a pixel may stop, 2..spp "
+          "(default:\n"
+          "                       spp/8, at least 16)\n"
+          "      --max-seconds S  stop handing out work after S seconds, "
+          "0..1e6 (0: no limit)\n"
+          "      --filter NAME    the pixel filter: box (default), "
+          "gaussian,\n"
+          "                       blackman-harris\n"
+          "      --filter-width W its width in pixels, 0.5..8 (default: "
+          "the filter's)\n"
+          "      --denoise        denoise the PNG and the PFM (albedo and "
+          "normal guided)\n"
+          "      --albedo-pfm FILE, --normal-pfm FILE\n"
+          "                       write the first hit's albedo and normal "
+          "as PFMs\n"
           "      --bsdf-only      no light sampling (for tests)\n"
           "  -q, --quiet          no progress line\n"
           "      --version, --help\n");
@@ -88,6 +114,30 @@ static int parse_int(const char *name, const char *v, long lo, long hi,
   return 0;
 }
 
+/* A number in (lo, hi], or [lo, hi] when lo_ok. */
+static int parse_real(const char *name, const char *v, double lo, double hi,
+                      int lo_ok, double *out) {
+  char *end = NULL;
+  double x = strtod(v, &end);
+  if (end == v || *end != '\0' || !(lo_ok ? x >= lo : x > lo) || !(x <= hi)) {
+    fprintf(stderr,
+            "atelier-render: --%s: expected a number %s %g and at most %g, "
+            "got '%s'\n",
+            name, lo_ok ? "from" : "above", lo, hi, v);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+static int filter_by_name(const char *name) {
+  static const char *const names[] = {"box", "gaussian", "blackman-harris"};
+  for (int i = 0; i < 3; i++)
+    if (strcmp(name, names[i]) == 0)
+      return i;
+  return -1;
+}
+
 static int parse_args(int argc, char **argv, cli_opts_t *o) {
   static const struct option opts[] = {
       {"output", required_argument, NULL, 'o'},
@@ -100,6 +150,15 @@ static int parse_args(int argc, char **argv, cli_opts_t *o) {
       {"seed", required_argument, NULL, 'S'},
       {"exposure", required_argument, NULL, 'e'},
       {"bsdf-only", no_argument, NULL, 'B'},
+      {"noise", required_argument, NULL, 'N'},
+      {"adaptive", required_argument, NULL, 'N'},
+      {"min-samples", required_argument, NULL, 'm'},
+      {"max-seconds", required_argument, NULL, 'T'},
+      {"filter", required_argument, NULL, 'F'},
+      {"filter-width", required_argument, NULL, 'D'},
+      {"denoise", no_argument, NULL, 'z'},
+      {"albedo-pfm", required_argument, NULL, 'A'},
+      {"normal-pfm", required_argument, NULL, 'R'},
       {"worker", required_argument, NULL, 'w'},
       {"cancel-after-ms", required_argument, NULL, 'C'},
       {"quiet", no_argument, NULL, 'q'},
@@ -169,6 +228,41 @@ static int parse_args(int argc, char **argv, cli_opts_t *o) {
     }
     case 'B':
       o->no_nee = 1;
+      break;
+    case 'N':
+      if (parse_real("noise", optarg, 0, 1, 1, &o->noise))
+        return 2;
+      break;
+    case 'm':
+      if (parse_int("min-samples", optarg, 2, 1 << 20, &n))
+        return 2;
+      o->min_samples = (int)n;
+      break;
+    case 'T':
+      if (parse_real("max-seconds", optarg, 0, 1e6, 1, &o->max_seconds))
+        return 2;
+      break;
+    case 'F':
+      if ((o->filter = filter_by_name(optarg)) < 0) {
+        fprintf(stderr,
+                "atelier-render: --filter: expected box, gaussian or "
+                "blackman-harris, got '%s'\n",
+                optarg);
+        return 2;
+      }
+      break;
+    case 'D':
+      if (parse_real("filter-width", optarg, 0.5, 8, 1, &o->filter_width))
+        return 2;
+      break;
+    case 'z':
+      o->denoise = 1;
+      break;
+    case 'A':
+      o->out_albedo = optarg;
+      break;
+    case 'R':
+      o->out_normal = optarg;
       break;
     case 'w':
       o->worker = optarg;
@@ -288,48 +382,91 @@ static void on_cancel_timer(uv_timer_t *t) {
   atl_farm_cancel(c->job);
 }
 
+static int write_pfm(const char *path, const float *sum, const uint32_t *count,
+                     int w, int h) {
+  int e = atl_render_write_pfm(path, sum, count, w, h);
+  if (e != 0)
+    fprintf(stderr, "atelier-render: %s: %s\n", path, strerror(-e));
+  return e;
+}
+
+static int write_png(const char *path, const uint8_t *rgb, int w, int h) {
+  void *png = NULL;
+  size_t len = 0;
+  if (atl_png_encode(rgb, w, h, -1, &png, &len) != 0) {
+    fprintf(stderr, "atelier-render: Failed to encode rendered image\n");
+    return -1;
+  }
+  FILE *f = fopen(path, "wb");
+  int ok = f != NULL && fwrite(png, 1, len, f) == len;
+  if (f != NULL && fclose(f) != 0)
+    ok = 0;
+  free(png);
+  if (!ok)
+    fprintf(stderr, "atelier-render: %s: %s\n", path, strerror(errno));
+  return ok ? 0 : -1;
+}
+
+/* The picture, and with --denoise the denoised one: its radiance, and a
+ * count of 1 a pixel, so that resolving and the PFM take it as it is. */
 static int write_outputs(cli_t *c) {
   cli_opts_t *o = c->o;
-  size_t npix = (size_t)o->width * (size_t)o->height;
-  float *sum = malloc(npix * 3 * sizeof(float));
-  uint32_t *count = malloc(npix * sizeof(uint32_t));
+  int w = o->width, h = o->height;
+  size_t npix = (size_t)w * (size_t)h;
+  int guides = atl_farm_job_guides(c->job);
+  atl_render_film_t film = {
+      .rgb_sum = malloc(npix * 3 * sizeof(float)),
+      .count = malloc(npix * sizeof(uint32_t)),
+      .rgb_odd = malloc(npix * 3 * sizeof(float)),
+      .albedo_sum = guides ? malloc(npix * 3 * sizeof(float)) : NULL,
+      .normal_sum = guides ? malloc(npix * 3 * sizeof(float)) : NULL};
+  float *clean = o->denoise ? malloc(npix * 3 * sizeof(float)) : NULL;
+  uint32_t *ones = o->denoise ? malloc(npix * sizeof(uint32_t)) : NULL;
   uint8_t *rgb = malloc(npix * 3);
   int rc = 1;
-  if (sum == NULL || count == NULL || rgb == NULL) {
+  if (!film.rgb_sum || !film.count || !film.rgb_odd || !rgb ||
+      (guides && (!film.albedo_sum || !film.normal_sum)) ||
+      (o->denoise && (!clean || !ones))) {
     fprintf(stderr, "atelier-render: out of memory\n");
     goto out;
   }
-  atl_farm_job_sums(c->job, sum, count);
-  if (o->out_pfm != NULL) {
-    int e = atl_render_write_pfm(o->out_pfm, sum, count, o->width, o->height);
+  int fw, fh;
+  atl_farm_job_film(c->job, 0, &film, &fw, &fh);
+  const float *sum = film.rgb_sum;
+  const uint32_t *count = film.count;
+  if (o->denoise) {
+    int e = atl_film_denoise(&film, w, h, clean);
     if (e != 0) {
-      fprintf(stderr, "atelier-render: %s: %s\n", o->out_pfm, strerror(-e));
+      fprintf(stderr, "atelier-render: denoising failed: %s\n", strerror(-e));
       goto out;
     }
+    for (size_t i = 0; i < npix; i++)
+      ones[i] = 1;
+    sum = clean;
+    count = ones;
   }
+  if (o->out_pfm != NULL && write_pfm(o->out_pfm, sum, count, w, h) != 0)
+    goto out;
+  if (o->out_albedo != NULL &&
+      write_pfm(o->out_albedo, film.albedo_sum, film.count, w, h) != 0)
+    goto out;
+  if (o->out_normal != NULL &&
+      write_pfm(o->out_normal, film.normal_sum, film.count, w, h) != 0)
+    goto out;
   if (o->out_png != NULL) {
-    atl_render_resolve(sum, count, o->width, o->height, (float)o->exposure,
-                       rgb);
-    void *png = NULL;
-    size_t len = 0;
-    if (atl_png_encode(rgb, o->width, o->height, -1, &png, &len) != 0) {
-      fprintf(stderr, "atelier-render: Failed to encode rendered image\n");
+    atl_render_resolve(sum, count, w, h, (float)o->exposure, rgb);
+    if (write_png(o->out_png, rgb, w, h) != 0)
       goto out;
-    }
-    FILE *f = fopen(o->out_png, "wb");
-    int ok = f != NULL && fwrite(png, 1, len, f) == len;
-    if (f != NULL && fclose(f) != 0)
-      ok = 0;
-    free(png);
-    if (!ok) {
-      fprintf(stderr, "atelier-render: %s: %s\n", o->out_png, strerror(errno));
-      goto out;
-    }
   }
   rc = 0;
 out:
-  free(sum);
-  free(count);
+  free(film.rgb_sum);
+  free(film.count);
+  free(film.rgb_odd);
+  free(film.albedo_sum);
+  free(film.normal_sum);
+  free(clean);
+  free(ones);
   free(rgb);
   return rc;
 }
@@ -368,6 +505,14 @@ int main(int argc, char **argv) {
     o.spp = info.samples > 0 ? info.samples : 500;
   if (o.max_depth == 0)
     o.max_depth = info.max_depth > 0 ? info.max_depth : 8;
+  if (o.min_samples > o.spp) {
+    fprintf(stderr,
+            "atelier-render: --min-samples: %d is more than the %d samples "
+            "per pixel; give 2..%d\n",
+            o.min_samples, o.spp, o.spp);
+    free(json);
+    return 2;
+  }
 
   uv_loop_t *loop = uv_default_loop();
   cli_t c = {.o = &o, .tty = isatty(2)};
@@ -395,7 +540,14 @@ int main(int argc, char **argv) {
                              .samples = o.spp,
                              .max_depth = o.max_depth,
                              .no_light_sampling = o.no_nee,
-                             .seed = o.seed};
+                             .seed = o.seed,
+                             .noise_threshold = o.noise,
+                             .min_samples = o.min_samples,
+                             .max_seconds = o.max_seconds,
+                             .guides =
+                                 o.denoise || o.out_albedo || o.out_normal,
+                             .filter = o.filter,
+                             .filter_width = o.filter_width};
   c.t_submit = now_s();
   rc = atl_farm_submit(c.farm, &p, on_progress, on_done, &c, &c.job);
   free(json);
@@ -426,13 +578,23 @@ int main(int argc, char **argv) {
     return c.status == -ECANCELED ? 130 : 1;
   }
   rc = write_outputs(&c);
+  atl_farm_job_stats_t st;
+  atl_farm_job_stats(c.job, 0, &st);
   atl_farm_job_free(c.job);
-  double paths = (double)o.width * o.height * o.spp;
+  static const char *const stops[] = {"samples", "noise threshold",
+                                      "time budget"};
+  /* The paths traced: with adaptive sampling or a budget, fewer than
+   * width x height x spp. */
+  double paths = st.spp_mean * o.width * o.height;
   double render_s = c.t_done - c.t_submit, total_s = now_s() - t_start;
   printf("%s: %dx%d, %d spp, max depth %d, %d workers: %.0f paths; render "
-         "%.3f s, %.2f M paths/s; whole process %.3f s, %.2f M paths/s%s\n",
+         "%.3f s, %.2f M paths/s; whole process %.3f s, %.2f M paths/s; "
+         "noise %.4f (%.1f %% of pixels above %g); spp min %d mean %.1f "
+         "max %d; ended by the %s%s\n",
          o.scene_path, o.width, o.height, o.spp, o.max_depth, o.workers, paths,
          render_s, paths / render_s / 1e6, total_s, paths / total_s / 1e6,
+         st.noise, st.above * 100, o.noise > 0 ? o.noise : 0.01, st.spp_min,
+         st.spp_mean, st.spp_max, stops[st.stop],
          deaths ? " (workers died and their units were redone)" : "");
   return rc;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "farm.h"
 #include "farm_proto.h"
+#include "film.h"
 #include "render.h"
 
 /* Tiles are 64 x 64 pixels and a unit aims at about 32k paths (some
@@ -27,6 +29,9 @@
 /* Units a worker holds at once: the one it renders and the next, so that
  * it never waits for the loop between two. */
 #define QUEUE_DEPTH 2
+/* How many waves a tile may run ahead of the slowest one in an adaptive
+ * job (job_pick_tile() says why). */
+#define MAX_AHEAD_ADAPTIVE 8
 /* A tile whose unit was in flight in this many worker deaths fails its
  * job: the scene itself kills workers. */
 #define MAX_TILE_DEATHS 3
@@ -79,13 +84,19 @@ struct atl_farm_job_s {
   int ntx, nty, ntiles;
   int npasses;
   int *pass_first, *pass_n;
-  uint8_t *plane;  /* per tile: the committed plane */
-  uint16_t *done;  /* per tile: passes committed */
-  uint8_t *busy;   /* per tile: a unit is in flight */
-  uint8_t *deaths; /* per tile: worker deaths while in flight */
-  uint64_t *sent;  /* per worker: incarnation that has the segment */
-  int wave;        /* passes every tile has */
-  int scan;        /* where the next unit search starts */
+  uint8_t *plane;         /* per tile: the committed plane */
+  int *done;              /* per tile: passes committed */
+  uint8_t *busy;          /* per tile: a unit is in flight */
+  uint8_t *deaths;        /* per tile: worker deaths while in flight */
+  uint64_t *sent;         /* per worker: incarnation that has the segment */
+  uint8_t *unconv;        /* TILE * TILE: scratch of tile_adapt() */
+  double noise_threshold; /* 0: adaptive sampling off */
+  int min_samples;        /* before the first convergence check */
+  int tiles_converged;    /* tiles adaptive sampling ended */
+  int budget_over;        /* max_seconds passed: no more units */
+  int stop;               /* ATL_FARM_STOP_*, once finished with 0 */
+  int wave;               /* passes every tile has */
+  int scan;               /* where the next unit search starts */
   uint64_t units_done, units_total_weight, weight_done;
   int in_flight;
   int worker_deaths;
@@ -95,6 +106,9 @@ struct atl_farm_job_s {
   int fd;
   atl_farm_shm_t *hdr;
   size_t size;
+  /* The budget's timer (max_seconds), and after a cancel the grace
+   * period's: one handle, opened at submission, closed when the job
+   * finishes. */
   uv_timer_t grace;
   int grace_open;      /* the handle is open or closing */
   int destroy_pending; /* freed by the caller while grace closes */
@@ -140,6 +154,7 @@ static void flog(atl_farm_t *f, int level, const char *fmt, ...) {
 static void worker_start(farm_worker_t *w);
 static void schedule(atl_farm_t *f);
 static void job_finish(atl_farm_job_t *j, int status, const char *msg);
+static void job_timer_fired(uv_timer_t *t);
 
 /* ---- paths and stale segments ---- */
 
@@ -237,30 +252,39 @@ static void tile_rect(const atl_farm_job_t *j, int t, int *x0, int *y0, int *x1,
   *y1 = *y0 + TILE > j->height ? j->height : *y0 + TILE;
 }
 
-static float *plane_sum(const atl_farm_job_t *j, int plane) {
-  return (float *)((char *)j->hdr + j->hdr->plane_off[plane]);
+static atl_render_film_t plane_film(const atl_farm_job_t *j, int plane) {
+  return atl_farm_plane_film(j->hdr, plane);
 }
 
-static uint32_t *plane_count(const atl_farm_job_t *j, int plane) {
-  return (uint32_t *)((char *)plane_sum(j, plane) +
-                      (size_t)j->width * (size_t)j->height * 3 * sizeof(float));
+static uint8_t *job_active(const atl_farm_job_t *j) {
+  return (uint8_t *)j->hdr + j->hdr->active_off;
 }
 
-/* The next unit of j a worker may take, or -1: a tile of the current wave
- * first, else one a wave ahead, so that workers do not idle while the
- * last tiles of a wave finish elsewhere. */
+/* The next unit of j a worker may take, or -1: the tile with the fewest
+ * passes, so a wave is finished before the next, but up to `ahead`
+ * waves ahead of the slowest tile, so that workers do not idle while
+ * the last tiles of a wave finish elsewhere. With adaptive sampling the
+ * tiles' work differs (a tile of sky stops early, one of glass takes
+ * every sample), and one wave ahead would leave workers idle behind the
+ * slowest tile: there it is MAX_AHEAD_ADAPTIVE. Which tile runs when
+ * changes nothing in the picture; only the preview is less even. */
 static int job_pick_tile(atl_farm_job_t *j) {
-  for (int ahead = 0; ahead <= 1; ahead++) {
-    for (int k = 0; k < j->ntiles; k++) {
-      int t = (j->scan + k) % j->ntiles;
-      if (!j->busy[t] && j->done[t] < j->npasses &&
-          j->done[t] == j->wave + ahead) {
-        j->scan = (t + 1) % j->ntiles;
-        return t;
-      }
-    }
+  if (j->budget_over)
+    return -1;
+  int ahead = j->noise_threshold > 0 ? MAX_AHEAD_ADAPTIVE : 1;
+  int best = -1;
+  for (int k = 0; k < j->ntiles; k++) {
+    int t = (j->scan + k) % j->ntiles;
+    if (j->busy[t] || j->done[t] >= j->npasses || j->done[t] > j->wave + ahead)
+      continue;
+    if (best < 0 || j->done[t] < j->done[best])
+      best = t;
+    if (j->done[t] == j->wave)
+      break; /* none has fewer */
   }
-  return -1;
+  if (best >= 0)
+    j->scan = (best + 1) % j->ntiles;
+  return best;
 }
 
 static void job_unlink_active(atl_farm_job_t *j) {
@@ -302,6 +326,7 @@ static void job_release(atl_farm_job_t *j) {
   free(j->busy);
   free(j->deaths);
   free(j->sent);
+  free(j->unconv);
   free(j);
 }
 
@@ -340,6 +365,10 @@ static void job_finish(atl_farm_job_t *j, int status, const char *msg) {
   if (j->finished)
     return;
   j->finished = 1;
+  /* Ended by the budget only if work was left undone. */
+  j->stop = j->wave < j->npasses              ? ATL_FARM_STOP_BUDGET
+            : j->tiles_converged == j->ntiles ? ATL_FARM_STOP_NOISE
+                                              : ATL_FARM_STOP_SAMPLES;
   job_unlink_active(j);
   /* The grace timer is of no more use: close it now, while the loop is
    * sure to run, rather than when the caller frees the job. */
@@ -353,9 +382,15 @@ static void job_finish(atl_farm_job_t *j, int status, const char *msg) {
     j->done_cb(j, status, msg, j->user);
 }
 
-static void job_check_cancelled(atl_farm_job_t *j) {
-  if (j->cancelled && j->in_flight == 0)
+/* A cancelled job ends when its last unit in flight does, and so does
+ * one whose budget ran out (complete, with what it has). */
+static void job_check_idle(atl_farm_job_t *j) {
+  if (j->in_flight > 0 || j->finished)
+    return;
+  if (j->cancelled)
     job_finish(j, -ECANCELED, NULL);
+  else if (j->budget_over)
+    job_finish(j, 0, NULL);
 }
 
 /* The passes of `samples` samples: 1, 1, 2, 4, ... up to cap each, the
@@ -395,13 +430,22 @@ static int job_layout(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
   j->pass_first = calloc((size_t)n, sizeof(int));
   j->pass_n = calloc((size_t)n, sizeof(int));
   j->plane = calloc((size_t)j->ntiles, 1);
-  j->done = calloc((size_t)j->ntiles, sizeof(uint32_t));
+  j->done = calloc((size_t)j->ntiles, sizeof(int));
   j->busy = calloc((size_t)j->ntiles, 1);
   j->deaths = calloc((size_t)j->ntiles, 1);
   j->sent = calloc(MAX_WORKERS, sizeof(uint64_t));
+  j->unconv = calloc(TILE * TILE, 1);
   if (!j->pass_first || !j->pass_n || !j->plane || !j->done || !j->busy ||
-      !j->deaths || !j->sent)
+      !j->deaths || !j->sent || !j->unconv)
     return -ENOMEM;
+  j->noise_threshold = p->noise_threshold;
+  j->min_samples = p->min_samples;
+  if (j->min_samples == 0) {
+    j->min_samples = p->samples / 8 > ATL_FARM_MIN_SAMPLES
+                         ? p->samples / 8
+                         : ATL_FARM_MIN_SAMPLES;
+    j->min_samples = j->min_samples < p->samples ? j->min_samples : p->samples;
+  }
   pass_schedule(p->samples, cap, j->pass_first, j->pass_n);
   return 0;
 }
@@ -411,11 +455,16 @@ static int job_layout(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
 static int job_segment(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
   atl_farm_t *f = j->farm;
   size_t npix = (size_t)p->width * (size_t)p->height;
-  size_t plane = npix * (3 * sizeof(float) + sizeof(uint32_t));
+  size_t rgb = npix * 3 * sizeof(float);
+  size_t count_off = rgb, odd_off = count_off + npix * sizeof(uint32_t);
+  size_t albedo_off = p->guides ? odd_off + rgb : 0;
+  size_t normal_off = p->guides ? albedo_off + rgb : 0;
+  size_t plane = (p->guides ? normal_off : odd_off) + rgb;
   size_t scene_off = (sizeof(atl_farm_shm_t) + 63) & ~(size_t)63;
   size_t plane0 = (scene_off + p->scene_len + 4095) & ~(size_t)4095;
   size_t plane1 = (plane0 + plane + 4095) & ~(size_t)4095;
-  size_t total = plane1 + plane;
+  size_t active_off = (plane1 + plane + 4095) & ~(size_t)4095;
+  size_t total = active_off + npix;
   char name[64];
   snprintf(name, sizeof(name), "/%s%d-%u", ATL_FARM_SHM_PREFIX, (int)getpid(),
            ++f->shm_counter);
@@ -441,14 +490,26 @@ static int job_segment(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
   h->max_depth = p->max_depth;
   h->rr_depth = p->rr_depth;
   h->no_light_sampling = p->no_light_sampling;
+  h->filter = p->filter;
+  h->filter_width = p->filter_width;
+  h->guides = p->guides != 0;
+  h->use_active = p->noise_threshold > 0;
   h->seed = p->seed;
   h->scene_off = scene_off;
   h->scene_len = p->scene_len;
   h->plane_off[0] = plane0;
   h->plane_off[1] = plane1;
+  h->count_off = count_off;
+  h->odd_off = odd_off;
+  h->albedo_off = albedo_off;
+  h->normal_off = normal_off;
+  h->plane_size = plane;
+  h->active_off = active_off;
   h->total_size = total;
   memcpy((char *)map + scene_off, p->scene_json, p->scene_len);
-  /* The reserved pages are zeroed: both planes start with no samples. */
+  /* The reserved pages are zeroed: both planes start with no samples,
+   * and every pixel takes samples until adaptive sampling says not. */
+  memset((char *)map + active_off, 1, npix);
   return 0;
 }
 
@@ -460,7 +521,14 @@ int atl_farm_submit(atl_farm_t *f, const atl_farm_job_params_t *p,
     return -ESHUTDOWN;
   if (p->scene_json == NULL || p->scene_len == 0 || p->width < 1 ||
       p->width > 8192 || p->height < 1 || p->height > 8192 || p->samples < 1 ||
-      p->samples > (1 << 20) || p->max_depth < 1)
+      p->samples > (1 << 20) || p->max_depth < 1 ||
+      !(p->noise_threshold >= 0 && p->noise_threshold <= 1) ||
+      (p->min_samples != 0 &&
+       (p->min_samples < 2 || p->min_samples > p->samples)) ||
+      !(p->max_seconds >= 0 && p->max_seconds <= 1e6) || p->filter < 0 ||
+      p->filter > ATL_RENDER_FILTER_BLACKMAN_HARRIS ||
+      !(p->filter_width == 0 ||
+        (p->filter_width >= 0.5 && p->filter_width <= 8)))
     return -EINVAL;
   atl_farm_job_t *j = calloc(1, sizeof(*j));
   if (j == NULL)
@@ -480,6 +548,15 @@ int atl_farm_submit(atl_farm_t *f, const atl_farm_job_params_t *p,
   j->progress = progress;
   j->done_cb = done;
   j->user = user;
+  if (uv_timer_init(f->loop, &j->grace) != 0) {
+    job_release(j);
+    return -ENOMEM;
+  }
+  j->grace_open = 1;
+  j->grace.data = j;
+  if (p->max_seconds > 0)
+    uv_timer_start(&j->grace, job_timer_fired,
+                   (uint64_t)ceil(p->max_seconds * 1000), 0);
   if (f->jobs == NULL) {
     j->next = j->prev = j;
     f->jobs = j;
@@ -502,9 +579,21 @@ int atl_farm_submit(atl_farm_t *f, const atl_farm_job_params_t *p,
   return 0;
 }
 
-static void grace_expired(uv_timer_t *t) {
+/* The job's timer: after a cancel, the end of the grace period, when
+ * workers still on the job are killed; before, the end of the budget. */
+static void job_timer_fired(uv_timer_t *t) {
   atl_farm_job_t *j = t->data;
   atl_farm_t *f = j->farm;
+  if (j->finished)
+    return;
+  if (!j->cancelled) {
+    /* The units in flight are let finish rather than cancelled: each is
+     * some 10 ms of a core, so the job ends as promptly either way, and
+     * their samples are kept (and the cancel flag stays the caller's). */
+    j->budget_over = 1;
+    job_check_idle(j);
+    return;
+  }
   for (int i = 0; i < f->nworkers; i++)
     for (int u = 0; u < QUEUE_DEPTH; u++)
       if (f->workers[i].units[u].used && f->workers[i].units[u].job == j)
@@ -516,14 +605,9 @@ void atl_farm_cancel(atl_farm_job_t *j) {
     return;
   j->cancelled = 1;
   __atomic_store_n(&j->hdr->cancel, 1, __ATOMIC_RELAXED);
-  if (j->in_flight > 0) {
-    if (uv_timer_init(j->farm->loop, &j->grace) == 0) {
-      j->grace_open = 1;
-      j->grace.data = j;
-      uv_timer_start(&j->grace, grace_expired, CANCEL_GRACE_MS, 0);
-    }
-  }
-  job_check_cancelled(j);
+  if (j->in_flight > 0)
+    uv_timer_start(&j->grace, job_timer_fired, CANCEL_GRACE_MS, 0);
+  job_check_idle(j);
 }
 
 void atl_farm_job_free(atl_farm_job_t *j) {
@@ -584,28 +668,127 @@ void atl_farm_job_preview(const atl_farm_job_t *j, float exposure, int max_dim,
     for (int ox = 0; ox < ow; ox += span) {
       int x = ox * step;
       int n = ox + span < ow ? span : ow - ox;
-      int pl = j->plane[ty * j->ntx + x / TILE];
+      atl_render_film_t pf = plane_film(j, j->plane[ty * j->ntx + x / TILE]);
       size_t i = (size_t)y * (size_t)j->width + (size_t)x;
-      atl_render_resolve_span(plane_sum(j, pl) + i * 3, plane_count(j, pl) + i,
-                              (size_t)n, exposure,
-                              rgb8 + ((size_t)oy * ow + ox) * 3);
+      atl_render_resolve_span(pf.rgb_sum + i * 3, pf.count + i, (size_t)n,
+                              exposure, rgb8 + ((size_t)oy * ow + ox) * 3);
     }
   }
 }
 
 void atl_farm_job_sums(const atl_farm_job_t *j, float *rgb_sum,
                        uint32_t *count) {
-  for (int t = 0; t < j->ntiles; t++) {
-    int x0, y0, x1, y1;
-    tile_rect(j, t, &x0, &y0, &x1, &y1);
-    const float *s = plane_sum(j, j->plane[t]);
-    const uint32_t *c = plane_count(j, j->plane[t]);
-    for (int y = y0; y < y1; y++) {
-      size_t i = (size_t)y * (size_t)j->width + (size_t)x0;
-      memcpy(rgb_sum + i * 3, s + i * 3, (size_t)(x1 - x0) * 3 * sizeof(float));
-      memcpy(count + i, c + i, (size_t)(x1 - x0) * sizeof(uint32_t));
+  atl_render_film_t out = {.rgb_sum = rgb_sum, .count = count};
+  int w, h;
+  atl_farm_job_film(j, 0, &out, &w, &h);
+}
+
+/* Copies n floats-triples (3 floats a pixel) when dst is wanted. */
+static void copy3(float *dst, const float *src, size_t n) {
+  if (dst != NULL && src != NULL)
+    memcpy(dst, src, n * 3 * sizeof(float));
+  else if (dst != NULL)
+    memset(dst, 0, n * 3 * sizeof(float));
+}
+
+void atl_farm_job_film(const atl_farm_job_t *j, int max_dim,
+                       const atl_render_film_t *out, int *out_w, int *out_h) {
+  int big = j->width > j->height ? j->width : j->height;
+  int step = max_dim > 0 ? (big + max_dim - 1) / max_dim : 1;
+  step = step < 1 ? 1 : step;
+  int ow = (j->width + step - 1) / step, oh = (j->height + step - 1) / step;
+  *out_w = ow;
+  *out_h = oh;
+  for (int oy = 0; oy < oh; oy++) {
+    int y = oy * step, ty = y / TILE;
+    /* Full size, a row is one span per tile; scaled down, a pixel. */
+    int span = step == 1 ? TILE : 1;
+    for (int ox = 0; ox < ow; ox += span) {
+      int x = ox * step;
+      size_t n = (size_t)(ox + span < ow ? span : ow - ox);
+      atl_render_film_t pf = plane_film(j, j->plane[ty * j->ntx + x / TILE]);
+      size_t i = (size_t)y * (size_t)j->width + (size_t)x;
+      size_t o = (size_t)oy * (size_t)ow + (size_t)ox;
+      copy3(out->rgb_sum ? out->rgb_sum + o * 3 : NULL, pf.rgb_sum + i * 3, n);
+      copy3(out->rgb_odd ? out->rgb_odd + o * 3 : NULL, pf.rgb_odd + i * 3, n);
+      copy3(out->albedo_sum ? out->albedo_sum + o * 3 : NULL,
+            pf.albedo_sum ? pf.albedo_sum + i * 3 : NULL, n);
+      copy3(out->normal_sum ? out->normal_sum + o * 3 : NULL,
+            pf.normal_sum ? pf.normal_sum + i * 3 : NULL, n);
+      if (out->count != NULL)
+        memcpy(out->count + o, pf.count + i, n * sizeof(uint32_t));
     }
   }
+}
+
+int atl_farm_job_guides(const atl_farm_job_t *j) {
+  return j->hdr->guides;
+}
+
+void atl_farm_job_stats(const atl_farm_job_t *j, double threshold,
+                        atl_farm_job_stats_t *st) {
+  if (threshold <= 0)
+    threshold = j->noise_threshold > 0 ? j->noise_threshold : 0.01;
+  atl_film_tally_t t = {0};
+  for (int tile = 0; tile < j->ntiles; tile++) {
+    int x0, y0, x1, y1;
+    tile_rect(j, tile, &x0, &y0, &x1, &y1);
+    atl_render_film_t pf = plane_film(j, j->plane[tile]);
+    for (int y = y0; y < y1; y++)
+      atl_film_tally(&pf, (size_t)y * (size_t)j->width + (size_t)x0,
+                     (size_t)(x1 - x0), threshold, &t);
+  }
+  *st = (atl_farm_job_stats_t){
+      .noise = t.estimated ? sqrt(t.sq_sum / (double)t.estimated) : INFINITY,
+      .above = t.pixels ? (double)t.above / (double)t.pixels : 0,
+      .spp_min = (int)t.spp_min,
+      .spp_mean = t.pixels ? (double)t.spp_sum / (double)t.pixels : 0,
+      .spp_max = (int)t.spp_max,
+      .stop = j->stop};
+}
+
+/* Adaptive sampling, once tile t's unit has committed: each pixel whose
+ * error is under the threshold is converged, and a pixel takes more
+ * samples if it or a neighbour in the tile is not (a one-pixel
+ * dilation, so that the edge of a noisy region is not cut too sharp).
+ * Everything read is the tile's committed film after a whole pass, so
+ * the mask, and with it the picture, is a function of the seed and the
+ * parameters alone: not of the number of workers, the order units end
+ * in, or a worker killed on the way. A tile with no pixel left is done. */
+static void tile_adapt(atl_farm_job_t *j, int t) {
+  int pass = j->done[t] - 1;
+  if (j->noise_threshold <= 0 || j->done[t] >= j->npasses ||
+      j->pass_first[pass] + j->pass_n[pass] < j->min_samples)
+    return;
+  int x0, y0, x1, y1;
+  tile_rect(j, t, &x0, &y0, &x1, &y1);
+  int tw = x1 - x0, th = y1 - y0;
+  atl_render_film_t pf = plane_film(j, j->plane[t]);
+  uint8_t *active = job_active(j);
+  for (int y = 0; y < th; y++)
+    for (int x = 0; x < tw; x++) {
+      size_t i = (size_t)(y0 + y) * (size_t)j->width + (size_t)(x0 + x);
+      j->unconv[y * TILE + x] =
+          !(atl_film_pixel_error(&pf, i) < j->noise_threshold);
+    }
+  int left = 0;
+  for (int y = 0; y < th; y++)
+    for (int x = 0; x < tw; x++) {
+      int on = 0;
+      for (int dy = y > 0 ? -1 : 0; dy <= 1 && y + dy < th && !on; dy++)
+        for (int dx = x > 0 ? -1 : 0; dx <= 1 && x + dx < tw; dx++)
+          on |= j->unconv[(y + dy) * TILE + x + dx];
+      active[(size_t)(y0 + y) * (size_t)j->width + (size_t)(x0 + x)] =
+          (uint8_t)on;
+      left += on;
+    }
+  if (left > 0)
+    return;
+  /* Its remaining passes count as done, for the waves and the share. */
+  for (int k = j->done[t]; k < j->npasses; k++)
+    j->weight_done += (uint64_t)j->pass_n[k];
+  j->done[t] = j->npasses;
+  j->tiles_converged++;
 }
 
 /* ---- scheduling ---- */
@@ -727,6 +910,7 @@ static void on_reply(farm_worker_t *w, const atl_farm_reply_t *r) {
     j->plane[u.tile] ^= 1;
     j->done[u.tile]++;
     j->weight_done += (uint64_t)j->pass_n[u.pass];
+    tile_adapt(j, u.tile);
     job_advance(j);
     break;
   case ATL_FARM_MSG_FAILED: {
@@ -740,7 +924,7 @@ static void on_reply(farm_worker_t *w, const atl_farm_reply_t *r) {
     break;
   }
   if (!j->finished)
-    job_check_cancelled(j);
+    job_check_idle(j);
 }
 
 static void on_readable(uv_poll_t *p, int status, int events) {
@@ -897,7 +1081,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int term_signal) {
       job_finish(j, -EIO, msg);
       continue;
     }
-    job_check_cancelled(j);
+    job_check_idle(j);
   }
   worker_close_socket(w);
   uv_close((uv_handle_t *)&w->proc, worker_handle_closed);

@@ -22,6 +22,8 @@
 
 #include <uv.h>
 
+#include "render.h"
+
 typedef struct atl_farm_s atl_farm_t;
 typedef struct atl_farm_job_s atl_farm_job_t;
 
@@ -74,9 +76,33 @@ typedef struct {
   int rr_depth;          /* 0: the tracer's default */
   int no_light_sampling; /* 1: BSDF sampling only (tests) */
   uint64_t seed;
+  /* Adaptive sampling: 0 (off), or the error (film.h) under which a
+   * pixel takes no more samples, > 0 and <= 1. Cycles' default is 0.01. */
+  double noise_threshold;
+  /* The samples every pixel takes before adaptive sampling may stop it,
+   * 2 .. samples; 0: ATL_FARM_MIN_SAMPLES or samples / 8, the larger,
+   * at most samples. */
+  int min_samples;
+  /* The time budget, seconds from submission (0: none, else at most
+   * 1e6): then no more units are handed out, those in flight finish, and
+   * the job completes with status 0 and stop ATL_FARM_STOP_BUDGET. */
+  double max_seconds;
+  int guides;          /* 1: the film keeps albedo and normal (denoising) */
+  int filter;          /* atl_render_filter_t, 0 .. 2 */
+  double filter_width; /* 0: the filter's default; else 0.5 .. 8 pixels */
 } atl_farm_job_params_t;
 
-/* After each wave: every pixel now has at least samples_done samples. */
+#define ATL_FARM_MIN_SAMPLES 16
+
+/* Why a job that completed ended. */
+enum {
+  ATL_FARM_STOP_SAMPLES = 0, /* some pixels took every sample */
+  ATL_FARM_STOP_NOISE = 1,   /* every pixel reached the noise threshold */
+  ATL_FARM_STOP_BUDGET = 2   /* max_seconds ran out */
+};
+
+/* After each wave: every pixel that still takes samples now has
+ * samples_done (adaptive sampling may have stopped others earlier). */
 typedef void (*atl_farm_progress_fn)(atl_farm_job_t *job, int samples_done,
                                      void *user);
 /* Once, when the job ends: status 0 (complete), -ECANCELED (after
@@ -128,5 +154,34 @@ void atl_farm_job_preview(const atl_farm_job_t *job, float exposure,
  * it may be called from any thread once the done callback has run. */
 void atl_farm_job_sums(const atl_farm_job_t *job, float *rgb_sum,
                        uint32_t *count);
+
+/* Copies the committed film into out's buffers (the caller's; each may
+ * be NULL, and out->active is not used), every step-th pixel as for
+ * atl_farm_job_preview() (max_dim 0: all of them), so each buffer holds
+ * *out_w * *out_h pixels. albedo_sum and normal_sum are zeros unless the
+ * job was submitted with guides. Threads: as atl_farm_job_sums(). */
+void atl_farm_job_film(const atl_farm_job_t *job, int max_dim,
+                       const atl_render_film_t *out, int *out_w, int *out_h);
+
+/* Whether the job's film has the albedo and normal guides. */
+int atl_farm_job_guides(const atl_farm_job_t *job);
+
+/* The picture's noise and samples, from its committed film (film.h). */
+typedef struct {
+  /* The root mean square over pixels of each pixel's error estimate
+   * (film.h): about the relative noise of a pixel of brightness 1. */
+  double noise;
+  double above; /* share of pixels whose error is above the threshold */
+  int spp_min;  /* samples of the pixel that has the fewest */
+  double spp_mean;
+  int spp_max;
+  int stop; /* ATL_FARM_STOP_*, for a job that completed */
+} atl_farm_job_stats_t;
+
+/* Fills *st; `threshold` is the error counted as "above" (the job's own
+ * noise_threshold when 0 is given; and 0.01 if that is 0 too). Costs a
+ * pass over the frame. Threads: as atl_farm_job_sums(). */
+void atl_farm_job_stats(const atl_farm_job_t *job, double threshold,
+                        atl_farm_job_stats_t *st);
 
 #endif

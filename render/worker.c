@@ -93,6 +93,27 @@ static void reply(uint32_t type, const atl_farm_msg_t *m, const char *text) {
     ;
 }
 
+/* Whether the planes and the mask the header describes lie inside the
+ * segment: a worker trusts the farm, but not to the point of writing
+ * outside its mapping. */
+static int layout_fits(const atl_farm_shm_t *h) {
+  uint64_t npix = (uint64_t)h->width * (uint64_t)h->height;
+  uint64_t rgb = npix * 3 * sizeof(float);
+  if (h->width < 1 || h->height < 1 || h->width > 8192 || h->height > 8192)
+    return 0;
+  if (h->count_off < rgb || h->odd_off < h->count_off + npix * 4 ||
+      h->plane_size < h->odd_off + rgb)
+    return 0;
+  if (h->guides && (h->albedo_off < h->odd_off + rgb ||
+                    h->normal_off < h->albedo_off + rgb ||
+                    h->plane_size < h->normal_off + rgb))
+    return 0;
+  for (int i = 0; i < 2; i++)
+    if (h->plane_off[i] + h->plane_size > h->total_size)
+      return 0;
+  return h->active_off + npix <= h->total_size;
+}
+
 /* Maps the segment and loads the scene on a job's first unit, so that a
  * worker never given a unit of a job never pays for it. */
 static const char *job_ready(job_t *j) {
@@ -111,7 +132,8 @@ static const char *job_ready(job_t *j) {
   j->size = (size_t)st.st_size;
   const atl_farm_shm_t *h = j->hdr;
   if (h->magic != ATL_FARM_MAGIC || h->version != ATL_FARM_PROTO_VERSION ||
-      h->total_size != j->size || h->scene_off + h->scene_len > j->size)
+      h->total_size != j->size || h->scene_off + h->scene_len > j->size ||
+      !layout_fits(h))
     return j->load_error = strdup("the job's shared segment is malformed");
   char *err = NULL;
   int rc = atl_render_scene_load((const char *)j->hdr + h->scene_off,
@@ -122,6 +144,17 @@ static const char *job_ready(job_t *j) {
   }
   free(err);
   return NULL;
+}
+
+/* The pixels of row y in [x0, x1) that take samples. */
+static size_t active_in_row(const uint8_t *active, int w, int y, int x0,
+                            int x1) {
+  if (active == NULL)
+    return (size_t)(x1 - x0);
+  size_t n = 0;
+  for (int x = x0; x < x1; x++)
+    n += active[(size_t)y * (size_t)w + (size_t)x] != 0;
+  return n;
 }
 
 static void run_unit(const atl_farm_msg_t *m) {
@@ -143,41 +176,47 @@ static void run_unit(const atl_farm_msg_t *m) {
     reply(ATL_FARM_MSG_FAILED, m, "unit outside the frame");
     return;
   }
-  size_t npix = (size_t)w * (size_t)ht;
-  float *sum[2];
-  uint32_t *cnt[2];
-  for (int i = 0; i < 2; i++) {
-    char *base = (char *)h + h->plane_off[i];
-    sum[i] = (float *)base;
-    cnt[i] = (uint32_t *)(base + npix * 3 * sizeof(float));
-  }
+  atl_render_film_t film[2] = {atl_farm_plane_film(h, 0),
+                               atl_farm_plane_film(h, 1)};
   atl_render_params_t p = {.width = w,
                            .height = ht,
                            .max_depth = h->max_depth,
                            .rr_depth = h->rr_depth,
                            .seed = h->seed,
-                           .no_light_sampling = h->no_light_sampling};
+                           .no_light_sampling = h->no_light_sampling,
+                           .filter = h->filter,
+                           .filter_width = h->filter_width};
+  /* The tile's whole film goes to the other plane first, the pixels the
+   * mask turned off too: that plane holds an older state of the tile. */
+  const atl_render_film_t *src = &film[m->src], *dst = &film[m->dst];
   size_t tw = (size_t)(m->x1 - m->x0);
   for (int y = m->y0; y < m->y1; y++) {
     size_t off = (size_t)y * (size_t)w + (size_t)m->x0;
-    memcpy(sum[m->dst] + off * 3, sum[m->src] + off * 3,
-           tw * 3 * sizeof(float));
-    memcpy(cnt[m->dst] + off, cnt[m->src] + off, tw * sizeof(uint32_t));
+    size_t rgb = tw * 3 * sizeof(float);
+    memcpy(dst->rgb_sum + off * 3, src->rgb_sum + off * 3, rgb);
+    memcpy(dst->count + off, src->count + off, tw * sizeof(uint32_t));
+    memcpy(dst->rgb_odd + off * 3, src->rgb_odd + off * 3, rgb);
+    if (h->guides) {
+      memcpy(dst->albedo_sum + off * 3, src->albedo_sum + off * 3, rgb);
+      memcpy(dst->normal_sum + off * 3, src->normal_sum + off * 3, rgb);
+    }
   }
   /* A few rows at a time, so that a cancel is seen within a few
    * milliseconds' work, but at least CHUNK_SAMPLES samples a call: the
    * tracer follows several paths at once, and its lanes idle at the end
-   * of every call. */
-  int rows = (int)(CHUNK_SAMPLES / (tw * m->n));
-  rows = rows < 1 ? 1 : rows;
-  for (int y = m->y0; y < m->y1; y += rows) {
+   * of every call. Only the pixels the mask leaves on take samples, so a
+   * call takes as many rows as it needs to reach that many. */
+  for (int y = m->y0; y < m->y1;) {
     if (__atomic_load_n(&h->cancel, __ATOMIC_RELAXED)) {
       reply(ATL_FARM_MSG_ABORTED, m, NULL);
       return;
     }
-    int y1 = y + rows < m->y1 ? y + rows : m->y1;
-    atl_render_tile_samples(j->scene, &p, m->x0, y, m->x1, y1, m->first,
-                            (int)m->n, sum[m->dst], cnt[m->dst]);
+    int y1 = y;
+    for (size_t work = 0; y1 < m->y1 && work < CHUNK_SAMPLES; y1++)
+      work += active_in_row(dst->active, w, y1, m->x0, m->x1) * m->n;
+    atl_render_tile_film(j->scene, &p, m->x0, y, m->x1, y1, m->first, (int)m->n,
+                         dst);
+    y = y1;
   }
   /* The farm reads the plane after this message: order the stores. */
   __atomic_thread_fence(__ATOMIC_RELEASE);

@@ -14,6 +14,13 @@
  * Jobs of different sessions share the workers fairly: the farm hands out
  * work round-robin between jobs, a pass of samples at a time.
  *
+ * ABI 1.2 added adaptive sampling (a noise threshold), a time budget,
+ * the pixel filter and the denoiser to the request, and the picture's
+ * noise and samples to the result. The host reads the request's
+ * struct_size to know which members a plugin has, and writes the
+ * result's newer members only when the request's result_size says the
+ * plugin's result has them: a plugin built against 1.1 keeps working.
+ *
  * Ownership: everything passed in is the plugin's and is copied before
  * render() starts the job. What render() puts in the result belongs to
  * the plugin, which frees it with free().
@@ -46,7 +53,57 @@ typedef struct {
   /* Previews are scaled down to at most this many pixels on their longer
    * side (0: full size), which keeps them cheap for large frames. */
   int preview_max_dim;
+
+  /* ---- ABI 1.2: the host reads these only if struct_size covers them. */
+  /* The time budget in seconds: 0 for none, else more than 0 and at most
+   * the call's own time limit (tools.long_timeout_ms). When it runs out
+   * the farm hands out no more work, lets the work in flight (some 10 ms)
+   * finish, and the render succeeds with the samples it has (result
+   * stop ATL_RENDER_STOP_BUDGET). */
+  double max_seconds;
+  /* Adaptive sampling: 0 for off (every pixel takes every sample), else
+   * the noise, 0 < threshold <= 1, under which a pixel takes no more
+   * samples. A pixel's noise is the half-difference of its even and odd
+   * samples' means (about its standard error) over the square root of
+   * its brightness: 0.01 is 1 % noise on a pixel of brightness 1, and
+   * Cycles' default. The decisions depend only on the samples, so the
+   * picture is still a pure function of the request. */
+  double noise_threshold;
+  /* Samples every pixel takes before adaptive sampling may stop it: 0
+   * for the farm's default (samples / 8, at least 16), else 2 ..
+   * samples. */
+  int min_samples;
+  /* The pixel filter, ATL_RENDER_REQ_FILTER_*, and its width in pixels
+   * (0: the filter's default; else 0.5 .. 8). */
+  int filter;
+  double filter_width;
+  uint32_t flags; /* ATL_RENDER_DENOISE, ATL_RENDER_DENOISE_PREVIEWS */
+  /* sizeof(atl_render_result_t) as the plugin knows it: the host writes
+   * no member of the result past it. */
+  uint32_t result_size;
 } atl_render_request_t;
+
+/* The pixel filters (the tracer's atl_render_filter_t): box is 1 pixel
+ * wide; Gaussian and Blackman-Harris (Cycles' default) 1.5. */
+enum {
+  ATL_RENDER_REQ_FILTER_BOX = 0,
+  ATL_RENDER_REQ_FILTER_GAUSSIAN = 1,
+  ATL_RENDER_REQ_FILTER_BLACKMAN_HARRIS = 2
+};
+
+/* atl_render_request_t.flags. Denoising is an edge-aware filter guided
+ * by the albedo and normal of each pixel's first hit: it makes a few
+ * samples look clean but smooths away fine detail and texture, so it is
+ * for drafts and previews, never on by default for a full render. */
+#define ATL_RENDER_DENOISE 0x1u          /* the final picture is denoised */
+#define ATL_RENDER_DENOISE_PREVIEWS 0x2u /* so are the previews */
+
+/* atl_render_result_t.stop: what ended a successful render. */
+enum {
+  ATL_RENDER_STOP_SAMPLES = 0, /* some pixels took every sample */
+  ATL_RENDER_STOP_NOISE = 1,   /* every pixel reached the noise threshold */
+  ATL_RENDER_STOP_BUDGET = 2   /* max_seconds ran out */
+};
 
 typedef struct {
   int width, height;   /* the picture's size */
@@ -59,6 +116,20 @@ typedef struct {
   /* On failure: a malloc()ed message for the model (free() it), e.g.
    * "the scene cannot be loaded: shapes[2].radius: ...". */
   char *error;
+
+  /* ---- ABI 1.2: written only if the request's result_size covers them.
+   * On success: the picture's estimated noise, the root mean square over
+   * pixels of each pixel's noise as noise_threshold measures it (of the
+   * samples, before any denoising); the share of pixels whose noise is
+   * above the threshold (or above 0.01 without one); the samples per
+   * pixel, fewest, mean and most (samples above is the request's
+   * maximum); and what ended the render. */
+  double noise;
+  double noise_above;
+  int spp_min, spp_max;
+  double spp_mean;
+  int stop;     /* ATL_RENDER_STOP_* */
+  int denoised; /* 1: rgb is the denoised picture */
 } atl_render_result_t;
 
 /* A preview of the picture so far. Everything in it is the host's and is
@@ -69,6 +140,8 @@ typedef struct {
   int samples_done;   /* samples per pixel every pixel has so far */
   int pass, passes;   /* waves of samples done, and in all */
   double fraction;    /* the share of all the job's samples done */
+  /* ---- ABI 1.2 ---- */
+  int denoised; /* 1: the preview was denoised (ATL_RENDER_DENOISE_PREVIEWS) */
 } atl_render_preview_t;
 
 /* Runs on the handler thread that called render(). */
@@ -81,7 +154,9 @@ struct atl_render_api_s {
   int workers;
   /* Renders req for the call and blocks until the picture is finished,
    * the call is cancelled or times out, or the daemon stops. Handler
-   * thread only. Returns 0 with out->rgb set; or ATL_ECANCELED (the call
+   * thread only. out is the plugin's, filled as req->result_size allows
+   * (a request without result_size: the ABI 1.1 members only). Returns
+   * 0 with out->rgb set; or ATL_ECANCELED (the call
    * was cancelled or timed out), ATL_ESHUTDOWN, ATL_EINVAL (bad request
    * or a scene the workers could not load: out->error says why),
    * ATL_EIO (workers kept dying on this scene: out->error says so), or

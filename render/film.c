@@ -1,0 +1,126 @@
+/* Error estimates, noise figures and the denoised picture of a film; see
+ * film.h for the formula and why. */
+#include "atl-build.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "denoise.h"
+#include "film.h"
+
+/* Half the difference of the two half means, summed over the channels,
+ * and the mean's R + G + B: what the error and the variance are made
+ * of. Returns 0 when the pixel has fewer than 2 samples. */
+static int half_images(const atl_render_film_t *f, size_t i, double *diff,
+                       double *bright, double *var) {
+  uint32_t n = f->count[i];
+  if (n < 2)
+    return 0;
+  /* The odd-indexed samples of 0 .. n-1 are n / 2 of them. A pixel that
+   * adaptive sampling turned off for a while skipped whole passes, and
+   * every pass after the first two starts at an even index with an even
+   * number of samples, so the split of its samples stays this one. */
+  double n_odd = (double)(n / 2), n_even = (double)(n - n / 2);
+  const float *s = f->rgb_sum + i * 3, *o = f->rgb_odd + i * 3;
+  double d = 0, b = 0, v = 0;
+  for (int c = 0; c < 3; c++) {
+    double odd = o[c] / n_odd, even = ((double)s[c] - o[c]) / n_even;
+    double h = fabs(even - odd) / 2;
+    d += h;
+    v += h * h;
+    b += s[c] / (double)n;
+  }
+  *diff = d;
+  *bright = b;
+  *var = v / 3;
+  return 1;
+}
+
+double atl_film_pixel_error(const atl_render_film_t *f, size_t i) {
+  double d, b, v;
+  if (!half_images(f, i, &d, &b, &v))
+    return INFINITY;
+  return d / (1e-4 + sqrt(b > 0 ? b : 0));
+}
+
+void atl_film_tally(const atl_render_film_t *f, size_t i0, size_t n,
+                    double threshold, atl_film_tally_t *t) {
+  if (t->pixels == 0)
+    t->spp_min = UINT32_MAX;
+  for (size_t i = i0; i < i0 + n; i++) {
+    double e = atl_film_pixel_error(f, i);
+    if (isfinite(e)) {
+      t->sq_sum += e * e;
+      t->estimated++;
+    }
+    t->above += !(e <= threshold);
+    uint32_t c = f->count[i];
+    t->spp_sum += c;
+    t->spp_min = c < t->spp_min ? c : t->spp_min;
+    t->spp_max = c > t->spp_max ? c : t->spp_max;
+    t->pixels++;
+  }
+}
+
+/* Averages a guide's sums over the pixels' counts into out. */
+static void average(const float *sum, const uint32_t *count, size_t n,
+                    float *out) {
+  for (size_t i = 0; i < n; i++) {
+    float k = count[i] ? 1.0f / (float)count[i] : 0;
+    for (int c = 0; c < 3; c++)
+      out[i * 3 + c] = sum[i * 3 + c] * k;
+  }
+}
+
+int atl_film_denoise(const atl_render_film_t *f, int w, int h, float *out) {
+  size_t n = (size_t)w * (size_t)h;
+  float *rgb = malloc(n * 3 * sizeof(float));
+  float *var = malloc(n * sizeof(float));
+  float *alb = f->albedo_sum ? malloc(n * 3 * sizeof(float)) : NULL;
+  float *nrm = f->normal_sum ? malloc(n * 3 * sizeof(float)) : NULL;
+  int rc = -ENOMEM;
+  if (rgb == NULL || var == NULL || (f->albedo_sum && alb == NULL) ||
+      (f->normal_sum && nrm == NULL))
+    goto done;
+  average(f->rgb_sum, f->count, n, rgb);
+  if (alb != NULL)
+    average(f->albedo_sum, f->count, n, alb);
+  if (nrm != NULL)
+    average(f->normal_sum, f->count, n, nrm);
+  for (size_t i = 0; i < n; i++) {
+    double d, b, v;
+    /* A pixel with one sample has no estimate: call it as noisy as its
+     * own brightness, so that the filter smooths it as much as any. */
+    if (!half_images(f, i, &d, &b, &v)) {
+      double m = (rgb[i * 3] + rgb[i * 3 + 1] + rgb[i * 3 + 2]) / 3.0;
+      v = m * m + 1e-3;
+    }
+    var[i] = (float)v;
+  }
+  rc = atl_render_denoise(rgb, alb, nrm, var, w, h, out);
+done:
+  free(rgb);
+  free(var);
+  free(alb);
+  free(nrm);
+  return rc;
+}
+
+int atl_film_denoise_resolve(const atl_render_film_t *f, int w, int h,
+                             float exposure, uint8_t *rgb8) {
+  size_t n = (size_t)w * (size_t)h;
+  float *out = malloc(n * 3 * sizeof(float));
+  uint32_t *ones = malloc(n * sizeof(uint32_t));
+  int rc = -ENOMEM;
+  if (out != NULL && ones != NULL)
+    rc = atl_film_denoise(f, w, h, out);
+  if (rc == 0) {
+    for (size_t i = 0; i < n; i++)
+      ones[i] = 1;
+    atl_render_resolve_span(out, ones, n, exposure, rgb8);
+  }
+  free(out);
+  free(ones);
+  return rc;
+}
