@@ -554,6 +554,9 @@ int atl_farm_submit(atl_farm_t *f, const atl_farm_job_params_t *p,
   }
   j->grace_open = 1;
   j->grace.data = j;
+  /* The loop's clock is that of its last turn: bring it to now, or the
+   * budget would count from then. */
+  uv_update_time(f->loop);
   if (p->max_seconds > 0)
     uv_timer_start(&j->grace, job_timer_fired,
                    (uint64_t)ceil(p->max_seconds * 1000), 0);

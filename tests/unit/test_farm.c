@@ -305,6 +305,42 @@ Test(farm, bad_parameters_are_refused) {
   cr_assert_eq(atl_farm_submit(c.farm, &p, NULL, on_done, &c, &j), -EINVAL);
   p = params_for(NULL, 0, 16, 16, 1);
   cr_assert_eq(atl_farm_submit(c.farm, &p, NULL, on_done, &c, &j), -EINVAL);
+  /* The adaptive sampling, budget and filter parameters: each out of its
+   * range on its own. */
+  for (int k = 0; k < 9; k++) {
+    p = params_for("{}", 2, 16, 16, 32);
+    switch (k) {
+    case 0:
+      p.noise_threshold = -0.1;
+      break;
+    case 1:
+      p.noise_threshold = 1.5;
+      break;
+    case 2:
+      p.noise_threshold = NAN;
+      break;
+    case 3:
+      p.min_samples = 1;
+      break;
+    case 4:
+      p.min_samples = 33;
+      break;
+    case 5:
+      p.max_seconds = -1;
+      break;
+    case 6:
+      p.max_seconds = INFINITY;
+      break;
+    case 7:
+      p.filter = 3;
+      break;
+    default:
+      p.filter_width = 0.2;
+      break;
+    }
+    cr_assert_eq(atl_farm_submit(c.farm, &p, NULL, on_done, &c, &j), -EINVAL,
+                 "case %d was accepted", k);
+  }
   cr_assert_null(j);
   ctx_stop(&c);
 }
@@ -406,6 +442,223 @@ Test(farm, preview_is_scaled_down_and_readable_mid_render) {
   free(sum);
   free(count);
   ctx_stop(&c);
+  free(json);
+}
+
+/* ---- adaptive sampling, the time budget, the noise figure ---- */
+
+/* A job's whole film: sums, counts, odd sums, and the guides. */
+typedef struct {
+  float *sum, *odd, *albedo, *normal;
+  uint32_t *count;
+  int w, h;
+} film_copy_t;
+
+static film_copy_t film_of(atl_farm_job_t *job) {
+  film_copy_t f = {.w = atl_farm_job_width(job), .h = atl_farm_job_height(job)};
+  size_t n = (size_t)f.w * f.h;
+  f.sum = calloc(n * 3, sizeof(float));
+  f.odd = calloc(n * 3, sizeof(float));
+  f.albedo = calloc(n * 3, sizeof(float));
+  f.normal = calloc(n * 3, sizeof(float));
+  f.count = calloc(n, sizeof(uint32_t));
+  atl_render_film_t out = {.rgb_sum = f.sum,
+                           .count = f.count,
+                           .rgb_odd = f.odd,
+                           .albedo_sum = f.albedo,
+                           .normal_sum = f.normal};
+  int w, h;
+  atl_farm_job_film(job, 0, &out, &w, &h);
+  cr_assert_eq(w, f.w);
+  cr_assert_eq(h, f.h);
+  return f;
+}
+
+static void film_free(film_copy_t *f) {
+  free(f->sum);
+  free(f->odd);
+  free(f->albedo);
+  free(f->normal);
+  free(f->count);
+}
+
+static void assert_same_film(const film_copy_t *a, const film_copy_t *b,
+                             const char *what) {
+  size_t n = (size_t)a->w * a->h;
+  cr_assert_eq(memcmp(a->count, b->count, n * sizeof(uint32_t)), 0,
+               "%s: the sample counts differ", what);
+  cr_assert_eq(memcmp(a->sum, b->sum, n * 3 * sizeof(float)), 0,
+               "%s: the image differs", what);
+  cr_assert_eq(memcmp(a->odd, b->odd, n * 3 * sizeof(float)), 0,
+               "%s: the odd sums differ", what);
+}
+
+/* Renders p with `workers` workers, killing one at the kill-th progress
+ * call if kill > 0, and returns the film. */
+static film_copy_t render_film(const atl_farm_job_params_t *p, int workers,
+                               int kill, atl_farm_job_stats_t *st) {
+  ctx_t c;
+  ctx_start(&c, workers);
+  c.kill_after_progress = kill;
+  submit(&c, 0, p);
+  run_until_done(&c, 1);
+  cr_assert_eq(c.status[0], 0, "%s", c.message[0]);
+  if (kill > 0) {
+    cr_assert_gt(c.killed_pid, 0, "the job ended before the kill");
+    cr_assert_geq(atl_farm_job_worker_deaths(c.job[0]), 1,
+                  "the killed worker held no unit of the job");
+  }
+  film_copy_t f = film_of(c.job[0]);
+  if (st != NULL)
+    atl_farm_job_stats(c.job[0], 0, st);
+  ctx_stop(&c);
+  return f;
+}
+
+Test(farm, adaptive_sampling_is_deterministic_whatever_the_workers) {
+  size_t len;
+  char *json = atl_test_slurp("scenes/cornell.json", &len);
+  atl_farm_job_params_t p = params_for(json, len, 200, 160, 96);
+  p.noise_threshold = 0.05;
+  p.min_samples = 16;
+  atl_farm_job_stats_t st;
+  film_copy_t one = render_film(&p, 1, 0, &st);
+  /* Not vacuous: some pixels stopped early, others took every sample. */
+  cr_assert_lt(st.spp_min, 96, "no pixel stopped early");
+  cr_assert_eq(st.spp_max, 96);
+  cr_assert_geq(st.spp_min, 16, "a pixel stopped before min_samples");
+  film_copy_t two = render_film(&p, 2, 0, NULL);
+  assert_same_film(&one, &two, "2 workers");
+  film_copy_t killed = render_film(&p, 2, 4, NULL);
+  assert_same_film(&one, &killed, "a worker killed");
+  film_free(&one);
+  film_free(&two);
+  film_free(&killed);
+  free(json);
+}
+
+/* A flat grey wall under a uniform sky (every path sees the same
+ * radiance), with a glass ball in front of its right half (refraction,
+ * reflections, shadow: noise). The camera looks down -z, so -x is on
+ * the right of the picture. */
+static const char wall_and_glass[] =
+    "{\"camera\": {\"center\": [0, 0, 5], \"look_at\": [0, 0, 0], "
+    "\"vfov\": 40}, \"environment\": {\"type\": \"uniform\", "
+    "\"emission\": [1, 1, 1]}, \"shapes\": ["
+    "{\"id\": \"wall\", \"type\": \"quad\", \"properties\": {\"corner\": "
+    "[-10, -10, -1], \"u\": [20, 0, 0], \"v\": [0, 20, 0], \"material\": "
+    "{\"type\": \"lambertian\", \"albedo\": [0.5, 0.5, 0.5]}}},"
+    "{\"id\": \"ball\", \"type\": \"sphere\", \"properties\": {\"center\": "
+    "[-1.2, 0, 0], \"radius\": 0.8, \"material\": {\"type\": "
+    "\"dielectric\", \"refractive_index\": 1.5}}}]}";
+
+/* The mean sample count over the pixels [x0, x1) x [y0, y1). */
+static double mean_count(const film_copy_t *f, int x0, int y0, int x1, int y1) {
+  double s = 0;
+  for (int y = y0; y < y1; y++)
+    for (int x = x0; x < x1; x++)
+      s += f->count[(size_t)y * f->w + x];
+  return s / ((double)(x1 - x0) * (y1 - y0));
+}
+
+Test(farm, adaptive_sampling_spends_less_on_a_flat_wall_than_on_glass) {
+  atl_farm_job_params_t p =
+      params_for(wall_and_glass, sizeof(wall_and_glass) - 1, 64, 48, 256);
+  p.max_depth = 8;
+  p.noise_threshold = 0.02;
+  p.min_samples = 16;
+  p.guides = 1;
+  /* BSDF sampling only: a bounce off the wall sees the sky, all of the
+   * same radiance, with no light-sampling weights to vary between
+   * samples. */
+  p.no_light_sampling = 1;
+  atl_farm_job_stats_t st;
+  film_copy_t f = render_film(&p, 2, 0, &st);
+  /* The ball covers about columns 38..56 and rows 11..37; the wall
+   * alone is left of column 12. */
+  double flat = mean_count(&f, 0, 0, 12, 48);
+  double glass = mean_count(&f, 42, 18, 52, 30);
+  cr_log_info("samples per pixel: flat wall %.1f, glass %.1f", flat, glass);
+  cr_assert_lt(flat, 0.25 * glass,
+               "the flat wall took %.1f samples a pixel, the glass %.1f", flat,
+               glass);
+  cr_assert_lt(flat, 64, "the flat wall was not stopped early");
+  cr_assert_eq(st.stop, ATL_FARM_STOP_SAMPLES, "some pixels need them all");
+  /* The guides: the wall's albedo and its normal, facing the camera. */
+  size_t i = (size_t)10 * f.w + 4;
+  double n = f.count[i];
+  cr_assert_float_eq(f.albedo[i * 3] / n, 0.5, 1e-3);
+  cr_assert_float_eq(f.normal[i * 3 + 2] / n, 1.0, 1e-3);
+  film_free(&f);
+}
+
+Test(farm, adaptive_sampling_ends_the_job_when_every_pixel_is_clean) {
+  /* The wall alone: every pixel is flat, so every tile stops at
+   * min_samples, long before the maximum. */
+  static const char wall[] =
+      "{\"camera\": {\"center\": [0, 0, 5], \"look_at\": [0, 0, 0]}, "
+      "\"environment\": {\"type\": \"uniform\", \"emission\": [1, 1, "
+      "1]}, \"shapes\": [{\"id\": \"wall\", \"type\": \"quad\", "
+      "\"properties\": {\"corner\": [-10, -10, -1], \"u\": [20, 0, 0], "
+      "\"v\": [0, 20, 0]}}]}";
+  atl_farm_job_params_t p = params_for(wall, sizeof(wall) - 1, 96, 80, 100000);
+  p.noise_threshold = 0.01;
+  p.min_samples = 16;
+  atl_farm_job_stats_t st;
+  film_copy_t f = render_film(&p, 2, 0, &st);
+  cr_assert_eq(st.stop, ATL_FARM_STOP_NOISE);
+  cr_assert_eq(st.spp_max, 16, "a pixel went on to %d samples", st.spp_max);
+  cr_assert_eq(st.spp_min, 16);
+  cr_assert_lt(st.above, 1e-9);
+  film_free(&f);
+}
+
+Test(farm, max_seconds_ends_a_long_job_complete_with_what_it_has) {
+  size_t len;
+  char *json = atl_test_slurp("scenes/snowman.json", &len);
+  ctx_t c;
+  ctx_start(&c, 2);
+  /* About a hundred seconds of work without the budget. */
+  atl_farm_job_params_t p = params_for(json, len, 400, 300, 4000);
+  p.max_depth = 8;
+  p.max_seconds = 0.5;
+  double t0 = now_ms();
+  submit(&c, 0, &p);
+  run_until_done(&c, 1);
+  double took = c.done_ms[0] - t0;
+  cr_assert_eq(c.status[0], 0, "%s", c.message[0]);
+  cr_assert_geq(took, 495, "it ended before the budget: %.0f ms", took);
+  cr_assert_lt(took, 1500, "it ended %.0f ms after the submission", took);
+  atl_farm_job_stats_t st;
+  atl_farm_job_stats(c.job[0], 0, &st);
+  cr_assert_eq(st.stop, ATL_FARM_STOP_BUDGET);
+  cr_assert_geq(st.spp_min, 1, "a pixel has no sample");
+  cr_assert_lt(st.spp_max, 4000);
+  cr_assert_eq(atl_farm_active_jobs(c.farm), 0);
+  ctx_stop(&c);
+  free(json);
+}
+
+Test(farm, the_noise_estimate_falls_as_samples_grow) {
+  size_t len;
+  char *json = atl_test_slurp("scenes/cornell-empty.json", &len);
+  double noise[3];
+  int spp[3] = {8, 32, 128};
+  for (int k = 0; k < 3; k++) {
+    atl_farm_job_params_t p = params_for(json, len, 64, 64, spp[k]);
+    atl_farm_job_stats_t st;
+    film_copy_t f = render_film(&p, 2, 0, &st);
+    noise[k] = st.noise;
+    cr_assert_eq(st.spp_min, spp[k]);
+    cr_assert_float_eq(st.spp_mean, spp[k], 1e-9);
+    film_free(&f);
+  }
+  cr_log_info("noise at 8, 32, 128 spp: %g %g %g", noise[0], noise[1],
+              noise[2]);
+  /* Noise goes as 1 / sqrt(samples): a factor 2 per step. */
+  cr_assert_gt(noise[0] / noise[1], 1.5, "%g then %g", noise[0], noise[1]);
+  cr_assert_gt(noise[1] / noise[2], 1.5, "%g then %g", noise[1], noise[2]);
+  cr_assert_lt(noise[0] / noise[2], 6);
   free(json);
 }
 
