@@ -147,6 +147,15 @@ def _(ctx):
                         ({"samples": 0}, ["/samples", "1"]),
                         ({"quality": "ultra"}, ["/quality", "draft", "high"]),
                         ({"camera": {"vfov": 200}}, ["/camera/vfov", "180"]),
+                        ({"max_seconds": 0}, ["/max_seconds", "0"]),
+                        ({"max_seconds": -2}, ["/max_seconds", "-2"]),
+                        ({"noise_threshold": 2}, ["/noise_threshold", "1"]),
+                        ({"noise_threshold": -0.1},
+                         ["/noise_threshold", "0"]),
+                        ({"filter": "lanczos"},
+                         ["/filter", "box", "gaussian", "blackman-harris"]),
+                        ({"filter_width": 0.1}, ["/filter_width", "0.5"]),
+                        ({"denoise": "yes"}, ["/denoise", "boolean"]),
                         ({"colour": 1}, ["colour"])]:
         r = call(d, sid, "render_scene", args)
         assert r["success"] is False, (args, r)
@@ -173,6 +182,14 @@ def _(ctx):
         (400, 300, 500), res
     assert res["shape_count"] == 1 and res["light_count"] == 0, res
     assert res["render_time_ms"] > 0 and res["paths_per_second"] > 0, res
+    # Adaptive sampling: the sky stops early, the ball's edges go on.
+    assert res["noise_threshold"] > 0, res
+    assert 16 <= res["samples_min"] < res["samples_max"] <= 500, res
+    assert res["samples_min"] <= res["samples_mean"] <= res["samples_max"]
+    assert 0 < res["noise"] < 1, res
+    assert 0 <= res["pixels_above_threshold"] <= 1, res
+    assert res["stopped_by"] in ("samples", "noise_threshold"), res
+    assert res["denoised"] is False, res
     assert len(r["images"]) == 1 and r["images"][0]["mime"] == "image/png"
     png = image(d, r["images"][0]["id"])
     assert png_size(png) == (400, 300)
@@ -203,6 +220,49 @@ def _(ctx):
     assert c["result"]["samples_per_pixel"] == 16, c
     assert c["images"][0]["id"] != a["images"][0]["id"]
     ctx["small"] = a["images"][0]["id"]
+
+
+@check("denoise: true through the daemon: a denoised picture, previews too")
+def _(ctx):
+    d = ctx["d"]
+    sid = scene_session(d)
+    after = d.events(sid)[-1]["seq"]
+    r = call(d, sid, "render_scene", {"denoise": True, "width": 160,
+                                      "height": 120, "samples": 256,
+                                      "noise_threshold": 0}, timeout=120)
+    assert r["success"] is True, r
+    res = r["result"]
+    assert res["denoised"] is True, res
+    assert res["samples_min"] == res["samples_max"] == 256, res
+    assert png_size(image(d, r["images"][0]["id"])) == (160, 120)
+    prog = [e["data"] for e in d.events(sid, after)
+            if e["type"] == "render.progress"]
+    assert prog and all(p["denoised"] is True for p in prog), prog
+    # Draft quality denoises by default, and denoise: false turns it off.
+    a = call(d, sid, "render_scene", {"quality": "draft", "width": 64,
+                                      "height": 48})
+    assert a["result"]["denoised"] is True, a
+    b = call(d, sid, "render_scene", {"quality": "draft", "width": 64,
+                                      "height": 48, "denoise": False})
+    assert b["result"]["denoised"] is False, b
+
+
+@check("max_seconds ends a long render in time, with what it has")
+def _(ctx):
+    d = ctx["d"]
+    sid = scene_session(d)
+    t0 = time.monotonic()
+    r = call(d, sid, "render_scene", {"width": 320, "height": 240,
+                                      "samples": 4096, "noise_threshold": 0,
+                                      "max_seconds": 0.5}, timeout=60)
+    took = time.monotonic() - t0
+    assert r["success"] is True, r
+    res = r["result"]
+    assert res["stopped_by"] == "time_budget", res
+    assert 500 <= res["render_time_ms"] < 1500, res
+    assert took < 3, "the call took %.2f s" % took
+    assert 1 <= res["samples_min"] and res["samples_max"] < 4096, res
+    assert png_size(image(d, r["images"][0]["id"])) == (320, 240)
 
 
 @check("a camera override changes the picture, not the scene's camera")
@@ -301,6 +361,17 @@ def _(ctx):
     assert time.monotonic() - t0 < 5
     wait_for(lambda: render_info(d)["active_jobs"] == 0, 0.2,
              "the job to leave the farm")
+
+
+@check("max_seconds beyond the call's time limit: the error says both")
+def _(ctx):
+    d = ctx["short"]
+    sid = scene_session(d)
+    r = call(d, sid, "render_scene", {"width": 32, "height": 24,
+                                      "samples": 4, "max_seconds": 2})
+    assert r["success"] is False, r
+    for w in ("max_seconds", "2", "0.5", "time limit"):
+        assert w in r["error"], (w, r["error"])
 
 
 @check("render.workers = 0: render_scene says rendering is unavailable")
