@@ -78,6 +78,60 @@ run "$tmp/missing.json" -o "$tmp/x.png"
 [ $? -eq 1 ] && grep -q 'No such file' "$tmp/err" || st=1
 result $st "a missing scene file is reported"
 
+# --- adaptive sampling, the budget, the denoiser, the guides -------------
+st=0
+run "$scenes/snowman.json" -W 96 -H 72 -s 64 -j 1 -q --noise 0.02 \
+  --min-samples 16 --pfm "$tmp/n1.pfm" || st=1
+cp "$tmp/out" "$tmp/n1.out"
+run "$scenes/snowman.json" -W 96 -H 72 -s 64 -j 3 -q --noise 0.02 \
+  --min-samples 16 --pfm "$tmp/n3.pfm" || st=1
+cmp -s "$tmp/n1.pfm" "$tmp/n3.pfm" || st=1
+# Some pixels stopped at 16, some took all 64, and the line says so.
+grep -Eq 'noise 0\.[0-9]+ \([0-9.]+ % of pixels above 0\.02\); spp min 16 mean [0-9.]+ max 64; ended by the samples' "$tmp/n1.out" || st=1
+cat "$tmp/n1.out" >"$tmp/err"
+result $st "--noise: adaptive sampling, the same PFM with 1 and 3 workers, the summary says the spread"
+
+st=0
+t0=$(date +%s%N)
+run "$scenes/snowman.json" -W 200 -H 150 -s 100000 -j 2 -q --max-seconds 0.5 \
+  --pfm "$tmp/t.pfm" || st=1
+t1=$(date +%s%N)
+ms=$(( (t1 - t0) / 1000000 ))
+grep -q 'ended by the time budget' "$tmp/out" || st=1
+[ -s "$tmp/t.pfm" ] || st=1
+[ "$ms" -lt 2500 ] || st=1
+echo "# --max-seconds 0.5: the whole process took $ms ms"
+cat "$tmp/out" >"$tmp/err"
+result $st "--max-seconds ends a long render with the picture written, status 0"
+
+st=0
+run "$scenes/snowman.json" -W 64 -H 48 -s 8 -j 2 -q --denoise --filter gaussian \
+  --filter-width 2 -o "$tmp/d.png" --pfm "$tmp/d.pfm" \
+  --albedo-pfm "$tmp/alb.pfm" --normal-pfm "$tmp/nrm.pfm" || st=1
+for f in d.png d.pfm alb.pfm nrm.pfm; do [ -s "$tmp/$f" ] || st=1; done
+# Colour PFMs of 64 x 48: a short header and 64 * 48 * 3 floats.
+for f in d.pfm alb.pfm nrm.pfm; do
+  [ "$(head -c 2 "$tmp/$f")" = PF ] || st=1
+  size=$(stat -c %s "$tmp/$f")
+  [ "$size" -gt $((64 * 48 * 12)) ] && [ "$size" -lt $((64 * 48 * 12 + 32)) ] || st=1
+done
+result $st "--denoise, --filter, --albedo-pfm and --normal-pfm write their files"
+
+st=0
+for args in "--filter lanczos|--filter: expected box, gaussian or blackman-harris, got 'lanczos'" \
+  "--noise 2|--noise: expected a number from 0 and at most 1, got '2'" \
+  "--max-seconds -1|--max-seconds: expected a number from 0 and at most 1e+06, got '-1'" \
+  "--filter-width 0.1|--filter-width: expected a number from 0.5 and at most 8, got '0.1'" \
+  "--min-samples 100|--min-samples: 100 is more than the 10 samples per pixel; give 2..10"; do
+  opt=${args%%|*}
+  want=${args#*|}
+  # shellcheck disable=SC2086
+  run "$scenes/snowman.json" -s 10 -o "$tmp/x.png" $opt
+  rc=$?
+  { [ $rc -eq 2 ] && grep -qF -- "$want" "$tmp/err"; } || { st=1; echo "# $opt: $(cat "$tmp/err")"; }
+done
+result $st "bad --filter, --noise, --max-seconds, --filter-width, --min-samples: usage errors with the range"
+
 # --- cancel --------------------------------------------------------------
 st=0
 before=$(shm)
