@@ -93,12 +93,10 @@ static inline d4 bits32_4(u4 z) {
   return (d4)(((z & 0xffffffffULL) << 20) | 0x3ff0000000000000ULL) - 1.0;
 }
 
-/* rt_rng_vertex() for the lanes in mask. */
+/* rt_rng_vertex() for the lanes in mask, from the lanes' depths. */
 static inline void rng4_vertex(rt_paths4 *pa, m4 mask, d4 depth) {
-  u4 ctr = pa->key;
-  for (int l = 0; l < RT_LANES; l++)
-    ctr[l] += (uint64_t)depth[l] * RT_RNG_DEPTH_STEP;
-  pa->ctr = (u4)m4_sel(mask, (m4)ctr, (m4)pa->ctr);
+  u4 offset = (u4)depth * RT_RNG_DEPTH_MUL;
+  pa->ctr = (u4)m4_sel(mask, (m4)(pa->key + offset), (m4)pa->ctr);
 }
 
 /* rt_rand() for the lanes in mask: each draws its next dimension; the

@@ -50,11 +50,6 @@ typedef struct {
 } rt_rng;
 
 #define RT_RNG_STEP 0x9e3779b97f4a7c15ULL
-/* Moves a vertex's dimensions far from another depth's: an odd constant
- * unrelated to RT_RNG_STEP, so that no vertex's k-th dimension meets
- * another's within any number of draws a path makes. */
-#define RT_RNG_DEPTH_STEP 0xd6e8feb86659fd93ULL
-
 /* The splitmix64 finaliser: a bijective 64-bit mixer. */
 static inline uint64_t rt_mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -117,10 +112,24 @@ static inline rt_rng rt_rng_make(uint64_t seed, uint64_t pixel,
   return r;
 }
 
-/* Starts the dimensions of the vertex at `depth` (1 for the camera ray's
- * hit; the camera itself draws from the key). */
+/* The offset of the dimensions of the vertex at `depth` (1 for the
+ * camera ray's hit; the camera itself draws from the key): the bits of
+ * the depth as a double, which the packets have at hand (path4.h), times
+ * an odd constant unrelated to RT_RNG_STEP. The product spreads the
+ * depths' offsets over all 64 bits: the bare bits of two depths differ
+ * only in their top twelve, and the mixer's outputs for such nearby
+ * counters were measurably related (a chi-square of a vertex's draw
+ * against the next vertex's 5 standard deviations high). */
+#define RT_RNG_DEPTH_MUL 0xd6e8feb86659fd93ULL
+static inline uint64_t rt_rng_depth_offset(double depth) {
+  uint64_t bits;
+  memcpy(&bits, &depth, sizeof(bits));
+  return bits * RT_RNG_DEPTH_MUL;
+}
+
+/* Starts the dimensions of the vertex at `depth`. */
 static inline void rt_rng_vertex(rt_rng *r, int depth) {
-  r->ctr = r->key + (uint64_t)depth * RT_RNG_DEPTH_STEP;
+  r->ctr = r->key + rt_rng_depth_offset((double)depth);
 }
 
 /* A double in [0, 1) from the 32 bits of z: they become the top of the
