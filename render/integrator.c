@@ -191,6 +191,8 @@ static void path_get(const rt_paths4 *a, int l, path_t *pa) {
   pa->prev_delta = a->prev_delta[l] != 0;
   pa->depth = (int)a->depth[l];
   pa->rng.ctr = a->ctr[l];
+  pa->rng.key = a->key[l];
+  pa->rng.rsmp = a->rsmp[l];
   pa->shadow_c = v3_make(a->scx[l], a->scy[l], a->scz[l]);
 }
 
@@ -295,15 +297,16 @@ static void camera4(const atl_render_scene_t *s, const atl_render_params_t *p,
  * keeps every lane busy with its random keys and camera rays, where
  * starting paths as lanes free up would mostly start one or two. */
 typedef struct {
-  rt_ray4 r; /* the camera rays */
-  u4 ctr;    /* the random numbers, after those the camera drew */
-  m4 item;   /* the samples' slots in the block */
+  rt_ray4 r;    /* the camera rays */
+  u4 key, rsmp; /* the lanes' samplers (the camera's draws need no more) */
+  m4 item;      /* the samples' slots in the block */
   int next, count;
 } batch_t;
 
 /* Prepares the block's next samples, as many lanes as are left. Each
  * draws its random numbers from the seed, its pixel and its sample's
- * index (rt_rng_make()). */
+ * index (rt_rng_make()): the pixel's key, and the sample's index
+ * reversed. */
 static void prepare(block_t *b, batch_t *q) {
   /* Each lane's values in scalars first, then into vectors: storing
    * lanes one by one into a vector in memory and loading it whole would
@@ -316,7 +319,8 @@ static void prepare(block_t *b, batch_t *q) {
     on[l] = b->item < b->end;
     x[l] = b->x, y[l] = b->y;
     pix[l] = (uint64_t)b->y * (uint64_t)b->p->width + (uint64_t)b->x;
-    smp[l] = b->first + (uint64_t)b->i;
+    /* The sample's index in its pixel, reversed (rt_rng_make()). */
+    smp[l] = rt_reverse32((uint32_t)(b->first + (uint64_t)b->i));
     item[l] = b->item - b->base;
     if (!on[l])
       continue;
@@ -340,16 +344,17 @@ static void prepare(block_t *b, batch_t *q) {
   m4 lanes = (d4){RT_EACH_LANE(RT_ON)} != 0;
   q->item = (m4){RT_EACH_LANE(RT_ITEM)};
   uint64_t k0 = rt_mix64(b->p->seed + RT_RNG_STEP);
-  u4 k = mix4(((u4)M4_NONE + k0) ^
-              ((u4){RT_EACH_LANE(RT_PIX)} * 0xd1b54a32d192ed03ULL));
   rt_paths4 a; /* rand4() draws through one */
-  a.ctr = mix4(k ^ ((u4){RT_EACH_LANE(RT_SMP)} *
-                    0x8cb92ba72f3d8dd7ULL)); /* rt_rng_key() */
+  a.key = mix4(((u4)M4_NONE + k0) ^ ((u4){RT_EACH_LANE(RT_PIX)} *
+                                     0xd1b54a32d192ed03ULL)); /* the pixel */
+  a.ctr = a.key;
+  a.rsmp = (u4){RT_EACH_LANE(RT_SMP)};
   d4 jx, jy;
   rand4x2(&a, lanes, &jx, &jy);
   camera4(b->s, b->p, &a, lanes, (d4){RT_EACH_LANE(RT_PX)} + jx,
           (d4){RT_EACH_LANE(RT_PY)} + jy, &q->r);
-  q->ctr = a.ctr;
+  q->key = a.key;
+  q->rsmp = a.rsmp;
 }
 
 /* Starts prepared paths in the lanes of `free`, as many as the block has
@@ -375,7 +380,8 @@ static m4 start4(block_t *b, batch_t *q, rt_paths4 *a, rt_ray4 *r, m4 free) {
     r->dx = d4_sel(one, d4_set1(q->r.dx[j]), r->dx);
     r->dy = d4_sel(one, d4_set1(q->r.dy[j]), r->dy);
     r->dz = d4_sel(one, d4_set1(q->r.dz[j]), r->dz);
-    a->ctr = (u4)m4_sel(one, m4_set1((int64_t)q->ctr[j]), (m4)a->ctr);
+    a->key = (u4)m4_sel(one, m4_set1((int64_t)q->key[j]), (m4)a->key);
+    a->rsmp = (u4)m4_sel(one, m4_set1((int64_t)q->rsmp[j]), (m4)a->rsmp);
     a->item = m4_sel(one, m4_set1(q->item[j]), a->item);
   }
   d4 one = d4_set1(1);
@@ -516,6 +522,8 @@ static m4 bounce(block_t *b, rt_paths4 *a, rt_ray4 *r, m4 active) {
                    s->nlights == 1 ? (const double(*)[RT_LANES])b->one_light
                                    : NULL};
   atl__rt_ray4_prepare(r);
+  /* Every vertex's draws start at its depth's dimensions. */
+  rng4_vertex(a, active, a->depth);
   atl__rt_intersect4(s, r, active, D4_ZERO, D4_INF, &t, &prim);
   /* The hit points as rt_prim_finish() computes them, and the surfaces'
    * kinds, normals and colours gathered from the scene's table: a lane

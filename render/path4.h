@@ -9,15 +9,15 @@
 #include "packet.h"
 
 typedef struct {
-  d4 Lx, Ly, Lz;    /* radiance gathered so far */
-  d4 bx, by, bz;    /* throughput */
-  d4 ppx, ppy, ppz; /* the previous vertex, for the light's pdf in MIS */
-  d4 prev_pdf;      /* the BSDF pdf that chose the current ray */
-  m4 prev_delta;    /* that choice was a delta lobe (or the camera) */
-  d4 depth;         /* of the vertex the current ray will find */
-  u4 ctr;           /* each lane's random numbers (rng.h) */
-  d4 scx, scy, scz; /* a light sample waiting for its shadow ray */
-  m4 item;          /* the sample's slot in the block */
+  d4 Lx, Ly, Lz;     /* radiance gathered so far */
+  d4 bx, by, bz;     /* throughput */
+  d4 ppx, ppy, ppz;  /* the previous vertex, for the light's pdf in MIS */
+  d4 prev_pdf;       /* the BSDF pdf that chose the current ray */
+  m4 prev_delta;     /* that choice was a delta lobe (or the camera) */
+  d4 depth;          /* of the vertex the current ray will find */
+  u4 ctr, key, rsmp; /* each lane's sampler (rt_rng in rng.h) */
+  d4 scx, scy, scz;  /* a light sample waiting for its shadow ray */
+  m4 item;           /* the sample's slot in the block */
 } rt_paths4;
 
 /* Where the lanes' rays hit a surface that atl__rt_scatter4() shades:
@@ -37,20 +37,81 @@ static inline u4 mix4(u4 z) {
   return z ^ (z >> 31);
 }
 
-/* rt_rand() for the lanes in mask: each draws the next number of its
- * own sequence; the others keep their place. */
+/* The low 32 bits of a * b in each lane (of their low 32 bits), for
+ * the sampler's 32-bit hash: one vpmuludq, where a product of vectors
+ * of 64-bit integers takes three before AVX-512. The lanes' high halves
+ * hold the rest of the product, which the caller masks or ignores (the
+ * product reads only the low halves). */
+static inline u4 u4_mul32(u4 a, u4 b) {
+#if defined(__AVX2__) && RT_LANES == 4
+  __m256i x, y;
+  memcpy(&x, &a, sizeof(x));
+  memcpy(&y, &b, sizeof(y));
+  x = _mm256_mul_epu32(x, y);
+  memcpy(&a, &x, sizeof(a));
+  return a;
+#elif defined(__SSE2__) && RT_LANES == 2
+  __m128i x, y;
+  memcpy(&x, &a, sizeof(x));
+  memcpy(&y, &b, sizeof(y));
+  x = _mm_mul_epu32(x, y);
+  memcpy(&a, &x, sizeof(a));
+  return a;
+#else
+  return (a & 0xffffffffULL) * (b & 0xffffffffULL);
+#endif
+}
+
+static inline u4 u4_set1(uint64_t x) {
+  return (u4)m4_set1((int64_t)x);
+}
+
+/* rt_owen32() in every lane; the low 32 bits of each are the result. */
+static inline u4 owen4(u4 x, u4 z) {
+  x ^= u4_mul32(x, u4_set1(0x3d20adeau));
+  x += z;
+  x = u4_mul32(x, (z >> 48) | 1);
+  x ^= u4_mul32(x, u4_set1(0x05526c56u));
+  x ^= u4_mul32(x, u4_set1(0x53a22864u));
+  return x;
+}
+
+/* rt_sobol1() in every lane (of the low 32 bits; the high ones are
+ * garbage). */
+static inline u4 sobol1_4(u4 y) {
+  y ^= (y << 1) & 0xaaaaaaaaULL;
+  y ^= (y << 2) & 0xccccccccULL;
+  y ^= (y << 4) & 0xf0f0f0f0ULL;
+  y ^= (y << 8) & 0xff00ff00ULL;
+  y ^= (y << 16) & 0xffff0000ULL;
+  return y;
+}
+
+/* The low 32 bits of each lane as a double in [0, 1), as
+ * rt_rand_bits32(). */
+static inline d4 bits32_4(u4 z) {
+  return (d4)(((z & 0xffffffffULL) << 20) | 0x3ff0000000000000ULL) - 1.0;
+}
+
+/* rt_rng_vertex() for the lanes in mask, from the lanes' depths. */
+static inline void rng4_vertex(rt_paths4 *pa, m4 mask, d4 depth) {
+  u4 offset = (u4)depth * RT_RNG_DEPTH_MUL;
+  pa->ctr = (u4)m4_sel(mask, (m4)(pa->key + offset), (m4)pa->ctr);
+}
+
+/* rt_rand() for the lanes in mask: each draws its next dimension; the
+ * others keep their place. */
 static inline d4 rand4(rt_paths4 *pa, m4 mask) {
   pa->ctr += (u4)mask & RT_RNG_STEP;
-  u4 one = (mix4(pa->ctr) >> 12) | 0x3ff0000000000000ULL;
-  return (d4)one - 1.0;
+  return bits32_4(owen4(pa->rsmp, mix4(pa->ctr)));
 }
 
 /* rt_rand2() for the lanes in mask. */
 static inline void rand4x2(rt_paths4 *pa, m4 mask, d4 *a, d4 *b) {
   pa->ctr += (u4)mask & RT_RNG_STEP;
-  u4 z = mix4(pa->ctr), one = (u4)m4_set1(0x3ff0000000000000LL);
-  *a = (d4)((z >> 32 << 20) | one) - 1.0;
-  *b = (d4)(((z & 0xffffffffULL) << 20) | one) - 1.0;
+  u4 z = mix4(pa->ctr), jr = owen4(pa->rsmp, z);
+  *a = bits32_4(jr);
+  *b = bits32_4(sobol1_4(jr) ^ (z >> 32));
 }
 
 /* rt_sincos_turn() in every lane. The nearest quarter turn comes from
