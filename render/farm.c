@@ -84,12 +84,17 @@ struct atl_farm_job_s {
   int ntx, nty, ntiles;
   int npasses;
   int *pass_first, *pass_n;
-  uint8_t *plane;         /* per tile: the committed plane */
-  int *done;              /* per tile: passes committed */
-  uint8_t *busy;          /* per tile: a unit is in flight */
-  uint8_t *deaths;        /* per tile: worker deaths while in flight */
-  uint64_t *sent;         /* per worker: incarnation that has the segment */
-  uint8_t *unconv;        /* TILE * TILE: scratch of tile_adapt() */
+  uint8_t *plane;  /* per tile: the committed plane */
+  int *done;       /* per tile: passes committed */
+  uint8_t *busy;   /* per tile: a unit is in flight */
+  uint8_t *deaths; /* per tile: worker deaths while in flight */
+  uint64_t *sent;  /* per worker: incarnation that has the segment */
+  uint8_t *unconv; /* TILE * TILE: scratch of tile_adapt() */
+  /* Per pixel: the RGB sums of its first first_n samples, first_n the
+   * largest power of two below its count (film.h says why the error is
+   * estimated from these halves); the farm's own, not shared. */
+  float *first_sum;
+  uint32_t *first_n;
   double noise_threshold; /* 0: adaptive sampling off */
   int min_samples;        /* before the first convergence check */
   int tiles_converged;    /* tiles adaptive sampling ended */
@@ -327,6 +332,8 @@ static void job_release(atl_farm_job_t *j) {
   free(j->deaths);
   free(j->sent);
   free(j->unconv);
+  free(j->first_sum);
+  free(j->first_n);
   free(j);
 }
 
@@ -425,6 +432,10 @@ static int job_layout(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
                  (long)(p->height < TILE ? p->height : TILE);
   int cap = (int)(UNIT_PATHS / tile_px);
   cap = cap < 1 ? 1 : cap > 64 ? 64 : cap;
+  /* A power of two, so that the passes end at every power of two of
+   * samples, where the error estimate splits a pixel's samples. */
+  while (cap & (cap - 1))
+    cap &= cap - 1;
   int n = pass_schedule(p->samples, cap, NULL, NULL);
   j->npasses = n;
   j->pass_first = calloc((size_t)n, sizeof(int));
@@ -435,8 +446,11 @@ static int job_layout(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
   j->deaths = calloc((size_t)j->ntiles, 1);
   j->sent = calloc(MAX_WORKERS, sizeof(uint64_t));
   j->unconv = calloc(TILE * TILE, 1);
+  size_t npix = (size_t)p->width * (size_t)p->height;
+  j->first_sum = calloc(npix * 3, sizeof(float));
+  j->first_n = calloc(npix, sizeof(uint32_t));
   if (!j->pass_first || !j->pass_n || !j->plane || !j->done || !j->busy ||
-      !j->deaths || !j->sent || !j->unconv)
+      !j->deaths || !j->sent || !j->unconv || !j->first_sum || !j->first_n)
     return -ENOMEM;
   j->noise_threshold = p->noise_threshold;
   j->min_samples = p->min_samples;
@@ -738,7 +752,8 @@ void atl_farm_job_stats(const atl_farm_job_t *j, double threshold,
     tile_rect(j, tile, &x0, &y0, &x1, &y1);
     atl_render_film_t pf = plane_film(j, j->plane[tile]);
     for (int y = y0; y < y1; y++)
-      atl_film_tally(&pf, (size_t)y * (size_t)j->width + (size_t)x0,
+      atl_film_tally(&pf, j->first_sum, j->first_n,
+                     (size_t)y * (size_t)j->width + (size_t)x0,
                      (size_t)(x1 - x0), threshold, &t);
   }
   *st = (atl_farm_job_stats_t){
@@ -750,18 +765,42 @@ void atl_farm_job_stats(const atl_farm_job_t *j, double threshold,
       .stop = j->stop};
 }
 
-/* Adaptive sampling, once tile t's unit has committed: each pixel whose
- * error is under the threshold is converged, and a pixel takes more
- * samples if it or a neighbour in the tile is not (a one-pixel
- * dilation, so that the edge of a noisy region is not cut too sharp).
- * Everything read is the tile's committed film after a whole pass, so
- * the mask, and with it the picture, is a function of the seed and the
- * parameters alone: not of the number of workers, the order units end
- * in, or a worker killed on the way. A tile with no pixel left is done. */
+/* Keeps, for each pixel of tile t whose count was a power of two before
+ * the unit that just committed and grew since, its sums then: the first
+ * half for atl_film_halves_error(). They are read from the plane the
+ * tile has just left, which holds the tile as it was before that unit. */
+static void tile_keep_halves(atl_farm_job_t *j, int t) {
+  int x0, y0, x1, y1;
+  tile_rect(j, t, &x0, &y0, &x1, &y1);
+  atl_render_film_t before = plane_film(j, j->plane[t] ^ 1);
+  atl_render_film_t now = plane_film(j, j->plane[t]);
+  for (int y = y0; y < y1; y++)
+    for (int x = x0; x < x1; x++) {
+      size_t i = (size_t)y * (size_t)j->width + (size_t)x;
+      uint32_t c = before.count[i];
+      if (c == 0 || (c & (c - 1)) != 0 || now.count[i] <= c)
+        continue;
+      memcpy(j->first_sum + i * 3, before.rgb_sum + i * 3, 3 * sizeof(float));
+      j->first_n[i] = c;
+    }
+}
+
+/* Adaptive sampling, once tile t's unit has committed and its pixels
+ * have a power of two of samples, N, at least min_samples: each pixel
+ * whose error (its first N / 2 samples against the rest) is under the
+ * threshold is converged, and a pixel takes more samples if it or a
+ * neighbour in the tile is not (a one-pixel dilation, so that the edge
+ * of a noisy region is not cut too sharp). A pixel stopped stays
+ * stopped, so every pixel still on has N samples. Everything read is the
+ * tile's committed film after a whole pass, so the mask, and with it the
+ * picture, is a function of the seed and the parameters alone: not of
+ * the number of workers, the order units end in, or a worker killed on
+ * the way. A tile with no pixel left is done. */
 static void tile_adapt(atl_farm_job_t *j, int t) {
   int pass = j->done[t] - 1;
+  int n = j->pass_first[pass] + j->pass_n[pass];
   if (j->noise_threshold <= 0 || j->done[t] >= j->npasses ||
-      j->pass_first[pass] + j->pass_n[pass] < j->min_samples)
+      n < j->min_samples || (n & (n - 1)) != 0)
     return;
   int x0, y0, x1, y1;
   tile_rect(j, t, &x0, &y0, &x1, &y1);
@@ -771,19 +810,21 @@ static void tile_adapt(atl_farm_job_t *j, int t) {
   for (int y = 0; y < th; y++)
     for (int x = 0; x < tw; x++) {
       size_t i = (size_t)(y0 + y) * (size_t)j->width + (size_t)(x0 + x);
-      j->unconv[y * TILE + x] =
-          !(atl_film_pixel_error(&pf, i) < j->noise_threshold);
+      double e = atl_film_halves_error(j->first_sum + i * 3, j->first_n[i],
+                                       pf.rgb_sum + i * 3, pf.count[i]);
+      j->unconv[y * TILE + x] = active[i] && !(e < j->noise_threshold);
     }
   int left = 0;
   for (int y = 0; y < th; y++)
     for (int x = 0; x < tw; x++) {
+      uint8_t *a =
+          &active[(size_t)(y0 + y) * (size_t)j->width + (size_t)(x0 + x)];
       int on = 0;
       for (int dy = y > 0 ? -1 : 0; dy <= 1 && y + dy < th && !on; dy++)
         for (int dx = x > 0 ? -1 : 0; dx <= 1 && x + dx < tw; dx++)
           on |= j->unconv[(y + dy) * TILE + x + dx];
-      active[(size_t)(y0 + y) * (size_t)j->width + (size_t)(x0 + x)] =
-          (uint8_t)on;
-      left += on;
+      *a = (uint8_t)(*a && on);
+      left += *a;
     }
   if (left > 0)
     return;
@@ -913,6 +954,7 @@ static void on_reply(farm_worker_t *w, const atl_farm_reply_t *r) {
     j->plane[u.tile] ^= 1;
     j->done[u.tile]++;
     j->weight_done += (uint64_t)j->pass_n[u.pass];
+    tile_keep_halves(j, u.tile);
     tile_adapt(j, u.tile);
     job_advance(j);
     break;

@@ -44,12 +44,29 @@ double atl_film_pixel_error(const atl_render_film_t *f, size_t i) {
   return d / (1e-4 + sqrt(b > 0 ? b : 0));
 }
 
-void atl_film_tally(const atl_render_film_t *f, size_t i0, size_t n,
+double atl_film_halves_error(const float *first, uint32_t n_first,
+                             const float *all, uint32_t n) {
+  if (n_first == 0 || n <= n_first)
+    return INFINITY;
+  double d = 0, b = 0, na = n_first, nb = n - n_first;
+  for (int c = 0; c < 3; c++) {
+    double a = first[c] / na, second = ((double)all[c] - first[c]) / nb;
+    d += fabs(a - second) / 2;
+    b += all[c] / (double)n;
+  }
+  return d / (1e-4 + sqrt(b > 0 ? b : 0));
+}
+
+void atl_film_tally(const atl_render_film_t *f, const float *first,
+                    const uint32_t *n_first, size_t i0, size_t n,
                     double threshold, atl_film_tally_t *t) {
   if (t->pixels == 0)
     t->spp_min = UINT32_MAX;
   for (size_t i = i0; i < i0 + n; i++) {
-    double e = atl_film_pixel_error(f, i);
+    double e = first != NULL
+                   ? atl_film_halves_error(first + i * 3, n_first[i],
+                                           f->rgb_sum + i * 3, f->count[i])
+                   : atl_film_pixel_error(f, i);
     if (isfinite(e)) {
       t->sq_sum += e * e;
       t->estimated++;

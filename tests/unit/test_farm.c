@@ -655,10 +655,14 @@ Test(farm, the_noise_estimate_falls_as_samples_grow) {
   }
   cr_log_info("noise at 8, 32, 128 spp: %g %g %g", noise[0], noise[1],
               noise[2]);
-  /* Noise goes as 1 / sqrt(samples): a factor 2 per step. */
-  cr_assert_gt(noise[0] / noise[1], 1.5, "%g then %g", noise[0], noise[1]);
-  cr_assert_gt(noise[1] / noise[2], 1.5, "%g then %g", noise[1], noise[2]);
-  cr_assert_lt(noise[0] / noise[2], 6);
+  /* Noise falls at least as 1 / sqrt(samples), Monte Carlo's rate (a
+   * factor 2 per step), and with the low-discrepancy sampler faster, up
+   * to 1 / samples (4 per step). */
+  for (int k = 0; k < 2; k++) {
+    double r = noise[k] / noise[k + 1];
+    cr_assert_gt(r, 1.5, "%g then %g", noise[k], noise[k + 1]);
+    cr_assert_lt(r, 4.5, "%g then %g", noise[k], noise[k + 1]);
+  }
   free(json);
 }
 
