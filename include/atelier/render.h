@@ -63,11 +63,11 @@ typedef struct {
   double max_seconds;
   /* Adaptive sampling: 0 for off (every pixel takes every sample), else
    * the noise, 0 < threshold <= 1, under which a pixel takes no more
-   * samples. A pixel's noise is the half-difference of its even and odd
-   * samples' means (about its standard error) over the square root of
-   * its brightness: 0.01 is 1 % noise on a pixel of brightness 1, and
-   * Cycles' default. The decisions depend only on the samples, so the
-   * picture is still a pure function of the request. */
+   * samples. A pixel's noise is the half-difference of the means of its
+   * first 2^k samples and the rest (about its standard error) over the
+   * square root of its brightness: 0.01 is 1 % noise on a pixel of
+   * brightness 1, and Cycles' default. The decisions depend only on the
+   * samples, so the picture is still a pure function of the request. */
   double noise_threshold;
   /* Samples every pixel takes before adaptive sampling may stop it: 0
    * for the farm's default (samples / 8, at least 16), else 2 ..
