@@ -61,8 +61,8 @@ typedef struct {
   atl_render_preview_t pv; /* its description (pv.rgb unused) */
   /* A preview to denoise: the film, scaled down, that the handler
    * denoises and resolves on its own thread (the loop must not spend
-   * milliseconds on it). Its buffers are one allocation at rgb_sum. */
-  atl_render_film_t pfilm;
+   * milliseconds on it). */
+  atl_film_copy_t pfilm;
 } render_wait_t;
 
 static atl_render_api_t api;
@@ -83,7 +83,7 @@ static void rw_unref(render_wait_t *rw) {
   free(rw->scene);
   free(rw->message);
   free(rw->preview);
-  free(rw->pfilm.rgb_sum);
+  atl_film_copy_free(&rw->pfilm);
   free(rw);
 }
 
@@ -120,22 +120,6 @@ static void rw_release_loop(void *arg) {
   rw_unref(rw);
 }
 
-/* The film of a preview to denoise, in one allocation (freed with
- * free(f->rgb_sum)); returns 0 or -ENOMEM. */
-static int film_alloc(atl_render_film_t *f, size_t npix, int guides) {
-  size_t rgb = npix * 3;
-  float *buf = malloc((rgb * (guides ? 4 : 2)) * sizeof(float) +
-                      npix * sizeof(uint32_t));
-  if (buf == NULL)
-    return -ENOMEM;
-  *f = (atl_render_film_t){.rgb_sum = buf,
-                           .rgb_odd = buf + rgb,
-                           .albedo_sum = guides ? buf + 2 * rgb : NULL,
-                           .normal_sum = guides ? buf + 3 * rgb : NULL,
-                           .count = (uint32_t *)(buf + rgb * (guides ? 4 : 2))};
-  return 0;
-}
-
 static void preview_tick(uv_timer_t *t) {
   render_wait_t *rw = t->data;
   if (rw->job == NULL)
@@ -148,23 +132,23 @@ static void preview_tick(uv_timer_t *t) {
   atl_farm_job_preview(rw->job, rw->exposure, rw->preview_max_dim, NULL, &w,
                        &h);
   uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
-  atl_render_film_t film = {0};
+  atl_film_copy_t film = {0};
   if (rgb == NULL)
     return;
   if (rw->denoise_previews) {
-    if (film_alloc(&film, (size_t)w * (size_t)h,
-                   atl_farm_job_guides(rw->job)) != 0) {
+    if (atl_film_copy_alloc(&film, (size_t)w * (size_t)h,
+                            atl_farm_job_guides(rw->job)) != 0) {
       free(rgb);
       return;
     }
-    atl_farm_job_film(rw->job, rw->preview_max_dim, &film, &w, &h);
+    atl_farm_job_film_copy(rw->job, rw->preview_max_dim, &film, &w, &h);
   } else {
     atl_farm_job_preview(rw->job, rw->exposure, rw->preview_max_dim, rgb, &w,
                          &h);
   }
   pthread_mutex_lock(&rw->mu);
   free(rw->preview); /* the handler did not take the last one: skip it */
-  free(rw->pfilm.rgb_sum);
+  atl_film_copy_free(&rw->pfilm);
   rw->preview = rgb;
   rw->pfilm = film;
   rw->pv =
@@ -312,12 +296,13 @@ static int final_picture(const atl_farm_job_t *job,
     atl_farm_job_preview(job, req->exposure, 0, out->rgb, &w, &h);
     return 0;
   }
-  atl_render_film_t film;
-  if (film_alloc(&film, (size_t)req->width * (size_t)req->height, 1) != 0)
+  atl_film_copy_t film;
+  if (atl_film_copy_alloc(&film, (size_t)req->width * (size_t)req->height, 1) !=
+      0)
     return ATL_ENOMEM;
-  atl_farm_job_film(job, 0, &film, &w, &h);
+  atl_farm_job_film_copy(job, 0, &film, &w, &h);
   int rc = atl_film_denoise_resolve(&film, w, h, req->exposure, out->rgb);
-  free(film.rgb_sum);
+  atl_film_copy_free(&film);
   return rc == 0 ? 0 : ATL_ENOMEM;
 }
 
@@ -392,18 +377,18 @@ static int api_render(atl_call_t *call, const atl_render_request_t *plugin_req,
   while (!rw->done) {
     if (rw->preview != NULL) {
       uint8_t *rgb = rw->preview;
-      atl_render_film_t film = rw->pfilm;
+      atl_film_copy_t film = rw->pfilm;
       atl_render_preview_t pv = rw->pv;
       pv.rgb = rgb;
       rw->preview = NULL;
-      rw->pfilm.rgb_sum = NULL;
+      memset(&rw->pfilm, 0, sizeof(rw->pfilm));
       pthread_mutex_unlock(&rw->mu);
       /* Denoised here, on the handler's thread, not on the loop. */
-      if (film.rgb_sum == NULL ||
+      if (film.film.rgb_sum == NULL ||
           atl_film_denoise_resolve(&film, pv.width, pv.height, req->exposure,
                                    rgb) == 0)
         preview(user, &pv);
-      free(film.rgb_sum);
+      atl_film_copy_free(&film);
       free(rgb);
       pthread_mutex_lock(&rw->mu);
       continue;

@@ -413,29 +413,23 @@ static int write_outputs(cli_t *c) {
   cli_opts_t *o = c->o;
   int w = o->width, h = o->height;
   size_t npix = (size_t)w * (size_t)h;
-  int guides = atl_farm_job_guides(c->job);
-  atl_render_film_t film = {
-      .rgb_sum = malloc(npix * 3 * sizeof(float)),
-      .count = malloc(npix * sizeof(uint32_t)),
-      .rgb_odd = malloc(npix * 3 * sizeof(float)),
-      .albedo_sum = guides ? malloc(npix * 3 * sizeof(float)) : NULL,
-      .normal_sum = guides ? malloc(npix * 3 * sizeof(float)) : NULL};
+  atl_film_copy_t fc;
+  int have = atl_film_copy_alloc(&fc, npix, atl_farm_job_guides(c->job)) == 0;
+  const atl_render_film_t *film = &fc.film;
   float *clean = o->denoise ? malloc(npix * 3 * sizeof(float)) : NULL;
   uint32_t *ones = o->denoise ? malloc(npix * sizeof(uint32_t)) : NULL;
   uint8_t *rgb = malloc(npix * 3);
   int rc = 1;
-  if (!film.rgb_sum || !film.count || !film.rgb_odd || !rgb ||
-      (guides && (!film.albedo_sum || !film.normal_sum)) ||
-      (o->denoise && (!clean || !ones))) {
+  if (!have || !rgb || (o->denoise && (!clean || !ones))) {
     fprintf(stderr, "atelier-render: out of memory\n");
     goto out;
   }
   int fw, fh;
-  atl_farm_job_film(c->job, 0, &film, &fw, &fh);
-  const float *sum = film.rgb_sum;
-  const uint32_t *count = film.count;
+  atl_farm_job_film_copy(c->job, 0, &fc, &fw, &fh);
+  const float *sum = film->rgb_sum;
+  const uint32_t *count = film->count;
   if (o->denoise) {
-    int e = atl_film_denoise(&film, w, h, clean);
+    int e = atl_film_denoise(&fc, w, h, clean);
     if (e != 0) {
       fprintf(stderr, "atelier-render: denoising failed: %s\n", strerror(-e));
       goto out;
@@ -448,10 +442,10 @@ static int write_outputs(cli_t *c) {
   if (o->out_pfm != NULL && write_pfm(o->out_pfm, sum, count, w, h) != 0)
     goto out;
   if (o->out_albedo != NULL &&
-      write_pfm(o->out_albedo, film.albedo_sum, film.count, w, h) != 0)
+      write_pfm(o->out_albedo, film->albedo_sum, film->count, w, h) != 0)
     goto out;
   if (o->out_normal != NULL &&
-      write_pfm(o->out_normal, film.normal_sum, film.count, w, h) != 0)
+      write_pfm(o->out_normal, film->normal_sum, film->count, w, h) != 0)
     goto out;
   if (o->out_png != NULL) {
     atl_render_resolve(sum, count, w, h, (float)o->exposure, rgb);
@@ -460,11 +454,8 @@ static int write_outputs(cli_t *c) {
   }
   rc = 0;
 out:
-  free(film.rgb_sum);
-  free(film.count);
-  free(film.rgb_odd);
-  free(film.albedo_sum);
-  free(film.normal_sum);
+  if (have)
+    atl_film_copy_free(&fc);
   free(clean);
   free(ones);
   free(rgb);

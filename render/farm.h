@@ -163,6 +163,14 @@ void atl_farm_job_sums(const atl_farm_job_t *job, float *rgb_sum,
 void atl_farm_job_film(const atl_farm_job_t *job, int max_dim,
                        const atl_render_film_t *out, int *out_w, int *out_h);
 
+/* The film as atl_farm_job_film() copies it, and each pixel's sums at
+ * its last power of two of samples (film.h): what the denoiser reads.
+ * c's buffers are the caller's (atl_film_copy_alloc()), sized for the
+ * max_dim given. Threads: as atl_farm_job_sums(). */
+struct atl_film_copy_s;
+void atl_farm_job_film_copy(const atl_farm_job_t *job, int max_dim,
+                            struct atl_film_copy_s *c, int *out_w, int *out_h);
+
 /* Whether the job's film has the albedo and normal guides. */
 int atl_farm_job_guides(const atl_farm_job_t *job);
 

@@ -41,11 +41,17 @@ int atl_farm_job_worker_deaths(const atl_farm_job_t *j) {
   return j->worker_deaths;
 }
 
-void atl_farm_job_preview(const atl_farm_job_t *j, float exposure, int max_dim,
-                          uint8_t *rgb8, int *out_w, int *out_h) {
+/* Every step-th pixel in each direction makes a view at most max_dim
+ * pixels on its longer side (all of them for max_dim 0). */
+static int view_step(const atl_farm_job_t *j, int max_dim) {
   int big = j->width > j->height ? j->width : j->height;
   int step = max_dim > 0 ? (big + max_dim - 1) / max_dim : 1;
-  step = step < 1 ? 1 : step;
+  return step < 1 ? 1 : step;
+}
+
+void atl_farm_job_preview(const atl_farm_job_t *j, float exposure, int max_dim,
+                          uint8_t *rgb8, int *out_w, int *out_h) {
+  int step = view_step(j, max_dim);
   int ow = (j->width + step - 1) / step, oh = (j->height + step - 1) / step;
   *out_w = ow;
   *out_h = oh;
@@ -83,9 +89,7 @@ static void copy3(float *dst, const float *src, size_t n) {
 
 void atl_farm_job_film(const atl_farm_job_t *j, int max_dim,
                        const atl_render_film_t *out, int *out_w, int *out_h) {
-  int big = j->width > j->height ? j->width : j->height;
-  int step = max_dim > 0 ? (big + max_dim - 1) / max_dim : 1;
-  step = step < 1 ? 1 : step;
+  int step = view_step(j, max_dim);
   int ow = (j->width + step - 1) / step, oh = (j->height + step - 1) / step;
   *out_w = ow;
   *out_h = oh;
@@ -109,6 +113,21 @@ void atl_farm_job_film(const atl_farm_job_t *j, int max_dim,
         memcpy(out->count + o, pf.count + i, n * sizeof(uint32_t));
     }
   }
+}
+
+void atl_farm_job_film_copy(const atl_farm_job_t *j, int max_dim,
+                            atl_film_copy_t *c, int *out_w, int *out_h) {
+  atl_farm_job_film(j, max_dim, &c->film, out_w, out_h);
+  if (c->first_sum == NULL || c->first_n == NULL)
+    return;
+  int step = view_step(j, max_dim);
+  for (int oy = 0; oy < *out_h; oy++)
+    for (int ox = 0; ox < *out_w; ox++) {
+      size_t i = (size_t)(oy * step) * (size_t)j->width + (size_t)(ox * step);
+      size_t o = (size_t)oy * (size_t)*out_w + (size_t)ox;
+      memcpy(c->first_sum + o * 3, j->first_sum + i * 3, 3 * sizeof(float));
+      c->first_n[o] = j->first_n[i];
+    }
 }
 
 int atl_farm_job_guides(const atl_farm_job_t *j) {

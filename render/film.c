@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "denoise.h"
 #include "film.h"
@@ -44,16 +45,33 @@ double atl_film_pixel_error(const atl_render_film_t *f, size_t i) {
   return d / (1e-4 + sqrt(b > 0 ? b : 0));
 }
 
-double atl_film_halves_error(const float *first, uint32_t n_first,
-                             const float *all, uint32_t n) {
+/* Half the difference of the means of a pixel's first n_first samples
+ * and the rest, summed over the channels (diff), its mean's R + G + B
+ * (bright) and the mean of the channels' squared half-differences, the
+ * variance of its mean (var). Returns 0 when either half is empty. */
+static int halves_of(const float *first, uint32_t n_first, const float *all,
+                     uint32_t n, double *diff, double *bright, double *var) {
   if (n_first == 0 || n <= n_first)
-    return INFINITY;
-  double d = 0, b = 0, na = n_first, nb = n - n_first;
+    return 0;
+  double d = 0, b = 0, v = 0, na = n_first, nb = n - n_first;
   for (int c = 0; c < 3; c++) {
     double a = first[c] / na, second = ((double)all[c] - first[c]) / nb;
-    d += fabs(a - second) / 2;
+    double h = fabs(a - second) / 2;
+    d += h;
+    v += h * h;
     b += all[c] / (double)n;
   }
+  *diff = d;
+  *bright = b;
+  *var = v / 3;
+  return 1;
+}
+
+double atl_film_halves_error(const float *first, uint32_t n_first,
+                             const float *all, uint32_t n) {
+  double d, b, v;
+  if (!halves_of(first, n_first, all, n, &d, &b, &v))
+    return INFINITY;
   return d / (1e-4 + sqrt(b > 0 ? b : 0));
 }
 
@@ -90,7 +108,30 @@ static void average(const float *sum, const uint32_t *count, size_t n,
   }
 }
 
-int atl_film_denoise(const atl_render_film_t *f, int w, int h, float *out) {
+int atl_film_copy_alloc(atl_film_copy_t *c, size_t npix, int guides) {
+  size_t rgb = npix * 3, nrgb = guides ? 5 : 3;
+  float *buf = malloc(rgb * nrgb * sizeof(float) + 2 * npix * sizeof(uint32_t));
+  memset(c, 0, sizeof(*c));
+  if (buf == NULL)
+    return -ENOMEM;
+  uint32_t *counts = (uint32_t *)(buf + rgb * nrgb);
+  c->film = (atl_render_film_t){.rgb_sum = buf,
+                                .rgb_odd = buf + rgb,
+                                .albedo_sum = guides ? buf + 3 * rgb : NULL,
+                                .normal_sum = guides ? buf + 4 * rgb : NULL,
+                                .count = counts};
+  c->first_sum = buf + 2 * rgb;
+  c->first_n = counts + npix;
+  return 0;
+}
+
+void atl_film_copy_free(atl_film_copy_t *c) {
+  free(c->film.rgb_sum);
+  memset(c, 0, sizeof(*c));
+}
+
+int atl_film_denoise(const atl_film_copy_t *c, int w, int h, float *out) {
+  const atl_render_film_t *f = &c->film;
   size_t n = (size_t)w * (size_t)h;
   float *rgb = malloc(n * 3 * sizeof(float));
   float *var = malloc(n * sizeof(float));
@@ -107,9 +148,13 @@ int atl_film_denoise(const atl_render_film_t *f, int w, int h, float *out) {
     average(f->normal_sum, f->count, n, nrm);
   for (size_t i = 0; i < n; i++) {
     double d, b, v;
-    /* A pixel with one sample has no estimate: call it as noisy as its
-     * own brightness, so that the filter smooths it as much as any. */
-    if (!half_images(f, i, &d, &b, &v)) {
+    int ok = c->first_sum != NULL
+                 ? halves_of(c->first_sum + i * 3, c->first_n[i],
+                             f->rgb_sum + i * 3, f->count[i], &d, &b, &v)
+                 : half_images(f, i, &d, &b, &v);
+    /* A pixel with no estimate: call it as noisy as its own brightness,
+     * so that the filter smooths it as much as any. */
+    if (!ok) {
       double m = (rgb[i * 3] + rgb[i * 3 + 1] + rgb[i * 3 + 2]) / 3.0;
       v = m * m + 1e-3;
     }
@@ -124,14 +169,14 @@ done:
   return rc;
 }
 
-int atl_film_denoise_resolve(const atl_render_film_t *f, int w, int h,
+int atl_film_denoise_resolve(const atl_film_copy_t *c, int w, int h,
                              float exposure, uint8_t *rgb8) {
   size_t n = (size_t)w * (size_t)h;
   float *out = malloc(n * 3 * sizeof(float));
   uint32_t *ones = malloc(n * sizeof(uint32_t));
   int rc = -ENOMEM;
   if (out != NULL && ones != NULL)
-    rc = atl_film_denoise(f, w, h, out);
+    rc = atl_film_denoise(c, w, h, out);
   if (rc == 0) {
     for (size_t i = 0; i < n; i++)
       ones[i] = 1;

@@ -71,16 +71,30 @@ void atl_film_tally(const atl_render_film_t *f, const float *first,
                     const uint32_t *n_first, size_t i0, size_t n,
                     double threshold, atl_film_tally_t *t);
 
+/* A copy of a film, with each pixel's first-half sums (the farm's, see
+ * above): what the denoiser reads. atl_film_copy_alloc() makes every
+ * buffer for npix pixels in one allocation (albedo and normal only with
+ * guides) and atl_film_copy_free() frees it; first_sum and first_n may
+ * also be NULL in a copy made otherwise (the odd sums then serve). */
+typedef struct atl_film_copy_s {
+  atl_render_film_t film;
+  float *first_sum;  /* npix * 3 */
+  uint32_t *first_n; /* npix */
+} atl_film_copy_t;
+
+int atl_film_copy_alloc(atl_film_copy_t *c, size_t npix, int guides);
+void atl_film_copy_free(atl_film_copy_t *c);
+
 /* The denoised radiance of a w x h film (rgb_sum, count and rgb_odd
  * required; albedo_sum and normal_sum used when not NULL): averages,
- * each pixel's variance from its half images, then atl_render_denoise()
- * into out (w * h * 3 floats, per-pixel means). Returns 0, or -ENOMEM or
- * the denoiser's error. */
-int atl_film_denoise(const atl_render_film_t *f, int w, int h, float *out);
+ * each pixel's variance of its mean from its half images, then
+ * atl_render_denoise() into out (w * h * 3 floats, per-pixel means).
+ * Returns 0, or -ENOMEM or the denoiser's error. */
+int atl_film_denoise(const atl_film_copy_t *c, int w, int h, float *out);
 
 /* atl_film_denoise(), then exposure and 8-bit sRGB into rgb8 (w * h * 3
  * bytes). Returns as atl_film_denoise(). */
-int atl_film_denoise_resolve(const atl_render_film_t *f, int w, int h,
+int atl_film_denoise_resolve(const atl_film_copy_t *c, int w, int h,
                              float exposure, uint8_t *rgb8);
 
 #endif
