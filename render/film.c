@@ -10,41 +10,6 @@
 #include "denoise.h"
 #include "film.h"
 
-/* Half the difference of the two half means, summed over the channels,
- * and the mean's R + G + B: what the error and the variance are made
- * of. Returns 0 when the pixel has fewer than 2 samples. */
-static int half_images(const atl_render_film_t *f, size_t i, double *diff,
-                       double *bright, double *var) {
-  uint32_t n = f->count[i];
-  if (n < 2)
-    return 0;
-  /* The odd-indexed samples of 0 .. n-1 are n / 2 of them. A pixel that
-   * adaptive sampling turned off for a while skipped whole passes, and
-   * every pass after the first two starts at an even index with an even
-   * number of samples, so the split of its samples stays this one. */
-  double n_odd = (double)(n / 2), n_even = (double)(n - n / 2);
-  const float *s = f->rgb_sum + i * 3, *o = f->rgb_odd + i * 3;
-  double d = 0, b = 0, v = 0;
-  for (int c = 0; c < 3; c++) {
-    double odd = o[c] / n_odd, even = ((double)s[c] - o[c]) / n_even;
-    double h = fabs(even - odd) / 2;
-    d += h;
-    v += h * h;
-    b += s[c] / (double)n;
-  }
-  *diff = d;
-  *bright = b;
-  *var = v / 3;
-  return 1;
-}
-
-double atl_film_pixel_error(const atl_render_film_t *f, size_t i) {
-  double d, b, v;
-  if (!half_images(f, i, &d, &b, &v))
-    return INFINITY;
-  return d / (1e-4 + sqrt(b > 0 ? b : 0));
-}
-
 /* Half the difference of the means of a pixel's first n_first samples
  * and the rest, summed over the channels (diff), its mean's R + G + B
  * (bright) and the mean of the channels' squared half-differences, the
@@ -67,12 +32,29 @@ static int halves_of(const float *first, uint32_t n_first, const float *all,
   return 1;
 }
 
+/* The same for the odd-indexed samples against the even ones. The
+ * odd-indexed samples of 0 .. n-1 are n / 2 of them. A pixel that
+ * adaptive sampling turned off for a while skipped whole passes, and
+ * every pass after the first two starts at an even index with an even
+ * number of samples, so the split of its samples stays this one. */
+static int half_images(const atl_render_film_t *f, size_t i, double *diff,
+                       double *bright, double *var) {
+  uint32_t n = f->count[i];
+  return halves_of(f->rgb_odd + i * 3, n / 2, f->rgb_sum + i * 3, n, diff,
+                   bright, var);
+}
+
 double atl_film_halves_error(const float *first, uint32_t n_first,
                              const float *all, uint32_t n) {
   double d, b, v;
   if (!halves_of(first, n_first, all, n, &d, &b, &v))
     return INFINITY;
   return d / (1e-4 + sqrt(b > 0 ? b : 0));
+}
+
+double atl_film_pixel_error(const atl_render_film_t *f, size_t i) {
+  return atl_film_halves_error(f->rgb_odd + i * 3, f->count[i] / 2,
+                               f->rgb_sum + i * 3, f->count[i]);
 }
 
 void atl_film_tally(const atl_render_film_t *f, const float *first,
