@@ -29,20 +29,21 @@ __attribute__((unused)) static int handler(atl_call_t *call) {
 #endif
 
 #if defined(VARIANT_INIT_FAIL)
-static int init(const atl_host_t *h, void **state) {
+__attribute__((unused)) static int init(const atl_host_t *h, void **state) {
   (void)h;
   (void)state;
   return ATL_EIO;
 }
 #else
-static int init(const atl_host_t *h, void **state) {
+__attribute__((unused)) static int init(const atl_host_t *h, void **state) {
   (void)h;
   *state = (void *)0x1;
   return 0;
 }
 #endif
 
-static const atl_tool_t tools[] = {
+/* Unused by the variants without a plugin struct. */
+__attribute__((unused)) static const atl_tool_t tools[] = {
     {.name = TOOL_NAME,
      .description = "A test tool.",
      .input_schema = SCHEMA,
