@@ -21,5 +21,7 @@ void bench_rpc(int fd, const char *req, char *buf, size_t cap);
 void bench_new_session(int fd, char out[33]);
 /* A process's resident set in kB, or -1. */
 long bench_rss_kb(long pid);
+/* The median of v[0 .. n) (n >= 1), which it sorts. */
+double bench_median(double *v, int n);
 
 #endif

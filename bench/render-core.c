@@ -22,25 +22,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "benchlib.h"
 #include "render.h"
 
 #define TILE 64
 #define RUNS_MAX 100
 
 static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof(*v), cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return (double)bench_now_ns() * 1e-9;
 }
 
 static char *slurp(const char *path, size_t *len) {
@@ -193,9 +182,9 @@ int main(int argc, char **argv) {
     lo = rate[i] < lo ? rate[i] : lo;
     hi = rate[i] > hi ? rate[i] : hi;
   }
-  double m = median(rate, runs);
+  double m = bench_median(rate, runs);
   printf("median: %.3f M paths/s (min %.3f, max %.3f), load+BVH %.2f ms\n", m,
-         lo, hi, median(load, runs) * 1e3);
+         lo, hi, bench_median(load, runs) * 1e3);
   free(sum);
   free(count);
   free(json);

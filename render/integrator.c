@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "filter.h"
 #include "intersect.h"
 #include "path4.h"
 
@@ -233,11 +234,12 @@ typedef struct {
   int diffuse_fits; /* atl__rt_scatter4() shades lambertian surfaces */
   int sun_disc;     /* a sun whose disc BSDF sampling can find */
   double one_light[16][RT_LANES]; /* the only light in every lane, if one */
-  int x, y, i;           /* the next sample to hand out: pixel and index */
-  long item, end;        /* its number in the tile, and the block's end */
-  long base;             /* the block's first sample */
-  const uint8_t *active; /* the film's, or NULL: every pixel */
-  int aov;               /* the film wants albedo and normal */
+  int x, y, i;             /* the next sample to hand out: pixel and index */
+  long item, end;          /* its number in the tile, and the block's end */
+  long base;               /* the block's first sample */
+  const uint8_t *active;   /* the film's, or NULL: every pixel */
+  int aov;                 /* the film wants albedo and normal */
+  const rt_filter *filter; /* the pixel filter's sampler */
   v3 out[BLOCK];
   v3 alb[BLOCK], nrm[BLOCK]; /* the first hit's, when aov */
 } block_t;
@@ -349,10 +351,26 @@ static void prepare(block_t *b, batch_t *q) {
                                      0xd1b54a32d192ed03ULL)); /* the pixel */
   a.ctr = a.key;
   a.rsmp = (u4){RT_EACH_LANE(RT_SMP)};
-  d4 jx, jy;
+  d4 jx, jy, px = (d4){RT_EACH_LANE(RT_PX)}, py = (d4){RT_EACH_LANE(RT_PY)};
   rand4x2(&a, lanes, &jx, &jy);
-  camera4(b->s, b->p, &a, lanes, (d4){RT_EACH_LANE(RT_PX)} + jx,
-          (d4){RT_EACH_LANE(RT_PY)} + jy, &q->r);
+  if (b->filter->unit_box) {
+    /* The jitter is the offset from the pixel's corner. */
+    px += jx, py += jy;
+  } else {
+    /* The filter's offsets from the pixel's centre, each axis on its
+     * own number (filter.h). */
+    double ox[RT_LANES], oy[RT_LANES];
+    for (int l = 0; l < RT_LANES; l++) {
+      ox[l] = 0.5 + rt_filter_offset(b->filter, jx[l]);
+      oy[l] = 0.5 + rt_filter_offset(b->filter, jy[l]);
+    }
+#define RT_OX(l) ox[l]
+#define RT_OY(l) oy[l]
+    px += (d4){RT_EACH_LANE(RT_OX)}, py += (d4){RT_EACH_LANE(RT_OY)};
+#undef RT_OX
+#undef RT_OY
+  }
+  camera4(b->s, b->p, &a, lanes, px, py, &q->r);
   q->key = a.key;
   q->rsmp = a.rsmp;
 }
@@ -635,6 +653,7 @@ void atl_render_tile_film(const atl_render_scene_t *s,
   b->x0 = b->x = x0, b->x1 = x1, b->y0 = b->y = y0, b->y1 = y1;
   b->active = film->active;
   b->aov = film->albedo_sum != NULL || film->normal_sum != NULL;
+  b->filter = atl__rt_filter_get(p->filter, p->filter_width);
   b->nee = s->nlights > 0 && !p->no_light_sampling;
   b->quads_only = 1;
   for (int i = 0; i < s->nlights; i++) {

@@ -37,15 +37,52 @@ typedef struct {
 
 /* The pixel filter (the reconstruction filter). It is applied by
  * importance sampling, as Cycles does: each camera sample's offset from
- * the pixel's centre is drawn from the filter's distribution and the
- * sample counts with weight 1 in its own pixel. A sample never lands in
- * another pixel's sums, so a tile's samples stay in the tile and a split
- * render equals an unsplit one. */
+ * the pixel's centre is drawn from the filter's distribution (in x and
+ * in y apart: the filters are products of 1D ones) and the sample counts
+ * with weight 1 in its own pixel. A sample never lands in another
+ * pixel's sums, so a tile's samples stay in the tile and a split render
+ * equals an unsplit one. The width means what Cycles' filter_width
+ * means, so that its images and ours are reconstructed alike:
+ *   box:             offsets uniform in +-width/2; width 1 by default,
+ *                    the plain jittered pixel;
+ *   Gaussian:        sigma = width / 4, cut at 3 sigma (Cycles: 6);
+ *                    width 1.5 by default (sigma 0.375 pixel);
+ *   Blackman-Harris: the window spans +-width; width 1.5 by default, as
+ *                    Cycles (its standard deviation is 0.42 pixel, the
+ *                    box's 0.29).
+ * The wider the filter, the softer the picture and the less aliased its
+ * edges. */
 typedef enum {
-  ATL_RENDER_FILTER_BOX = 0,        /* width 1 by default */
-  ATL_RENDER_FILTER_GAUSSIAN,       /* width 1.5 by default (+-3 sigma) */
-  ATL_RENDER_FILTER_BLACKMAN_HARRIS /* width 1.5 by default, as Cycles */
+  ATL_RENDER_FILTER_BOX = 0,
+  ATL_RENDER_FILTER_GAUSSIAN,
+  ATL_RENDER_FILTER_BLACKMAN_HARRIS
 } atl_render_filter_t;
+
+/* The widths atl_render_filter_check() accepts, in pixels. */
+#define ATL_RENDER_FILTER_WIDTH_MIN 0.5
+#define ATL_RENDER_FILTER_WIDTH_MAX 6.0
+
+/* Reads a filter's name, as the CLI's --filter and render_scene's
+ * "filter" take it: "box", "gaussian" or "blackman-harris" (or
+ * "blackman_harris"). Returns 0 and sets *filter, or -EINVAL for any
+ * other name or NULL (*filter is then unchanged). */
+int atl_render_filter_parse(const char *name, int *filter);
+
+/* The filter's name as atl_render_filter_parse() reads it, or NULL for a
+ * value that is no filter. The string is static. */
+const char *atl_render_filter_name(int filter);
+
+/* Checks the filter and filter_width of the parameters: the filter must
+ * be one of atl_render_filter_t and the width 0 (the filter's default)
+ * or within ATL_RENDER_FILTER_WIDTH_MIN .. _MAX. Returns 0, or -EINVAL
+ * and writes into msg (len bytes; msg may be NULL) a sentence that says
+ * what is wrong and what would be right. The tracer itself renders a
+ * filter it refuses as the default box, so callers check first. */
+int atl_render_filter_check(int filter, double width, char *msg, size_t len);
+
+/* The width the filter renders with: width if it is above 0, else the
+ * filter's default (1 for the box, 1.5 for the others). */
+double atl_render_filter_width(int filter, double width);
 
 /* Where atl_render_tile_film() adds a tile's samples. Every buffer covers
  * the full frame (w * h pixels, row-major from the top) and is the

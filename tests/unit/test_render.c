@@ -9,25 +9,14 @@
 #include <unistd.h>
 
 #include "rt.h"
-#include "test_data.h"
+#include "test_scenes.h"
 
 static atl_render_scene_t *load_str(const char *json) {
-  atl_render_scene_t *s = NULL;
-  char *err = NULL;
-  int rc = atl_render_scene_load(json, strlen(json), &s, &err);
-  cr_assert_eq(rc, 0, "load failed: %s", err ? err : "?");
-  return s;
+  return atl_test_scene_str(json);
 }
 
 static atl_render_scene_t *load_file(const char *name) {
-  size_t n;
-  char *json = atl_test_slurp(name, &n);
-  atl_render_scene_t *s = NULL;
-  char *err = NULL;
-  int rc = atl_render_scene_load(json, n, &s, &err);
-  cr_assert_eq(rc, 0, "load %s failed: %s", name, err ? err : "?");
-  free(json);
-  return s;
+  return atl_test_scene_file(name);
 }
 
 static char *load_error(const char *json) {

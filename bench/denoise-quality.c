@@ -1,0 +1,254 @@
+/* The denoiser's worth: renders a scene with its guides (albedo, normal,
+ * odd-sample sums) on a few threads, denoises it, and prints the RMSE of
+ * the raw and the denoised image against a reference PFM, with the time
+ * of each step (bench/README.md, denoise-quality).
+ *
+ *   bench/denoise-quality [SCENE.json [REFERENCE.pfm]] [--width W]
+ *       [--height H] [--spp N] [--max-depth D] [--threads T] [--seed S]
+ *       [--filter NAME] [--filter-width W] [--runs R] [--out PREFIX]
+ *
+ * Defaults: tests/data/scenes/cornell-empty.json against
+ * tests/data/cycles_cornell_empty_1024.pfm, 400 x 400, 16 spp, depth 5,
+ * 2 threads (row bands), the box filter, 3 runs (times are medians; the
+ * images are the same in every run). --out PREFIX writes the images
+ * as PREFIX-raw.png, PREFIX-denoised.png and the same in PFM. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "denoise.h"
+#include "png_encode.h"
+#include "benchlib.h"
+#include "render.h"
+
+typedef struct {
+  const atl_render_scene_t *s;
+  const atl_render_params_t *p;
+  const atl_render_film_t *film;
+  int y0, y1, spp;
+} band_t;
+
+static void *render_band(void *arg) {
+  const band_t *b = arg;
+  atl_render_tile_film(b->s, b->p, 0, b->y0, b->p->width, b->y1, 0, b->spp,
+                       b->film);
+  return NULL;
+}
+
+static double now(void) {
+  return (double)bench_now_ns() * 1e-9;
+}
+
+static double rmse(const float *a, const float *b, size_t n) {
+  double sq = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = (double)a[i] - (double)b[i];
+    sq += d * d;
+  }
+  return sqrt(sq / (double)n);
+}
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  rewind(f);
+  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  if (buf)
+    buf[n] = 0, *len = (size_t)n;
+  return buf;
+}
+
+/* Writes the linear image (w * h * 3, already averaged) as an sRGB PNG
+ * and as a PFM: PREFIX-NAME.png and .pfm. */
+static int write_images(const char *prefix, const char *name, const float *rgb,
+                        int w, int h) {
+  char path[4096];
+  size_t n = (size_t)w * (size_t)h;
+  uint32_t *one = malloc(n * sizeof(uint32_t));
+  uint8_t *rgb8 = malloc(n * 3);
+  void *png = NULL;
+  size_t len = 0;
+  int e = one && rgb8 ? 0 : -ENOMEM;
+  for (size_t i = 0; e == 0 && i < n; i++)
+    one[i] = 1;
+  if (e == 0) {
+    snprintf(path, sizeof(path), "%s-%s.pfm", prefix, name);
+    e = atl_render_write_pfm(path, rgb, one, w, h);
+  }
+  if (e == 0) {
+    atl_render_resolve(rgb, one, w, h, 0, rgb8);
+    e = atl_png_encode(rgb8, w, h, -1, &png, &len);
+  }
+  if (e == 0) {
+    snprintf(path, sizeof(path), "%s-%s.png", prefix, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(png, 1, len, f) != len)
+      e = -EIO;
+    if (f)
+      fclose(f);
+  }
+  if (e < 0)
+    fprintf(stderr, "denoise-quality: %s: %s\n", path, strerror(-e));
+  free(one), free(rgb8), free(png);
+  return e;
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: denoise-quality [SCENE.json [REFERENCE.pfm]] [--width W] "
+          "[--height H] [--spp N] [--max-depth D] [--threads T] [--seed S] "
+          "[--filter box|gaussian|blackman-harris] [--filter-width W] "
+          "[--runs R] [--out PREFIX]\n");
+}
+
+int main(int argc, char **argv) {
+  const char *scene = "tests/data/scenes/cornell-empty.json";
+  const char *ref_path = "tests/data/cycles_cornell_empty_1024.pfm";
+  const char *prefix = NULL;
+  int w = 400, h = 400, spp = 16, depth = 5, threads = 2, runs = 3, pos = 0;
+  atl_render_params_t p = {.seed = 1};
+  const char *seed = "1", *filter = "box", *fwidth = "0";
+  /* The options: integers, then strings. */
+  const struct {
+    const char *name;
+    int *i;
+    const char **s;
+  } opts[] = {{"--width", &w, NULL},
+              {"--height", &h, NULL},
+              {"--spp", &spp, NULL},
+              {"--max-depth", &depth, NULL},
+              {"--threads", &threads, NULL},
+              {"--runs", &runs, NULL},
+              {"--seed", NULL, &seed},
+              {"--filter", NULL, &filter},
+              {"--filter-width", NULL, &fwidth},
+              {"--out", NULL, &prefix}};
+  for (int a = 1; a < argc; a++) {
+    const char *arg = argv[a];
+    if (arg[0] != '-') {
+      if (pos > 1)
+        return usage(), 2;
+      *(pos++ ? &ref_path : &scene) = arg;
+      continue;
+    }
+    size_t k = 0, nopts = sizeof(opts) / sizeof(opts[0]);
+    while (k < nopts && strcmp(arg, opts[k].name) != 0)
+      k++;
+    if (k == nopts || a + 1 == argc)
+      return usage(), 2;
+    if (opts[k].i)
+      *opts[k].i = atoi(argv[++a]);
+    else
+      *opts[k].s = argv[++a];
+  }
+  p.seed = strtoull(seed, NULL, 10);
+  p.filter_width = atof(fwidth);
+  if (atl_render_filter_parse(filter, &p.filter) != 0) {
+    fprintf(stderr,
+            "denoise-quality: unknown filter %s: use box, gaussian "
+            "or blackman-harris\n",
+            filter);
+    return 2;
+  }
+  char msg[200];
+  if (atl_render_filter_check(p.filter, p.filter_width, msg, sizeof(msg))) {
+    fprintf(stderr, "denoise-quality: %s\n", msg);
+    return 2;
+  }
+  if (w < 1 || h < 1 || spp < 1 || depth < 1 || threads < 1 || runs < 1 ||
+      threads > 64 || runs > 99)
+    return usage(), 2;
+  size_t len;
+  char *json = slurp(scene, &len);
+  atl_render_scene_t *s = NULL;
+  char *err = NULL;
+  if (!json || atl_render_scene_load(json, len, &s, &err) != 0) {
+    fprintf(stderr, "denoise-quality: %s: %s\n", scene,
+            json ? err : strerror(errno));
+    return 1;
+  }
+  free(json);
+  float *ref;
+  int rw, rh;
+  int e = atl_render_read_pfm(ref_path, &ref, &rw, &rh);
+  if (e < 0 || rw != w || rh != h) {
+    fprintf(stderr, "denoise-quality: %s: %s\n", ref_path,
+            e < 0 ? strerror(-e) : "not the render's size");
+    return 1;
+  }
+  p.width = w, p.height = h, p.max_depth = depth;
+  size_t n = (size_t)w * (size_t)h;
+  float *buf = malloc(n * 3 * sizeof(float) * 8);
+  uint32_t *count = malloc(n * sizeof(uint32_t));
+  float *var = malloc(n * sizeof(float));
+  if (!buf || !count || !var)
+    return 1;
+  float *sum = buf, *odd = buf + n * 3, *alb = buf + n * 6, *nrm = buf + n * 9;
+  float *rgb = buf + n * 12, *out = buf + n * 15;
+  atl_render_film_t film = {sum, count, odd, alb, nrm, NULL};
+  double t_render[99], t_denoise[99];
+  for (int r = 0; r < runs; r++) {
+    memset(buf, 0, n * 12 * sizeof(float));
+    memset(count, 0, n * sizeof(uint32_t));
+    pthread_t th[64];
+    band_t bands[64];
+    double t0 = now();
+    for (int t = 0; t < threads; t++) {
+      bands[t] =
+          (band_t){s, &p, &film, h * t / threads, h * (t + 1) / threads, spp};
+      pthread_create(&th[t], NULL, render_band, &bands[t]);
+    }
+    for (int t = 0; t < threads; t++)
+      pthread_join(th[t], NULL);
+    t_render[r] = now() - t0;
+    /* The averages, and each pixel's variance of its mean from its two
+     * half images (odd and even samples): for equal halves, the squared
+     * difference of their means over 4, averaged over the channels. */
+    for (size_t i = 0; i < n; i++) {
+      double c = count[i], v = 0;
+      double no = floor(c / 2), ne = c - no;
+      for (int k = 0; k < 3; k++) {
+        size_t j = i * 3 + k;
+        rgb[j] = sum[j] / (float)c;
+        alb[j] /= (float)c, nrm[j] /= (float)c;
+        if (no > 0) {
+          double d = odd[j] / no - (sum[j] - odd[j]) / ne;
+          v += d * d / 4 / 3;
+        }
+      }
+      var[i] = (float)v;
+    }
+    t0 = now();
+    e = atl_render_denoise(rgb, alb, nrm, spp > 1 ? var : NULL, w, h, out);
+    t_denoise[r] = now() - t0;
+    if (e < 0) {
+      fprintf(stderr, "denoise-quality: denoise: %s\n", strerror(-e));
+      return 1;
+    }
+  }
+  printf("%s %dx%d %d spp depth %d, filter %s %.2f, %d threads, %d runs\n",
+         scene, w, h, spp, depth, atl_render_filter_name(p.filter),
+         atl_render_filter_width(p.filter, p.filter_width), threads, runs);
+  printf("render   %.3f s (median)  RMSE raw      %.5f\n",
+         bench_median(t_render, runs), rmse(rgb, ref, n * 3));
+  printf("denoise  %.1f ms (median) RMSE denoised %.5f\n",
+         1e3 * bench_median(t_denoise, runs), rmse(out, ref, n * 3));
+  if (prefix && (write_images(prefix, "raw", rgb, w, h) < 0 ||
+                 write_images(prefix, "denoised", out, w, h) < 0))
+    return 1;
+  atl_render_scene_free(s);
+  free(buf), free(count), free(var), free(ref);
+  return 0;
+}
