@@ -122,26 +122,33 @@ static inline size_t at(const pass_t *p, int x, int y) {
  * samples all agreed (variance 0) from refusing every neighbour over
  * rounding. */
 static void scales(const pass_t *p) {
-  static const float k[2] = {0.5f, 0.25f};
-  for (int y = 0; y < p->h; y++)
-    for (int x = 0; x < p->w; x++) {
-      float s = 0, ws = 0;
-      for (int yy = y - 1; yy <= y + 1; yy++) {
-        if (yy < 0 || yy >= p->h)
+  vi lane = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (int y = 0; y < p->h; y++) {
+    /* The rows' weights, 1/4 1/2 1/4, and their sum inside the image. */
+    float ky[3] = {y > 0 ? 0.25f : 0, 0.5f, y + 1 < p->h ? 0.25f : 0};
+    float wy = ky[0] + ky[1] + ky[2];
+    for (int x = 0; x < p->w; x += VL) {
+      /* The columns' likewise: the padding's zeros add nothing, and the
+       * sum leaves out the taps that fall in it. */
+      vi col = lane + x;
+      vf wx = vf_set1(1) - (vf)((vi)vf_set1(0.25f) & (col == 0)) -
+              (vf)((vi)vf_set1(0.25f) & (col == p->w - 1));
+      vf sum = vf_set1(0);
+      for (int r = 0; r < 3; r++) {
+        if (ky[r] == 0)
           continue;
-        for (int xx = x - 1; xx <= x + 1; xx++) {
-          if (xx < 0 || xx >= p->w)
-            continue;
-          float wk = k[xx != x] * k[yy != y];
-          s += wk * p->v[at(p, xx, yy)];
-          ws += wk;
-        }
+        const float *v = p->v + at(p, x, y + r - 1);
+        sum += ky[r] * (0.25f * vf_load(v - 1) + 0.5f * vf_load(v) +
+                        0.25f * vf_load(v + 1));
       }
       size_t i = at(p, x, y);
-      float r = p->c[0][i], g = p->c[1][i], b = p->c[2][i];
-      p->iv[i] = 1.0f / (K_COLOR * K_COLOR * 6 * (s / ws) +
-                         1e-4f * (r * r + g * g + b * b) + 1e-12f);
+      vf r = vf_load(p->c[0] + i), g = vf_load(p->c[1] + i);
+      vf b = vf_load(p->c[2] + i);
+      vf iv = 1.0f / (K_COLOR * K_COLOR * 6 * (sum / (wx * wy)) +
+                      1e-4f * (r * r + g * g + b * b) + 1e-12f);
+      memcpy(p->iv + i, &iv, sizeof(iv));
     }
+  }
 }
 
 static const float kern[5] = {1.0f / 16, 1.0f / 4, 3.0f / 8, 1.0f / 4,
@@ -246,6 +253,36 @@ static void spatial_variance(const pass_t *p) {
     }
 }
 
+/* Clamps each pixel's colour, channel by channel, into the range of
+ * its 8 neighbours': a single sample far off the others (a firefly, or
+ * a dark speck in a shadow) leaves a pixel that no neighbour resembles,
+ * and which the colour weights would then keep as it is. A feature of
+ * one pixel is lost with them, a line or an edge is not: its pixels
+ * have neighbours of their kind. The result goes to the output planes,
+ * which then swap with the input. */
+static void despeckle(pass_t *p) {
+  for (int k = 0; k < 3; k++) {
+    for (int y = 0; y < p->h; y++)
+      for (int x = 0; x < p->w; x++) {
+        float lo = INFINITY, hi = -INFINITY;
+        for (int yy = y - 1; yy <= y + 1; yy++)
+          for (int xx = x - 1; xx <= x + 1; xx++) {
+            if (yy < 0 || yy >= p->h || xx < 0 || xx >= p->w ||
+                (xx == x && yy == y))
+              continue;
+            float q = p->c[k][at(p, xx, yy)];
+            lo = q < lo ? q : lo, hi = q > hi ? q : hi;
+          }
+        float c = p->c[k][at(p, x, y)];
+        if (lo <= hi) /* not a 1 x 1 image */
+          c = c < lo ? lo : c > hi ? hi : c;
+        p->co[k][at(p, x, y)] = c;
+      }
+    float *t = p->c[k];
+    p->c[k] = p->co[k], p->co[k] = t;
+  }
+}
+
 static float clampf(float v, float lo, float hi) {
   return v > lo ? (v < hi ? v : hi) : lo; /* NaN gives lo */
 }
@@ -306,6 +343,7 @@ int atl_render_denoise(const float *rgb, const float *albedo,
       if (variance != NULL)
         p.v[j] = clampf(variance[i], 0, BIG) * inv2;
     }
+  despeckle(&p);
   if (variance == NULL)
     spatial_variance(&p);
   for (int k = 0; k < PASSES; k++) {
