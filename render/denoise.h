@@ -15,10 +15,19 @@
  * (w * h * 3 floats each, linear, row-major from the top: the film's
  * sums divided by its counts); albedo and normal may be NULL (the filter
  * then has only the colour to tell edges by). variance, if not NULL, is
- * each pixel's estimated variance of its mean (w * h floats), which lets
- * the filter smooth noisy pixels more and converged ones less. Writes
- * the result into out (w * h * 3 floats, which may not alias rgb).
- * Returns 0, or -EINVAL for a size out of range, or -ENOMEM. */
+ * each pixel's estimated variance of its mean (w * h floats, averaged
+ * over the channels), which lets the filter smooth noisy pixels more
+ * and converged ones less, and keep shadow edges that no guide shows;
+ * without it the variance is estimated from each pixel's neighbours.
+ * Writes the result into out (w * h * 3 floats, which may not overlap
+ * rgb). A colour that is not finite counts as 0 and is kept apart from
+ * its neighbours; other inputs that are not finite count as 0.
+ *
+ * It takes about 48 bytes of scratch memory a pixel, freed before it
+ * returns, and about 30 ms for 400 x 300 pixels on one core (AVX2).
+ * Returns 0, or -EINVAL for a size out of range (w or h below 1 or above
+ * 65536, more than 2^28 pixels), rgb or out NULL, or out overlapping
+ * rgb; or -ENOMEM. */
 int atl_render_denoise(const float *rgb, const float *albedo,
                        const float *normal, const float *variance, int w, int h,
                        float *out);

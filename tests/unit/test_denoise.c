@@ -274,3 +274,31 @@ Test(denoise, invalid_sizes) {
   cr_assert_eq(atl_render_denoise(m.rgb, NULL, NULL, NULL, 4, 4, m.out), 0);
   img_free(&m);
 }
+
+/* A firefly (one pixel a hundred times too bright) on a noisy wall is
+ * clamped into its neighbours' range rather than kept or spread; a line
+ * one pixel wide of another albedo, whose pixels have neighbours of
+ * their kind along it, stays. */
+Test(denoise, fireflies_go_lines_stay) {
+  enum { W = 40, H = 30 };
+  img_t m = img_new(W, H);
+  rt_rng r = rt_rng_make(5, 5, 5);
+  static const float dark[3] = {0.1f, 0.1f, 0.1f};
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++)
+      set_px(&m, x, y, x == 30 ? dark : grey, up, 1, 0.1, &r);
+  size_t f = (size_t)(10 * W + 10) * 3;
+  for (int c = 0; c < 3; c++)
+    m.rgb[f + c] = 50;
+  cr_assert_eq(atl_render_denoise(m.rgb, m.alb, m.nrm, m.var, W, H, m.out), 0);
+  cr_assert_lt(fabs(m.out[f] - 0.5), 0.1, "the firefly: %f", m.out[f]);
+  for (int y = 8; y <= 12; y++)
+    for (int x = 8; x <= 12; x++)
+      cr_assert_lt(fabs(m.out[(y * W + x) * 3] - 0.5), 0.05,
+                   "(%d, %d) near the firefly: %f", x, y,
+                   m.out[(y * W + x) * 3]);
+  double line;
+  spread(m.out, W, 30, 0, 31, H, 0, &line);
+  cr_assert_lt(fabs(line / 0.1 - 1), 0.05, "the line: %f", line);
+  img_free(&m);
+}
