@@ -159,6 +159,18 @@ Test(render_filter, refused_falls_back_to_the_box) {
   cr_assert(!f->unit_box);
 }
 
+/* The parameters of a w x h render. */
+static atl_render_params_t params(int w, int h, int depth, uint64_t seed,
+                                  int filter, double width) {
+  atl_render_params_t p = {.width = w,
+                           .height = h,
+                           .max_depth = depth,
+                           .seed = seed,
+                           .filter = filter,
+                           .filter_width = width};
+  return p;
+}
+
 /* A white emitter filling the left half of the view (x > 0: the camera
  * looks along -z) against a black sky: the edge lies on the boundary between
  * columns 15 and 16 of a 32-pixel row, so column i's value is the share of the
@@ -175,12 +187,7 @@ static const char *edge_scene =
 static int edge_profile(const atl_render_scene_t *s, int filter, double width,
                         double prof[32]) {
   enum { W = 32, H = 4, SPP = 2048 };
-  atl_render_params_t p = {.width = W,
-                           .height = H,
-                           .max_depth = 2,
-                           .seed = 5,
-                           .filter = filter,
-                           .filter_width = width};
+  atl_render_params_t p = params(W, H, 2, 5, filter, width);
   float *sum = calloc(W * H * 3, sizeof(float));
   uint32_t *count = calloc(W * H, sizeof(uint32_t));
   atl_render_tile_samples(s, &p, 0, 0, W, H, 0, SPP, sum, count);
@@ -228,12 +235,7 @@ Test(render_filter, wider_filters_soften_edges) {
 static void split_equals_unsplit(int filter, double width) {
   enum { W = 24, H = 20, N = W * H };
   atl_render_scene_t *s = atl_test_scene_file("scenes/snowman.json");
-  atl_render_params_t p = {.width = W,
-                           .height = H,
-                           .max_depth = 5,
-                           .seed = 3,
-                           .filter = filter,
-                           .filter_width = width};
+  atl_render_params_t p = params(W, H, 5, 3, filter, width);
   float *buf = calloc(N * 3 * 8, sizeof(float));
   uint32_t *cnt = calloc(N * 2, sizeof(uint32_t));
   atl_render_film_t a = {buf, cnt, buf + N * 3, buf + N * 6, buf + N * 9, NULL};
