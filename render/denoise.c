@@ -39,6 +39,16 @@
 #define K_NORMAL 64.0f
 #define K_ALBEDO 100.0f
 #define K_COLOR 4.0f
+/* And the brightness, on a log scale that only bright pixels reach:
+ * a tap weighs exp(-K_BRIGHT (log2(1 + l_q) - log2(1 + l_p))^2) for
+ * the mean demodulated colours l. A light seen directly is tens of
+ * times brighter than the wall around it, and the pixels on its edge
+ * (a share of each) are neither; with few samples their variance lets
+ * the colour weight take them for noise, and the edge of a light, which
+ * most of an image's error comes from, went soft and wrong. Below 1,
+ * where walls and shadows are, the term is a fraction of the colour
+ * weight's. */
+#define K_BRIGHT 2.0f
 
 /* The guides are kept as 16-bit integers, a normal's components times
  * GN and an albedo's times GA: far finer than the weights can tell, at
@@ -93,6 +103,16 @@ static inline vf vf_exp_neg(vf x) {
   return p * (vf)((i + 127) << 23);
 }
 
+/* log2(y) for y >= 1, to 0.0013: the exponent's bits, plus a cubic in
+ * the mantissa's fraction fitted by least squares (exact at its ends). */
+static inline vf vf_log2_1p(vf x) {
+  vf y = 1.0f + x;
+  vi bits = (vi)y;
+  vf e = __builtin_convertvector((bits >> 23) - 127, vf);
+  vf t = (vf)((bits & 0x007fffff) | 0x3f800000) - 1.0f;
+  return e + t * (1.42348532f + t * (-0.58773377f + t * 0.16555885f));
+}
+
 /* The planes a pass reads and writes; the buffers swap after each.
  * Each row has PAD pixels more either side, so that the taps of the
  * pixels near the sides read memory (the zeros the padding holds) and
@@ -107,6 +127,7 @@ typedef struct {
   float *c[3], *v;     /* the input colour's planes and its variance */
   float *co[3], *vo;   /* the output's */
   float *iv;           /* each pixel's colour scale, see scales() */
+  float *lg;           /* and its brightness, log2(1 + mean colour) */
 } pass_t;
 
 /* Pixel (x, y)'s place in the planes. */
@@ -147,6 +168,11 @@ static void scales(const pass_t *p) {
       vf iv = 1.0f / (K_COLOR * K_COLOR * 6 * (sum / (wx * wy)) +
                       1e-4f * (r * r + g * g + b * b) + 1e-12f);
       memcpy(p->iv + i, &iv, sizeof(iv));
+      /* Colours are >= 0 but for noise around 0; the log takes 0 then. */
+      vf l = (r + g + b) * (1.0f / 3);
+      l = (vf)((vi)l & (l > 0.0f));
+      vf lg = vf_log2_1p(l);
+      memcpy(p->lg + i, &lg, sizeof(lg));
     }
   }
 }
@@ -163,7 +189,7 @@ static const float kern[5] = {1.0f / 16, 1.0f / 4, 3.0f / 8, 1.0f / 4,
  * end, whose results land in the padding. */
 static void pass_vector(const pass_t *p, int step, int x, int y) {
   size_t i = at(p, x, y);
-  vf c[3], g[6], ivp = vf_load(p->iv + i);
+  vf c[3], g[6], ivp = vf_load(p->iv + i), lgp = vf_load(p->lg + i);
   for (int k = 0; k < 3; k++)
     c[k] = vf_load(p->c[k] + i);
   for (int k = 0; k < 6; k++)
@@ -180,8 +206,8 @@ static void pass_vector(const pass_t *p, int step, int x, int y) {
       continue;
     for (int kx = -2; kx <= 2; kx++) {
       size_t j = at(p, x + kx * step, yy);
-      vf cq[3], d, x2 = vf_set1(0), xg = vf_set1(0);
-      vf iv = vf_max(vf_load(p->iv + j), ivp);
+      vf cq[3], d = vf_load(p->lg + j) - lgp, x2 = vf_set1(0);
+      vf xg = K_BRIGHT * d * d, iv = vf_max(vf_load(p->iv + j), ivp);
       for (int k = 0; k < 3; k++) {
         cq[k] = vf_load(p->c[k] + j);
         d = cq[k] - c[k];
@@ -254,12 +280,16 @@ static void spatial_variance(const pass_t *p) {
 }
 
 /* Clamps each pixel's colour, channel by channel, into the range of
- * its 8 neighbours': a single sample far off the others (a firefly, or
- * a dark speck in a shadow) leaves a pixel that no neighbour resembles,
- * and which the colour weights would then keep as it is. A feature of
- * one pixel is lost with them, a line or an edge is not: its pixels
- * have neighbours of their kind. The result goes to the output planes,
- * which then swap with the input. */
+ * its 8 neighbours' when it is more than twice their largest or less
+ * than half their smallest: a single sample far off the others (a
+ * firefly, or a dark speck in a shadow) leaves a pixel that no
+ * neighbour resembles, and which the colour weights would then keep as
+ * it is. A pixel only a little outside the range is left alone: on the
+ * corner of a light, the pixel a little less covered than all its
+ * neighbours is right. A feature of one pixel is lost with the
+ * fireflies, a line or an edge is not: its pixels have neighbours of
+ * their kind. The result goes to the output planes, which then swap
+ * with the input. */
 static void despeckle(pass_t *p) {
   for (int k = 0; k < 3; k++) {
     for (int y = 0; y < p->h; y++)
@@ -275,7 +305,7 @@ static void despeckle(pass_t *p) {
           }
         float c = p->c[k][at(p, x, y)];
         if (lo <= hi) /* not a 1 x 1 image */
-          c = c < lo ? lo : c > hi ? hi : c;
+          c = c < 0.5f * lo ? lo : c > 2 * hi ? hi : c;
         p->co[k][at(p, x, y)] = c;
       }
     float *t = p->c[k];
@@ -300,16 +330,16 @@ int atl_render_denoise(const float *rgb, const float *albedo,
   if (o < r + bytes && r < o + bytes)
     return -EINVAL;
   /* Scratch, in planes of about (w + 2 PAD) x h: the guides (2 bytes a
-   * channel), two colour images, two variances and the colour scales
-   * (4 bytes each), 48 bytes a pixel in all; calloc() gives the padding
-   * its zeros. */
+   * channel), two colour images, two variances, the colour scales and
+   * the brightnesses (4 bytes each), 52 bytes a pixel in all; calloc()
+   * gives the padding its zeros. */
   pass_t p = {.w = w, .h = h};
   /* The last vector of a row reaches VL - 1 pixels past its end, and
    * its taps PAD further. */
   p.stride = PAD + ((size_t)w + VL - 1) / VL * VL + PAD;
   size_t plane = p.stride * (size_t)h;
   int16_t *g = calloc(plane * 6, sizeof(int16_t));
-  float *f = calloc(plane * 9, sizeof(float));
+  float *f = calloc(plane * 10, sizeof(float));
   if (!g || !f) {
     free(g), free(f);
     return -ENOMEM;
@@ -319,6 +349,7 @@ int atl_render_denoise(const float *rgb, const float *albedo,
   for (int k = 0; k < 3; k++)
     p.c[k] = f + k * plane, p.co[k] = f + (3 + k) * plane;
   p.v = f + 6 * plane, p.vo = f + 7 * plane, p.iv = f + 8 * plane;
+  p.lg = f + 9 * plane;
   /* The guides, the demodulated colour and its variance. A colour with
    * any channel not finite (or absurdly large) is garbage in all three:
    * it counts as 0, and its normal is set to (-2, -2, -2), further from
