@@ -319,3 +319,34 @@ Test(denoise, fireflies_go_lines_stay) {
   cr_assert_lt(fabs(line / 0.1 - 1), 0.05, "the line: %f", line);
   img_free(&m);
 }
+
+/* The edge of a light seen directly: a column of pixels a tenth covered
+ * by a light of 45 (so about 4.7, and noisy: each sample hits the light
+ * or not) between the light and a wall of 0.25, all facing the same way,
+ * the edge's albedo between the two. Its pixels keep their mean within
+ * 10 % rather than taking the wall's (or the light's) for noise. */
+Test(denoise, light_edges_stay) {
+  enum { W = 40, H = 30, EDGE = 20 };
+  img_t m = img_new(W, H);
+  noise_t r = noise_make(9, 9, 9);
+  static const float wall[3] = {0.73f, 0.73f, 0.73f}, lamp[3] = {1, 1, 1};
+  static const float mix[3] = {0.757f, 0.757f, 0.757f};
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) {
+      if (x < EDGE)
+        set_px(&m, x, y, lamp, up, 45, 0, &r);
+      else if (x > EDGE)
+        set_px(&m, x, y, wall, up, 0.25 / 0.73, 0.2, &r);
+      else /* 16 samples of which about 1.6 hit the light */
+        set_px(&m, x, y, mix, up, (0.1 * 45 + 0.9 * 0.25) / 0.757, 0.75, &r);
+    }
+  cr_assert_eq(atl_render_denoise(m.rgb, m.alb, m.nrm, m.var, W, H, m.out), 0);
+  double edge, lit, wall_m;
+  spread(m.out, W, EDGE, 0, EDGE + 1, H, 0, &edge);
+  spread(m.out, W, EDGE - 1, 0, EDGE, H, 0, &lit);
+  spread(m.out, W, EDGE + 1, 0, EDGE + 2, H, 0, &wall_m);
+  cr_assert_lt(fabs(edge / 4.725 - 1), 0.1, "the edge: %f", edge);
+  cr_assert_lt(fabs(lit / 45 - 1), 0.01, "the light beside it: %f", lit);
+  cr_assert_lt(fabs(wall_m / 0.25 - 1), 0.05, "the wall beside it: %f", wall_m);
+  img_free(&m);
+}
