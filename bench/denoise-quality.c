@@ -1,7 +1,8 @@
 /* The denoiser's worth: renders a scene with its guides (albedo, normal,
- * odd-sample sums) on a few threads, denoises it, and prints the RMSE of
- * the raw and the denoised image against a reference PFM, with the time
- * of each step (bench/README.md, denoise-quality).
+ * the sums of the first half of the samples) on a few threads, denoises
+ * it as the farm does (atl_film_denoise()), and prints the RMSE of the
+ * raw and the denoised image against a reference PFM, with the time of
+ * each step (bench/README.md, denoise-quality).
  *
  *   bench/denoise-quality [SCENE.json [REFERENCE.pfm]] [--width W]
  *       [--height H] [--spp N] [--max-depth D] [--threads T] [--seed S]
@@ -20,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "denoise.h"
+#include "film.h"
 #include "png_encode.h"
 #include "benchlib.h"
 #include "render.h"
@@ -29,14 +30,32 @@ typedef struct {
   const atl_render_scene_t *s;
   const atl_render_params_t *p;
   const atl_render_film_t *film;
-  int y0, y1, spp;
+  int y0, y1, first, n;
 } band_t;
 
 static void *render_band(void *arg) {
   const band_t *b = arg;
-  atl_render_tile_film(b->s, b->p, 0, b->y0, b->p->width, b->y1, 0, b->spp,
-                       b->film);
+  atl_render_tile_film(b->s, b->p, 0, b->y0, b->p->width, b->y1,
+                       (uint64_t)b->first, b->n, b->film);
   return NULL;
+}
+
+/* Samples [first, first + n) of every pixel, on `threads` threads of
+ * row bands. */
+static void render_bands(const atl_render_scene_t *s,
+                         const atl_render_params_t *p,
+                         const atl_render_film_t *f, int threads, int first,
+                         int n) {
+  pthread_t th[64];
+  band_t bands[64];
+  int h = p->height;
+  for (int t = 0; t < threads; t++) {
+    bands[t] =
+        (band_t){s, p, f, h * t / threads, h * (t + 1) / threads, first, n};
+    pthread_create(&th[t], NULL, render_band, &bands[t]);
+  }
+  for (int t = 0; t < threads; t++)
+    pthread_join(th[t], NULL);
 }
 
 static double now(void) {
@@ -202,48 +221,33 @@ int main(int argc, char **argv) {
   }
   p.width = w, p.height = h, p.max_depth = depth;
   size_t n = (size_t)w * (size_t)h;
-  float *buf = malloc(n * 3 * sizeof(float) * 8);
-  uint32_t *count = malloc(n * sizeof(uint32_t));
-  float *var = malloc(n * sizeof(float));
-  if (!buf || !count || !var)
+  atl_film_copy_t c;
+  float *rgb = malloc(n * 3 * sizeof(float));
+  float *out = malloc(n * 3 * sizeof(float));
+  if (atl_film_copy_alloc(&c, n, 1) < 0 || !rgb || !out)
     return 1;
-  float *sum = buf, *odd = buf + n * 3, *alb = buf + n * 6, *nrm = buf + n * 9;
-  float *rgb = buf + n * 12, *out = buf + n * 15;
-  atl_render_film_t film = {sum, count, odd, alb, nrm, NULL};
+  /* The farm's two half images: the first power of two of the samples
+   * below spp, and the rest (render/film.h says why not the odd ones). */
+  int half = 0;
+  while (spp > 1 && half * 2 < spp)
+    half = half ? half * 2 : 1;
   double t_render[99], t_denoise[99];
   for (int r = 0; r < runs; r++) {
-    memset(buf, 0, n * 12 * sizeof(float));
-    memset(count, 0, n * sizeof(uint32_t));
-    pthread_t th[64];
-    band_t bands[64];
+    atl_render_film_t *f = &c.film;
+    memset(f->rgb_sum, 0, n * 3 * 5 * sizeof(float));
+    memset(f->count, 0, n * 2 * sizeof(uint32_t));
     double t0 = now();
-    for (int t = 0; t < threads; t++) {
-      bands[t] =
-          (band_t){s, &p, &film, h * t / threads, h * (t + 1) / threads, spp};
-      pthread_create(&th[t], NULL, render_band, &bands[t]);
-    }
-    for (int t = 0; t < threads; t++)
-      pthread_join(th[t], NULL);
+    render_bands(s, &p, f, threads, 0, half);
+    memcpy(c.first_sum, f->rgb_sum, n * 3 * sizeof(float));
+    memcpy(c.first_n, f->count, n * sizeof(uint32_t));
+    render_bands(s, &p, f, threads, half, spp - half);
     t_render[r] = now() - t0;
-    /* The averages, and each pixel's variance of its mean from its two
-     * half images (odd and even samples): for equal halves, the squared
-     * difference of their means over 4, averaged over the channels. */
-    for (size_t i = 0; i < n; i++) {
-      double c = count[i], v = 0;
-      double no = floor(c / 2), ne = c - no;
-      for (int k = 0; k < 3; k++) {
-        size_t j = i * 3 + k;
-        rgb[j] = sum[j] / (float)c;
-        alb[j] /= (float)c, nrm[j] /= (float)c;
-        if (no > 0) {
-          double d = odd[j] / no - (sum[j] - odd[j]) / ne;
-          v += d * d / 4 / 3;
-        }
-      }
-      var[i] = (float)v;
-    }
+    for (size_t i = 0; i < n * 3; i++)
+      rgb[i] = f->rgb_sum[i] / (float)f->count[i / 3];
+    /* The farm's denoise step: averages, each pixel's variance from its
+     * half images, atl_render_denoise(). */
     t0 = now();
-    e = atl_render_denoise(rgb, alb, nrm, spp > 1 ? var : NULL, w, h, out);
+    e = atl_film_denoise(&c, w, h, out);
     t_denoise[r] = now() - t0;
     if (e < 0) {
       fprintf(stderr, "denoise-quality: denoise: %s\n", strerror(-e));
@@ -265,6 +269,7 @@ int main(int argc, char **argv) {
                  write_images(prefix, "denoised", out, w, h) < 0))
     return 1;
   atl_render_scene_free(s);
-  free(buf), free(count), free(var), free(ref);
+  atl_film_copy_free(&c);
+  free(rgb), free(out), free(ref);
   return 0;
 }

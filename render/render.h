@@ -60,7 +60,7 @@ typedef enum {
 
 /* The widths atl_render_filter_check() accepts, in pixels. */
 #define ATL_RENDER_FILTER_WIDTH_MIN 0.5
-#define ATL_RENDER_FILTER_WIDTH_MAX 6.0
+#define ATL_RENDER_FILTER_WIDTH_MAX 8.0
 
 /* Reads a filter's name, as the CLI's --filter and render_scene's
  * "filter" take it: "box", "gaussian" or "blackman-harris" (or

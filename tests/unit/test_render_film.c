@@ -70,19 +70,19 @@ Test(render_filter, names_and_checks) {
   cr_assert_null(atl_render_filter_name(-1));
 
   char msg[200];
-  static const double good[] = {0, 0.5, 1, 1.5, 6};
+  static const double good[] = {0, 0.5, 1, 1.5, 8};
   for (int i = 0; i < 5; i++)
     for (int k = 0; k < 3; k++)
       cr_assert_eq(atl_render_filter_check(k, good[i], msg, sizeof(msg)), 0,
                    "filter %d width %g", k, good[i]);
-  static const double bad[] = {-1, 0.49, 6.01, 100, NAN, INFINITY};
+  static const double bad[] = {-1, 0.49, 8.01, 100, NAN, INFINITY};
   for (int i = 0; i < 6; i++) {
     msg[0] = 0;
     cr_assert_eq(atl_render_filter_check(1, bad[i], msg, sizeof(msg)), -EINVAL,
                  "width %g", bad[i]);
-    cr_assert(strstr(msg, "between 0.5 and 6 pixels") != NULL, "%s", msg);
+    cr_assert(strstr(msg, "between 0.5 and 8 pixels") != NULL, "%s", msg);
   }
-  cr_assert_eq(atl_render_filter_check(1, 7, NULL, 0), -EINVAL);
+  cr_assert_eq(atl_render_filter_check(1, 9, NULL, 0), -EINVAL);
   cr_assert_eq(atl_render_filter_check(3, 1, msg, sizeof(msg)), -EINVAL);
   cr_assert(strstr(msg, "box, gaussian or blackman-harris") != NULL, "%s", msg);
   cr_assert_eq(atl_render_filter_width(0, 0), 1);
