@@ -130,14 +130,6 @@ static int parse_real(const char *name, const char *v, double lo, double hi,
   return 0;
 }
 
-static int filter_by_name(const char *name) {
-  static const char *const names[] = {"box", "gaussian", "blackman-harris"};
-  for (int i = 0; i < 3; i++)
-    if (strcmp(name, names[i]) == 0)
-      return i;
-  return -1;
-}
-
 static int parse_args(int argc, char **argv, cli_opts_t *o) {
   static const struct option opts[] = {
       {"output", required_argument, NULL, 'o'},
@@ -243,7 +235,7 @@ static int parse_args(int argc, char **argv, cli_opts_t *o) {
         return 2;
       break;
     case 'F':
-      if ((o->filter = filter_by_name(optarg)) < 0) {
+      if (atl_render_filter_parse(optarg, &o->filter) < 0) {
         fprintf(stderr,
                 "atelier-render: --filter: expected box, gaussian or "
                 "blackman-harris, got '%s'\n",
@@ -252,7 +244,8 @@ static int parse_args(int argc, char **argv, cli_opts_t *o) {
       }
       break;
     case 'D':
-      if (parse_real("filter-width", optarg, 0.5, 8, 1, &o->filter_width))
+      if (parse_real("filter-width", optarg, ATL_RENDER_FILTER_WIDTH_MIN,
+                     ATL_RENDER_FILTER_WIDTH_MAX, 1, &o->filter_width))
         return 2;
       break;
     case 'z':
