@@ -738,8 +738,15 @@ def _(ctx):
     for q in ("token=" + s.token, "probe=1"):
         st, _, _ = s.request("GET", "/?" + q, raw=True)
         assert st == 200, st
-    with open(os.path.join(s.data, "log", "nginx-access.log")) as f:
-        log = f.read()
+    # nginx logs a request once it has finished with it, which can be just
+    # after the client has read the answer: wait for the probe's line.
+    deadline = time.monotonic() + 5
+    while True:
+        with open(os.path.join(s.data, "log", "nginx-access.log")) as f:
+            log = f.read()
+        if "probe=1" in log or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert "probe=1" in log and s.token not in log, log[-500:]
 
 
