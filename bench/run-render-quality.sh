@@ -8,8 +8,9 @@
 #     NO_SPHERES=1 BOUNCES=4 PFM=1 THREADS=2 (no denoiser, no adaptive
 #     sampling): the whole process's wall time and its RMSE.
 #  2. atelier-render (400x400, depth 5, 2 workers) at 64, 256 and 512 spp,
-#     the same with adaptive sampling, and at Cycles' wall time (its
-#     --max-seconds: render until the budget): wall time and RMSE.
+#     and at Cycles' wall time (--max-seconds set to Cycles' whole-process
+#     wall time: our process then runs a little longer, its start-up and
+#     the units in flight, which the table shows): wall time and RMSE.
 #  3. A denoised 16-spp image (--denoise) against the undenoised 256-spp one.
 #
 # Each figure is the median of ROUNDS runs (default 3): these machines are

@@ -38,7 +38,9 @@ typedef struct {
   pthread_cond_t cv;
   int refs; /* the handler's and the loop's */
 
-  /* Set by the handler before posting; read-only after. */
+  /* Set by the handler before posting; read-only after. The call
+   * outlives the job: the handler waits for the job to end. */
+  const atl_call_t *call;
   atl_farm_job_params_t params;
   char *scene; /* params.scene_json, owned */
   float exposure;
@@ -48,10 +50,11 @@ typedef struct {
 
   /* Loop only. */
   atl_farm_job_t *job;
-  uv_timer_t timer;
+  uv_timer_t timer; /* every CANCEL_POLL_MS: a cancel, then previews */
   int timer_open;
   double last_fraction;
-  int previews; /* made so far */
+  int previews;             /* made so far */
+  uint64_t next_preview_ns; /* the earliest time for the next one */
 
   /* Under mu. */
   int done;
@@ -129,6 +132,18 @@ static void preview_tick(uv_timer_t *t) {
   render_wait_t *rw = t->data;
   if (rw->job == NULL)
     return;
+  /* A cancelled or timed-out call stops the job from here, on the loop,
+   * within CANCEL_POLL_MS: the handler that also watches for it may be
+   * busy denoising a preview (tens of milliseconds, hundreds on a loaded
+   * machine), which let a timed-out render go on for 0.4 s. */
+  if (atl__call_cancelled(rw->call)) {
+    atl_farm_cancel(rw->job);
+    return;
+  }
+  uint64_t now = atl_mono_ns();
+  if (rw->preview_ms == 0 || now < rw->next_preview_ns)
+    return;
+  rw->next_preview_ns = now + (uint64_t)rw->preview_ms * 1000000u;
   double fraction = atl_farm_job_fraction(rw->job);
   if (fraction <= rw->last_fraction)
     return; /* nothing new to show */
@@ -200,10 +215,11 @@ static void rw_submit(void *arg) {
     rw_finish(rw, rc, NULL);
     return;
   }
-  if (rw->preview_ms > 0 && uv_timer_init(d->loop, &rw->timer) == 0) {
+  if (uv_timer_init(d->loop, &rw->timer) == 0) {
     rw->timer_open = 1;
     rw->timer.data = rw;
-    uv_timer_start(&rw->timer, preview_tick, rw->preview_ms, rw->preview_ms);
+    rw->next_preview_ns = rw->t_submit_ns + (uint64_t)rw->preview_ms * 1000000u;
+    uv_timer_start(&rw->timer, preview_tick, CANCEL_POLL_MS, CANCEL_POLL_MS);
   }
 }
 
@@ -259,11 +275,17 @@ static int check_request(const atl_render_request_t *r, uint32_t timeout_ms,
       r->samples > (1 << 20) || r->max_depth < 1 ||
       !(r->exposure > -64 && r->exposure < 64))
     m = strdup("the render request is out of range");
-  else if (!(r->max_seconds >= 0 && r->max_seconds <= limit))
+  /* The budget runs from the job's submission and ends with the units
+   * in flight, then the picture is resolved and encoded: a budget of the
+   * whole time limit would let the call's own timeout cancel it first
+   * and lose the picture. A tenth of the limit is left for the rest. */
+  else if (!(r->max_seconds >= 0 && r->max_seconds <= 0.9 * limit))
     n = asprintf(&m,
                  "max_seconds: %g is not allowed: give a number of seconds "
-                 "above 0 and at most %g (this call's time limit)",
-                 r->max_seconds, limit);
+                 "above 0 and at most %g (nine tenths of this call's time "
+                 "limit, %g s, leaving the rest for loading the scene and "
+                 "encoding the picture)",
+                 r->max_seconds, 0.9 * limit, limit);
   else if (!(r->noise_threshold >= 0 && r->noise_threshold <= 1))
     n = asprintf(&m,
                  "noise_threshold: %g is not allowed: give 0 (off) or a "
@@ -350,6 +372,7 @@ static int api_render(atl_call_t *call, const atl_render_request_t *plugin_req,
   }
   memcpy(scene, req->scene_json, req->scene_len);
   rw->d = d;
+  rw->call = call;
   pthread_mutex_init(&rw->mu, NULL);
   /* A monotonic clock for the timed waits: a wall-clock jump must not
    * make a handler sleep through a cancel. */
@@ -389,6 +412,17 @@ static int api_render(atl_call_t *call, const atl_render_request_t *plugin_req,
   int cancel_sent = 0;
   pthread_mutex_lock(&rw->mu);
   while (!rw->done) {
+    /* A cancel first: a preview being denoised (tens of milliseconds
+     * under load) must not hold up stopping the workers. */
+    if (!cancel_sent && call->host->call_cancelled(call)) {
+      cancel_sent = 1;
+      rw->refs++;
+      pthread_mutex_unlock(&rw->mu);
+      if (atl_daemon_post(d, rw_cancel, rw) != 0)
+        rw_unref(rw);
+      pthread_mutex_lock(&rw->mu);
+      continue;
+    }
     if (rw->preview != NULL) {
       uint8_t *rgb = rw->preview;
       atl_film_copy_t film = rw->pfilm;
@@ -397,22 +431,14 @@ static int api_render(atl_call_t *call, const atl_render_request_t *plugin_req,
       rw->preview = NULL;
       memset(&rw->pfilm, 0, sizeof(rw->pfilm));
       pthread_mutex_unlock(&rw->mu);
-      /* Denoised here, on the handler's thread, not on the loop. */
-      if (film.film.rgb_sum == NULL ||
-          atl_film_denoise_resolve(&film, pv.width, pv.height, req->exposure,
-                                   rgb) == 0)
+      /* Denoised here, on the handler's thread, not on the loop; a
+       * cancelled call's previews are dropped. */
+      if (!cancel_sent && (film.film.rgb_sum == NULL ||
+                           atl_film_denoise_resolve(&film, pv.width, pv.height,
+                                                    req->exposure, rgb) == 0))
         preview(user, &pv);
       atl_film_copy_free(&film);
       free(rgb);
-      pthread_mutex_lock(&rw->mu);
-      continue;
-    }
-    if (!cancel_sent && call->host->call_cancelled(call)) {
-      cancel_sent = 1;
-      rw->refs++;
-      pthread_mutex_unlock(&rw->mu);
-      if (atl_daemon_post(d, rw_cancel, rw) != 0)
-        rw_unref(rw);
       pthread_mutex_lock(&rw->mu);
       continue;
     }

@@ -20,8 +20,10 @@
  * and converged ones less, and keep shadow edges that no guide shows;
  * without it the variance is estimated from each pixel's neighbours.
  * Writes the result into out (w * h * 3 floats, which may not overlap
- * rgb). A colour that is not finite counts as 0 and is kept apart from
- * its neighbours; other inputs that are not finite count as 0.
+ * rgb). A colour that is not finite never spreads: it counts as 0 for
+ * its neighbours, and the pixel itself, like any speck, is brought into
+ * its neighbours' range first (a NaN in a field of 0.5 comes out 0.5);
+ * other inputs that are not finite count as 0.
  *
  * It takes about 52 bytes of scratch memory a pixel, freed before it
  * returns, and about 32 ms for 400 x 300 pixels on one core (AVX2).

@@ -196,6 +196,15 @@ static void worker_kill(farm_worker_t *w, const char *why) {
 
 /* ---- jobs ---- */
 
+/* The waves a time budget cannot cut: the first two, so that every
+ * pixel has a sample and an error estimate (two samples), however short
+ * the budget or large the frame. Without them a budget of 0.3 s on a
+ * 2000 x 1500 frame ended with 70 % of the pixels black, and the call
+ * still succeeded. */
+static int budget_floor(const atl_farm_job_t *j) {
+  return j->npasses < 2 ? j->npasses : 2;
+}
+
 /* The next unit of j a worker may take, or -1: the tile with the fewest
  * passes, so a wave is finished before the next, but up to `ahead`
  * waves ahead of the slowest tile, so that workers do not idle while
@@ -205,9 +214,12 @@ static void worker_kill(farm_worker_t *w, const char *why) {
  * slowest tile: there it is MAX_AHEAD_ADAPTIVE. Which tile runs when
  * changes nothing in the picture; only the preview is less even. */
 static int job_pick_tile(atl_farm_job_t *j) {
-  if (j->budget_over)
-    return -1;
+  /* Past its budget a job only finishes its first waves (budget_floor()). */
   int ahead = j->noise_threshold > 0 ? MAX_AHEAD_ADAPTIVE : 1;
+  if (j->budget_over)
+    ahead = budget_floor(j) - 1 - j->wave;
+  if (ahead < 0)
+    return -1;
   int best = -1;
   for (int k = 0; k < j->ntiles; k++) {
     int t = (j->scan + k) % j->ntiles;
@@ -327,7 +339,7 @@ static void job_check_idle(atl_farm_job_t *j) {
     return;
   if (j->cancelled)
     job_finish(j, -ECANCELED, NULL);
-  else if (j->budget_over)
+  else if (j->budget_over && j->wave >= budget_floor(j))
     job_finish(j, 0, NULL);
 }
 
@@ -540,6 +552,8 @@ static void job_timer_fired(uv_timer_t *t) {
      * their samples are kept (and the cancel flag stays the caller's). */
     j->budget_over = 1;
     job_check_idle(j);
+    if (!j->finished)
+      schedule(f); /* the first waves go on */
     return;
   }
   for (int i = 0; i < f->nworkers; i++)

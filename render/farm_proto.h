@@ -5,9 +5,11 @@
  * A job's segment holds a header, the scene document, TWO frame planes
  * and one `active` mask. A plane is the full frame's film
  * (atl_render_film_t): float RGB sums, per-pixel sample counts, the sums
- * of the odd-indexed samples (always: the denoiser's variance; the farm's
- * own error estimate uses sums it keeps at each power of two, film.h
- * says why), and, when the job asks for
+ * of the odd-indexed samples (always, though the farm's own error
+ * estimate and the denoiser's variance use the sums it keeps at each
+ * power of two, film.h says why: they remain for films without that
+ * history, at 24 bytes a pixel across the planes), and, when the job
+ * asks for
  * the denoiser's guides, the first-hit albedo and normal sums. Every
  * tile has one committed plane, which only the farm knows and flips. A
  * worker given (tile, samples [first, first + n)) copies the tile's

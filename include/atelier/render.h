@@ -56,15 +56,17 @@ typedef struct {
 
   /* ---- ABI 1.2: the host reads these only if struct_size covers them. */
   /* The time budget in seconds: 0 for none, else more than 0 and at most
-   * the call's own time limit (tools.long_timeout_ms). When it runs out
-   * the farm hands out no more work, lets the work in flight (some 10 ms)
-   * finish, and the render succeeds with the samples it has (result
-   * stop ATL_RENDER_STOP_BUDGET). */
+   * nine tenths of the call's own time limit (tools.long_timeout_ms).
+   * When it runs out the farm hands out no more work, except the first
+   * two passes (every pixel gets two samples, however short the budget),
+   * lets the work in flight (some 10 ms) finish, and the render succeeds
+   * with the samples it has (result stop ATL_RENDER_STOP_BUDGET). */
   double max_seconds;
   /* Adaptive sampling: 0 for off (every pixel takes every sample), else
    * the noise, 0 < threshold <= 1, under which a pixel takes no more
-   * samples. A pixel's noise is the half-difference of the means of its
-   * first 2^k samples and the rest (about its standard error) over the
+   * samples. A pixel's noise is the difference of the means of its
+   * first 2^k samples and the rest, times sqrt(n_a n_b) / (n_a + n_b)
+   * (half of it for equal parts: about its standard error), over the
    * square root of its brightness: 0.01 is 1 % noise on a pixel of
    * brightness 1, and Cycles' default. The decisions depend only on the
    * samples, so the picture is still a pure function of the request. */

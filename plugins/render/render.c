@@ -78,7 +78,7 @@ static const char render_schema[] =
     "\"max_seconds\": {\"type\": \"number\", \"exclusiveMinimum\": 0, "
     "\"maximum\": 86400, \"description\": \"Time budget: the render "
     "stops after this many seconds with the samples it has, and says so "
-    "(stopped_by: time_budget). At most the call's time limit. Default: "
+    "(stopped_by: time_budget). At most 0.9 of the call's time limit. Default: "
     "none.\"},"
     "\"denoise\": {\"type\": \"boolean\", \"description\": \"Smooth the "
     "noise away with an edge-aware filter: a clean look from few samples, "
@@ -118,7 +118,7 @@ static const char render_result_schema[] =
     "\"max_depth\": {\"type\": \"integer\", \"minimum\": 1},"
     "\"render_time_ms\": {\"type\": \"integer\", \"minimum\": 0},"
     "\"paths_per_second\": {\"type\": \"number\", \"minimum\": 0},"
-    "\"noise\": {\"type\": \"number\", \"minimum\": 0},"
+    "\"noise\": {\"type\": [\"number\", \"null\"], \"minimum\": 0},"
     "\"noise_threshold\": {\"type\": \"number\", \"minimum\": 0},"
     "\"pixels_above_threshold\": {\"type\": \"number\", \"minimum\": 0, "
     "\"maximum\": 1},"
@@ -271,8 +271,11 @@ static void add_quality(json_object *r, const atl_render_request_t *req,
                         const atl_render_result_t *res) {
   static const char *const stops[] = {"samples", "noise_threshold",
                                       "time_budget"};
-  json_object_object_add(r, "noise",
-                         json_object_new_double(round4(res->noise)));
+  /* No estimate (every pixel has a single sample): null, never 0, which
+   * would tell the model the picture is perfectly clean. */
+  json_object_object_add(
+      r, "noise",
+      isfinite(res->noise) ? json_object_new_double(round4(res->noise)) : NULL);
   json_object_object_add(r, "noise_threshold",
                          json_object_new_double(req->noise_threshold));
   json_object_object_add(
@@ -335,8 +338,8 @@ static int render_scene(atl_call_t *call) {
   int denoise = json_object_object_get_ex(args, "denoise", &dn)
                     ? json_object_get_boolean(dn)
                     : draft;
-  /* Previews are always denoised: they are a glimpse of what is coming,
-   * and a clean glimpse shows it sooner. */
+  /* Previews are denoised (the host does the first ones only): they are
+   * a glimpse of what is coming, and a clean glimpse shows it sooner. */
   uint32_t flags =
       ATL_RENDER_DENOISE_PREVIEWS | (denoise ? ATL_RENDER_DENOISE : 0);
   atl_render_request_t req = {
@@ -419,7 +422,8 @@ static const atl_tool_t tools[] = {
          "max_depth, a camera for this render only, noise_threshold, "
          "max_seconds, denoise and filter. The result's \"noise\" is the "
          "picture's estimated noise (about the relative graininess of a "
-         "bright pixel: 0.02 is 2 %; under 0.01 looks clean); "
+         "bright pixel: 0.02 is 2 %; under 0.01 looks clean; null with a "
+         "single sample a pixel, which gives no estimate); "
          "samples_min/mean/max say where the samples went, stopped_by why "
          "it ended. For a cleaner picture give a smaller noise_threshold "
          "(and more samples if stopped_by is \"samples\"); to bound the "

@@ -259,6 +259,21 @@ def _(ctx):
     assert b["result"]["denoised"] is False, b
 
 
+@check("one sample a pixel gives no noise estimate: noise is null, never 0")
+def _(ctx):
+    d = ctx["d"]
+    sid = scene_session(d)
+    r = call(d, sid, "render_scene", {"samples": 1, "width": 64,
+                                      "height": 48})
+    assert r["success"] is True, r
+    res = r["result"]
+    assert res["noise"] is None, res
+    assert res["samples_min"] == res["samples_max"] == 1, res
+    r = call(d, sid, "render_scene", {"samples": 4, "width": 64,
+                                      "height": 48})
+    assert r["result"]["noise"] > 0, r
+
+
 @check("max_seconds ends a long render in time, with what it has")
 def _(ctx):
     d = ctx["d"]
