@@ -486,7 +486,10 @@ Test(config, version_prints_version, .init = cr_redirect_stdout) {
   char *err = NULL;
   cr_assert_eq(from_args(&cfg, &err, "--version", NULL), 1);
   fflush(stdout);
-  cr_assert_stdout_eq_str("atelierd " PACKAGE_VERSION " (plugin ABI 1.1)\n");
+  char want[64];
+  snprintf(want, sizeof(want), "atelierd %s (plugin ABI %d.%d)\n",
+           PACKAGE_VERSION, ATL_PLUGIN_ABI_MAJOR, ATL_PLUGIN_ABI_MINOR);
+  cr_assert_stdout_eq_str(want);
 }
 
 Test(config, short_version, .init = cr_redirect_stdout) {
