@@ -390,7 +390,9 @@ check('render_scene: the preview sharpens while it runs, then shows the final pi
   await fake.script([
     { tool_calls: [{ name: 'create_shape', arguments: {
       id: 'ball', type: 'sphere', properties: { center: [0, 0, 0], radius: 1 } } }] },
-    { tool_calls: [{ name: 'render_scene', arguments: { width: 200, height: 150, samples: 200 } }] },
+    // Every pixel takes every sample (no adaptive sampling), so that the
+    // render runs past the first preview (250 ms) on a fast machine too.
+    { tool_calls: [{ name: 'render_scene', arguments: { width: 200, height: 150, samples: 200, noise_threshold: 0 } }] },
     { text: 'A sphere under the sky.' },
   ]);
   const page = await open(browser, stack);
