@@ -46,7 +46,8 @@ sources() {
       echo plugins/optics/opx_run.c plugins/optics/opx_geom.c \
         plugins/optics/opx_geom_index.c plugins/optics/opx_lineage.c \
         plugins/optics/opx_db.c plugins/optics/opx_db_query.c \
-        plugins/optics/opx_db_schema.c plugins/optics/opx_db_rays.c ;;
+        plugins/optics/opx_db_schema.c plugins/optics/opx_db_rays.c \
+        plugins/optics/opx_db_vfs.c ;;
     optics_module) echo optics/fail.c optics/jsnum.c optics/mathexpr.c \
       optics/mathexpr_eval.c optics/mathexpr_tex.c optics/module.c ;;
     scene) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c \
@@ -62,7 +63,11 @@ for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene stream fcgi render \
   files=
   for f in $(sources $t) tests/fuzz/fuzz_$t.c; do files="$files $src/$f"; done
   # shellcheck disable=SC2086
-  $cc $flags -o "$out/fuzz_$t" $files $libs
+  if ! $cc $flags -o "$out/fuzz_$t" $files $libs; then
+    echo "not ok - fuzz_$t does not build (a source file missing from sources() above?)"
+    status=1
+    continue
+  fi
   rm -rf "$out/$t" && mkdir -p "$out/$t/corpus"
   cp "$src/tests/fuzz/corpus/$t/"* "$out/$t/corpus/"
   if (cd "$out/$t" && ASAN_OPTIONS=detect_leaks=1 "$out/fuzz_$t" \
