@@ -267,7 +267,7 @@ static int request_copy(const atl_render_request_t *req,
  * the call's time limit (0: unknown). */
 static int check_request(const atl_render_request_t *r, uint32_t timeout_ms,
                          char **why) {
-  char *m = NULL;
+  char *m = NULL, fmsg[160];
   int n = 0;
   double limit = timeout_ms > 0 ? timeout_ms / 1000.0 : 1e6;
   if (r->scene_json == NULL || r->scene_len == 0 || r->width < 1 ||
@@ -297,17 +297,11 @@ static int check_request(const atl_render_request_t *r, uint32_t timeout_ms,
                  "min_samples: %d is not allowed: give 2 to %d (the "
                  "samples per pixel)",
                  r->min_samples, r->samples);
-  else if (r->filter < 0 || r->filter > ATL_RENDER_REQ_FILTER_BLACKMAN_HARRIS)
-    n = asprintf(&m,
-                 "filter: %d is not a pixel filter: give 0 (box), 1 "
-                 "(Gaussian) or 2 (Blackman-Harris)",
-                 r->filter);
-  else if (!(r->filter_width == 0 ||
-             (r->filter_width >= 0.5 && r->filter_width <= 8)))
-    n = asprintf(&m,
-                 "filter_width: %g pixels is not allowed: give 0.5 to 8 "
-                 "(or 0 for the filter's default)",
-                 r->filter_width);
+  /* The tracer's own rule for filters and widths (ATL_RENDER_REQ_FILTER_*
+   * are atl_render_filter_t's values). */
+  else if (atl_render_filter_check(r->filter, r->filter_width, fmsg,
+                                   sizeof(fmsg)) != 0)
+    n = asprintf(&m, "%s", fmsg);
   else if ((r->flags & ~(ATL_RENDER_DENOISE | ATL_RENDER_DENOISE_PREVIEWS)) !=
            0)
     n = asprintf(&m, "flags: 0x%x has bits this host does not know", r->flags);

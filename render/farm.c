@@ -482,10 +482,8 @@ int atl_farm_submit(atl_farm_t *f, const atl_farm_job_params_t *p,
       !(p->noise_threshold >= 0 && p->noise_threshold <= 1) ||
       (p->min_samples != 0 &&
        (p->min_samples < 2 || p->min_samples > p->samples)) ||
-      !(p->max_seconds >= 0 && p->max_seconds <= 1e6) || p->filter < 0 ||
-      p->filter > ATL_RENDER_FILTER_BLACKMAN_HARRIS ||
-      !(p->filter_width == 0 ||
-        (p->filter_width >= 0.5 && p->filter_width <= 8)))
+      !(p->max_seconds >= 0 && p->max_seconds <= 1e6) ||
+      atl_render_filter_check(p->filter, p->filter_width, NULL, 0) != 0)
     return -EINVAL;
   atl_farm_job_t *j = calloc(1, sizeof(*j));
   if (j == NULL)
