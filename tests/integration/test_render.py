@@ -310,11 +310,13 @@ def _(ctx):
 def _(ctx):
     d = ctx["d"]
     sid = scene_session(d)
-    # 256 samples: about a second here, so that a preview (the first comes
-    # after 250 ms) always precedes the end; at 64 (0.26 s on an idle
-    # machine) the render could finish before any preview, and the check
-    # waited for one in vain.
-    args = {"width": 320, "height": 240, "samples": 256}
+    # 256 samples, every one (noise_threshold 0): about a second here, so
+    # that a preview (the first comes after 250 ms) always precedes the end;
+    # at 64 (0.26 s on an idle machine), or with adaptive sampling (0.57 s),
+    # the render could finish before any preview, and the check waited for
+    # one in vain.
+    args = {"width": 320, "height": 240, "samples": 256,
+            "noise_threshold": 0}
     ref = call(d, sid, "render_scene", args)["images"][0]["id"]
     old = render_info(d)
     after = d.events(sid)[-1]["seq"]

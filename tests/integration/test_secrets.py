@@ -242,7 +242,14 @@ def _(ctx):
     # can fail.
     other = subprocess.Popen(prefix + ["sleep", "5"])
     try:
-        time.sleep(0.2)
+        # Until setpriv has exec'd sleep, the process is not dumpable (its
+        # change of uid cleared the flag, and only an exec sets it again),
+        # so reading it earlier fails as the daemon's does: wait for the
+        # exec, not a fixed 0.2 s (a loaded machine took longer).
+        def execd():
+            with open("/proc/%d/comm" % other.pid) as f:
+                return f.read().strip() == "sleep"
+        wait_for(execd, 10, "setpriv to exec sleep")
         r = subprocess.run(prefix + ["cat", "/proc/%d/environ" % other.pid],
                            capture_output=True)
         assert r.returncode == 0 and b"PATH=" in r.stdout, r
@@ -324,8 +331,12 @@ def _(ctx):
     sid = d.session()
     r = call(d, sid, "import_scene", {"scene": SCENE})
     assert r["success"], r
-    d.rpc("session.send", {"session": sid,
-                           "text": '/render_scene {"samples": 256}'})
+    # Every sample (noise_threshold 0): about 2 s here. With adaptive
+    # sampling this flat scene was done in 0.25 s, and the poll below could
+    # miss the segments altogether (CI failed so once).
+    d.rpc("session.send", {"session": sid, "text":
+                           '/render_scene {"samples": 256, '
+                           '"noise_threshold": 0}'})
     seen, bad = {}, []
     deadline = time.monotonic() + 20
     while not seen and time.monotonic() < deadline:
