@@ -240,6 +240,11 @@ typedef struct {
   const uint8_t *active;   /* the film's, or NULL: every pixel */
   int aov;                 /* the film wants albedo and normal */
   const rt_filter *filter; /* the pixel filter's sampler */
+  /* The key of the seed (rt_rng_pixel_key()'s first half), and the last
+   * pixel's key: a pixel's samples are handed out in a row, so its key
+   * is hashed once, not once per sample. */
+  uint64_t seed_key, key;
+  uint64_t key_pixel; /* the pixel of key; UINT64_MAX before any */
   v3 out[BLOCK];
   v3 alb[BLOCK], nrm[BLOCK]; /* the first hit's, when aov */
 } block_t;
@@ -314,15 +319,18 @@ static void prepare(block_t *b, batch_t *q) {
    * lanes one by one into a vector in memory and loading it whole would
    * stall on store forwarding. */
   double x[RT_LANES], y[RT_LANES], on[RT_LANES];
-  uint64_t pix[RT_LANES], smp[RT_LANES];
+  uint64_t key[RT_LANES], smp[RT_LANES];
   int64_t item[RT_LANES];
   q->next = q->count = 0;
   for (int l = 0; l < RT_LANES; l++) {
     on[l] = b->item < b->end;
     x[l] = b->x, y[l] = b->y;
-    pix[l] = (uint64_t)b->y * (uint64_t)b->p->width + (uint64_t)b->x;
-    /* The sample's index in its pixel, reversed (rt_rng_make()). */
-    smp[l] = rt_reverse32((uint32_t)(b->first + (uint64_t)b->i));
+    uint64_t pix = (uint64_t)b->y * (uint64_t)b->p->width + (uint64_t)b->x;
+    if (pix != b->key_pixel) /* rt_rng_pixel_key() */
+      b->key = rt_mix64(b->seed_key ^ (pix * 0xd1b54a32d192ed03ULL)),
+      b->key_pixel = pix;
+    key[l] = b->key;
+    smp[l] = rt_rng_sample(b->first + (uint64_t)b->i);
     item[l] = b->item - b->base;
     if (!on[l])
       continue;
@@ -337,7 +345,7 @@ static void prepare(block_t *b, batch_t *q) {
   }
   if (!q->count)
     return;
-#define RT_PIX(l) pix[l]
+#define RT_KEY(l) key[l]
 #define RT_SMP(l) smp[l]
 #define RT_ITEM(l) item[l]
 #define RT_ON(l) on[l]
@@ -345,10 +353,8 @@ static void prepare(block_t *b, batch_t *q) {
 #define RT_PY(l) y[l]
   m4 lanes = (d4){RT_EACH_LANE(RT_ON)} != 0;
   q->item = (m4){RT_EACH_LANE(RT_ITEM)};
-  uint64_t k0 = rt_mix64(b->p->seed + RT_RNG_STEP);
   rt_paths4 a; /* rand4() draws through one */
-  a.key = mix4(((u4)M4_NONE + k0) ^ ((u4){RT_EACH_LANE(RT_PIX)} *
-                                     0xd1b54a32d192ed03ULL)); /* the pixel */
+  a.key = (u4){RT_EACH_LANE(RT_KEY)};
   a.ctr = a.key;
   a.rsmp = (u4){RT_EACH_LANE(RT_SMP)};
   d4 jx, jy, px = (d4){RT_EACH_LANE(RT_PX)}, py = (d4){RT_EACH_LANE(RT_PY)};
@@ -654,6 +660,8 @@ void atl_render_tile_film(const atl_render_scene_t *s,
   b->active = film->active;
   b->aov = film->albedo_sum != NULL || film->normal_sum != NULL;
   b->filter = atl__rt_filter_get(p->filter, p->filter_width);
+  b->seed_key = rt_mix64(p->seed + RT_RNG_STEP);
+  b->key_pixel = UINT64_MAX;
   b->nee = s->nlights > 0 && !p->no_light_sampling;
   b->quads_only = 1;
   for (int i = 0; i < s->nlights; i++) {

@@ -30,60 +30,50 @@ typedef struct {
   m4 diffuse, mirror, glass;
 } rt_hits4;
 
-/* rt_mix64() in every lane. */
-static inline u4 mix4(u4 z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+/* Two 32-bit words per lane: the sampler's seeds and scrambles run on
+ * two dimensions at once, one in each half of a lane, with 32-bit
+ * products (one vpmulld each on AVX2). */
+typedef uint32_t w8 __attribute__((vector_size(8 * RT_LANES)));
 
-/* The low 32 bits of a * b in each lane (of their low 32 bits), for
- * the sampler's 32-bit hash: one vpmuludq, where a product of vectors
- * of 64-bit integers takes three before AVX-512. The lanes' high halves
- * hold the rest of the product, which the caller masks or ignores (the
- * product reads only the low halves). */
-static inline u4 u4_mul32(u4 a, u4 b) {
-#if defined(__AVX2__) && RT_LANES == 4
-  __m256i x, y;
-  memcpy(&x, &a, sizeof(x));
-  memcpy(&y, &b, sizeof(y));
-  x = _mm256_mul_epu32(x, y);
-  memcpy(&a, &x, sizeof(a));
-  return a;
-#elif defined(__SSE2__) && RT_LANES == 2
-  __m128i x, y;
-  memcpy(&x, &a, sizeof(x));
-  memcpy(&y, &b, sizeof(y));
-  x = _mm_mul_epu32(x, y);
-  memcpy(&a, &x, sizeof(a));
-  return a;
-#else
-  return (a & 0xffffffffULL) * (b & 0xffffffffULL);
-#endif
-}
-
-static inline u4 u4_set1(uint64_t x) {
-  return (u4)m4_set1((int64_t)x);
-}
-
-/* rt_owen32() in every lane; the low 32 bits of each are the result. */
-static inline u4 owen4(u4 x, u4 z) {
-  x ^= u4_mul32(x, u4_set1(0x3d20adeau));
-  x += z;
-  x = u4_mul32(x, (z >> 48) | 1);
-  x ^= u4_mul32(x, u4_set1(0x05526c56u));
-  x ^= u4_mul32(x, u4_set1(0x53a22864u));
+/* rt_hash32() of every word. */
+static inline w8 hash8(w8 x) {
+  RT_HASH32_STEPS(x);
   return x;
 }
 
-/* rt_sobol1() in every lane (of the low 32 bits; the high ones are
- * garbage). */
-static inline u4 sobol1_4(u4 y) {
-  y ^= (y << 1) & 0xaaaaaaaaULL;
-  y ^= (y << 2) & 0xccccccccULL;
-  y ^= (y << 4) & 0xf0f0f0f0ULL;
-  y ^= (y << 8) & 0xff00ff00ULL;
-  y ^= (y << 16) & 0xffff0000ULL;
+/* rt_rng_seed() of the counters c1 (in the low word of each lane) and
+ * c2 (in the high word): their addends a and their other words b. */
+static inline void seeds8(u4 c1, u4 c2, w8 *a, w8 *b) {
+  w8 lo = (w8)((c1 & 0xffffffffULL) | (c2 << 32));
+  w8 hi = (w8)((c1 >> 32) | (c2 & 0xffffffff00000000ULL));
+  *a = hash8(lo ^ (hi >> 16 | hi << 16));
+  *b = hash8(hi ^ *a);
+}
+
+/* rt_rng_seed() of the counter c, in the low words of a and b (the high
+ * words are of no use): seeds8() without its packing, for one draw. */
+static inline void seeds4(u4 c, w8 *a, w8 *b) {
+  w8 hi = (w8)(c >> 32);
+  *a = hash8((w8)c ^ (hi >> 16 | hi << 16));
+  *b = hash8(hi ^ *a);
+}
+
+/* rt_owen32_rest() of every word x, by the seed words a and b. */
+static inline w8 owen8(w8 x, w8 a, w8 b) {
+  x += a;
+  x *= (b >> 16) | 1u;
+  x ^= x * 0x05526c56u;
+  x ^= x * 0x53a22864u;
+  return x;
+}
+
+/* rt_sobol1() of every word. */
+static inline w8 sobol1_8(w8 y) {
+  y ^= (y << 1) & 0xaaaaaaaau;
+  y ^= (y << 2) & 0xccccccccu;
+  y ^= (y << 4) & 0xf0f0f0f0u;
+  y ^= (y << 8) & 0xff00ff00u;
+  y ^= (y << 16) & 0xffff0000u;
   return y;
 }
 
@@ -91,6 +81,14 @@ static inline u4 sobol1_4(u4 y) {
  * rt_rand_bits32(). */
 static inline d4 bits32_4(u4 z) {
   return (d4)(((z & 0xffffffffULL) << 20) | 0x3ff0000000000000ULL) - 1.0;
+}
+
+/* The low and the high word of each lane, as bits32_4(). */
+static inline d4 lo_bits(w8 v) {
+  return bits32_4((u4)v);
+}
+static inline d4 hi_bits(w8 v) {
+  return bits32_4((u4)v >> 32);
 }
 
 /* rt_rng_vertex() for the lanes in mask, from the lanes' depths. */
@@ -103,15 +101,36 @@ static inline void rng4_vertex(rt_paths4 *pa, m4 mask, d4 depth) {
  * others keep their place. */
 static inline d4 rand4(rt_paths4 *pa, m4 mask) {
   pa->ctr += (u4)mask & RT_RNG_STEP;
-  return bits32_4(owen4(pa->rsmp, mix4(pa->ctr)));
+  w8 a, b;
+  seeds4(pa->ctr, &a, &b);
+  return lo_bits(owen8((w8)pa->rsmp, a, b));
 }
 
 /* rt_rand2() for the lanes in mask. */
-static inline void rand4x2(rt_paths4 *pa, m4 mask, d4 *a, d4 *b) {
+static inline void rand4x2(rt_paths4 *pa, m4 mask, d4 *x, d4 *y) {
   pa->ctr += (u4)mask & RT_RNG_STEP;
-  u4 z = mix4(pa->ctr), jr = owen4(pa->rsmp, z);
-  *a = bits32_4(jr);
-  *b = bits32_4(sobol1_4(jr) ^ (z >> 32));
+  w8 a, b;
+  seeds4(pa->ctr, &a, &b);
+  w8 jr = owen8((w8)pa->rsmp, a, b);
+  *x = lo_bits(jr);
+  *y = lo_bits(sobol1_8(jr) ^ b);
+}
+
+/* Two rand4x2() in a row for the lanes in mask, (x1, y1) then (x2, y2),
+ * for the price of about one: the two dimensions' seeds, scrambles and
+ * Sobol points share their instructions, a half of each lane apiece (a
+ * lane's rsmp holds its index in both). A lambertian vertex draws its
+ * light point and its direction so. */
+static inline void rand4x2x2(rt_paths4 *pa, m4 mask, d4 *x1, d4 *y1, d4 *x2,
+                             d4 *y2) {
+  u4 step = (u4)mask & RT_RNG_STEP;
+  u4 c1 = pa->ctr + step, c2 = c1 + step;
+  pa->ctr = c2;
+  w8 a, b;
+  seeds8(c1, c2, &a, &b);
+  w8 jr = owen8((w8)pa->rsmp, a, b), y = sobol1_8(jr) ^ b;
+  *x1 = lo_bits(jr), *y1 = lo_bits(y);
+  *x2 = hi_bits(jr), *y2 = hi_bits(y);
 }
 
 /* rt_sincos_turn() in every lane. The nearest quarter turn comes from

@@ -57,15 +57,13 @@ static inline const double (*pick_quads(const atl_render_scene_t *s,
 }
 
 /* Next-event estimation: sample_one_light(), atl__rt_light_sample_li()
- * for a quad and atl__rt_material_eval() for a lambertian surface. */
+ * for a quad and atl__rt_material_eval() for a lambertian surface, to
+ * the point (a, b) of the lanes' lights q. */
 static void light4(const atl_render_scene_t *s, rt_paths4 *pa,
                    const rt_hits4 *h, m4 mask, m4 seen, d4 sx, d4 sy, d4 sz,
-                   d4 eps, rt_next4 *out) {
+                   d4 eps, rt_next4 *out, const double (*q)[RT_LANES], d4 a,
+                   d4 b) {
   double pick = 1.0 / s->nlights;
-  double f[16][RT_LANES];
-  const double(*q)[RT_LANES] = pick_quads(s, out->one_light, pa, mask, f);
-  d4 a, b;
-  rand4x2(pa, mask, &a, &b);
   /* The point y = corner + a u + b v, and the light's normal. */
   d4 yx = d4_load(q[0]) + d4_load(q[3]) * a + d4_load(q[6]) * b;
   d4 yy = d4_load(q[1]) + d4_load(q[4]) * a + d4_load(q[7]) * b;
@@ -134,11 +132,11 @@ static inline void take(sample4 *o, m4 m, d4 x, d4 y, d4 z, d4 r, d4 g, d4 b) {
   o->ok |= m;
 }
 
-/* Cosine-weighted sampling (cosine_dir() in materials.c). */
-static void diffuse4(rt_paths4 *pa, const rt_hits4 *h, d4 sx, d4 sy, d4 sz,
+/* Cosine-weighted sampling (cosine_dir() in materials.c) by the numbers
+ * (u1, u2). */
+static void diffuse4(const rt_hits4 *h, d4 sx, d4 sy, d4 sz, d4 u1, d4 u2,
                      sample4 *o) {
-  d4 u1, u2, sn, cs;
-  rand4x2(pa, h->diffuse, &u1, &u2);
+  d4 sn, cs;
   d4 rad = d4_sqrt(u1), wx, wy, wz;
   sincos4(u2, &sn, &cs);
   from_local4(sx, sy, sz, rad * cs, rad * sn, d4_sqrt(1 - u1), &wx, &wy, &wz);
@@ -189,9 +187,18 @@ void atl__rt_scatter4(const atl_render_scene_t *s, const atl_render_params_t *p,
     /* The light is sampled, as atl__rt_material_eval() has it, only when
      * the viewer is strictly above the surface; the random numbers are
      * drawn all the same. */
-    if (nee)
-      light4(s, pa, h, h->diffuse, co > 0, sx, sy, sz, eps, out);
-    diffuse4(pa, h, sx, sy, sz, &o);
+    d4 u1, u2;
+    if (nee) {
+      double f[16][RT_LANES];
+      const double(*q)[RT_LANES] =
+          pick_quads(s, out->one_light, pa, h->diffuse, f);
+      d4 a, b;
+      rand4x2x2(pa, h->diffuse, &a, &b, &u1, &u2);
+      light4(s, pa, h, h->diffuse, co > 0, sx, sy, sz, eps, out, q, a, b);
+    } else {
+      rand4x2(pa, h->diffuse, &u1, &u2);
+    }
+    diffuse4(h, sx, sy, sz, u1, u2, &o);
   }
   if (m4_bits(h->mirror | h->glass))
     specular4(pa, h, r, dn, co, sx, sy, sz, &o);

@@ -844,18 +844,30 @@ Test(render_image, cornell_red_wall_on_the_left) {
   free(count);
 }
 
-/* The empty Cornell box, purely diffuse, against Blender Cycles' 1024-spp
- * reference (max_bounces 4 = our max depth 5): each channel of each of
- * 4 x 4 regions within 2 %. */
+/* The empty Cornell box, purely diffuse, against Blender Cycles (max
+ * bounces 4 = our max depth 5): each channel of each of 4 x 4 regions
+ * within 1 %, the worst here 0.28 %.
+ *
+ * The reference is Cycles with the light found by BSDF sampling alone
+ * (bench/cycles-bsdf-reference.py, 4096 spp, kept at 100 x 100: each of
+ * its pixels is the mean of 4 x 4 of the 400 x 400 render). Cycles'
+ * default, with the mesh light sampled, is up to 1.3 % darker in the
+ * regions near the light's plane (the ceiling's corners, the top of the
+ * walls) with any seed, while our tracer, with next-event estimation and
+ * with BSDF sampling alone, agrees with the BSDF-only image to 0.2 %
+ * there: that 1 % is Cycles' light sampling, not the light transport
+ * (bench/README.md, render-quality). */
 Test(render_image, cornell_empty_matches_cycles, .timeout = 60) {
   char path[1024];
   const char *src = getenv("ATL_TEST_SRCDIR");
-  snprintf(path, sizeof(path), "%s/tests/data/cycles_cornell_empty_1024.pfm",
+  snprintf(path, sizeof(path),
+           "%s/tests/data/cycles_cornell_empty_bsdf_4096.pfm",
            src ? src : ATL_TEST_SRCDIR);
   float *ref;
   int rw, rh;
   cr_assert_eq(atl_render_read_pfm(path, &ref, &rw, &rh), 0);
-  cr_assert_eq(rw, 400);
+  cr_assert_eq(rw, 100);
+  cr_assert_eq(rh, 100);
   atl_render_scene_t *s = load_file("scenes/cornell-empty.json");
   atl_render_params_t p = {.width = 64,
                            .height = 64,
@@ -871,14 +883,14 @@ Test(render_image, cornell_empty_matches_cycles, .timeout = 60) {
       double m[3], want[3] = {0, 0, 0};
       mean_rect(sum, count, 64, rx * 16, ry * 16, rx * 16 + 16, ry * 16 + 16,
                 m);
-      for (int y = ry * 100; y < ry * 100 + 100; y++)
-        for (int x = rx * 100; x < rx * 100 + 100; x++)
+      for (int y = ry * 25; y < ry * 25 + 25; y++)
+        for (int x = rx * 25; x < rx * 25 + 25; x++)
           for (int c = 0; c < 3; c++)
-            want[c] += ref[(y * 400 + x) * 3 + c] / 10000.0;
+            want[c] += ref[(y * 100 + x) * 3 + c] / 625.0;
       for (int c = 0; c < 3; c++) {
         double dev = fabs(m[c] / want[c] - 1);
         worst = dev > worst ? dev : worst;
-        cr_expect(dev < 0.02, "region (%d,%d) channel %d: %f, Cycles %f", rx,
+        cr_expect(dev < 0.01, "region (%d,%d) channel %d: %f, Cycles %f", rx,
                   ry, c, m[c], want[c]);
       }
     }

@@ -173,6 +173,18 @@ Test(render_sampler, packets_draw_what_one_lane_draws) {
           if (mask[l])
             cr_assert_eq(u[l], rt_rand(&one[l]), "round %d step %d lane %d",
                          round, step, l);
+      } else if (step % 4 == 2) {
+        /* Two 2D draws at once, as a lambertian vertex makes them. */
+        d4 a, b, c, d;
+        rand4x2x2(&pa, mask, &a, &b, &c, &d);
+        for (int l = 0; l < RT_LANES; l++)
+          if (mask[l]) {
+            double x, y, z, w;
+            rt_rand2(&one[l], &x, &y);
+            rt_rand2(&one[l], &z, &w);
+            cr_assert(a[l] == x && b[l] == y && c[l] == z && d[l] == w,
+                      "round %d step %d lane %d (pair)", round, step, l);
+          }
       } else {
         d4 a, b;
         rand4x2(&pa, mask, &a, &b);
