@@ -413,10 +413,10 @@ static int job_segment(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
   atl_farm_t *f = j->farm;
   size_t npix = (size_t)p->width * (size_t)p->height;
   size_t rgb = npix * 3 * sizeof(float);
-  size_t count_off = rgb, odd_off = count_off + npix * sizeof(uint32_t);
-  size_t albedo_off = p->guides ? odd_off + rgb : 0;
+  size_t count_off = rgb, counts_end = count_off + npix * sizeof(uint32_t);
+  size_t albedo_off = p->guides ? counts_end : 0;
   size_t normal_off = p->guides ? albedo_off + rgb : 0;
-  size_t plane = (p->guides ? normal_off : odd_off) + rgb;
+  size_t plane = p->guides ? normal_off + rgb : counts_end;
   size_t scene_off = (sizeof(atl_farm_shm_t) + 63) & ~(size_t)63;
   size_t plane0 = (scene_off + p->scene_len + 4095) & ~(size_t)4095;
   size_t plane1 = (plane0 + plane + 4095) & ~(size_t)4095;
@@ -457,7 +457,6 @@ static int job_segment(atl_farm_job_t *j, const atl_farm_job_params_t *p) {
   h->plane_off[0] = plane0;
   h->plane_off[1] = plane1;
   h->count_off = count_off;
-  h->odd_off = odd_off;
   h->albedo_off = albedo_off;
   h->normal_off = normal_off;
   h->plane_size = plane;
@@ -700,7 +699,7 @@ static void on_reply(farm_worker_t *w, const atl_farm_reply_t *r) {
     j->plane[u.tile] ^= 1;
     j->done[u.tile]++;
     j->weight_done += (uint64_t)j->pass_n[u.pass];
-    atl__farm_tile_keep_halves(j, u.tile);
+    atl__farm_tile_keep_halves(j, u.tile, u.pass);
     atl__farm_tile_adapt(j, u.tile);
     job_advance(j);
     break;

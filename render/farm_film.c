@@ -104,7 +104,6 @@ void atl_farm_job_film(const atl_farm_job_t *j, int max_dim,
       size_t i = (size_t)y * (size_t)j->width + (size_t)x;
       size_t o = (size_t)oy * (size_t)ow + (size_t)ox;
       copy3(out->rgb_sum ? out->rgb_sum + o * 3 : NULL, pf.rgb_sum + i * 3, n);
-      copy3(out->rgb_odd ? out->rgb_odd + o * 3 : NULL, pf.rgb_odd + i * 3, n);
       copy3(out->albedo_sum ? out->albedo_sum + o * 3 : NULL,
             pf.albedo_sum ? pf.albedo_sum + i * 3 : NULL, n);
       copy3(out->normal_sum ? out->normal_sum + o * 3 : NULL,
@@ -161,7 +160,15 @@ void atl_farm_job_stats(const atl_farm_job_t *j, double threshold,
  * the unit that just committed and grew since, its sums then: the first
  * half for atl_film_halves_error(). They are read from the plane the
  * tile has just left, which holds the tile as it was before that unit. */
-void atl__farm_tile_keep_halves(atl_farm_job_t *j, int t) {
+void atl__farm_tile_keep_halves(atl_farm_job_t *j, int t, int pass) {
+  /* The pixels that took this pass had pass_first[pass] samples before
+   * it, and the others kept theirs: unless that is a power of two, no
+   * pixel has a half to keep, and the tile is not read at all (the loop
+   * cost the parent, which shares the CPUs with the workers, 0.7 % of
+   * a render's CPU). */
+  uint32_t before_n = (uint32_t)j->pass_first[pass];
+  if (before_n == 0 || (before_n & (before_n - 1)) != 0)
+    return;
   int x0, y0, x1, y1;
   tile_rect(j, t, &x0, &y0, &x1, &y1);
   atl_render_film_t before = plane_film(j, j->plane[t] ^ 1);

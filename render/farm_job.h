@@ -84,9 +84,9 @@ static inline uint8_t *job_active(const atl_farm_job_t *j) {
   return (uint8_t *)j->hdr + j->hdr->active_off;
 }
 
-/* After tile t's unit committed (farm_film.c): keep the first halves'
- * sums, then decide which of its pixels go on (adaptive sampling). */
-void atl__farm_tile_keep_halves(atl_farm_job_t *j, int t);
+/* After tile t's unit of pass `pass` committed (farm_film.c): keep the first
+ * halves' sums, then decide which of its pixels go on (adaptive sampling). */
+void atl__farm_tile_keep_halves(atl_farm_job_t *j, int t, int pass);
 void atl__farm_tile_adapt(atl_farm_job_t *j, int t);
 
 #endif

@@ -4,13 +4,12 @@
  *
  * A job's segment holds a header, the scene document, TWO frame planes
  * and one `active` mask. A plane is the full frame's film
- * (atl_render_film_t): float RGB sums, per-pixel sample counts, the sums
- * of the odd-indexed samples (always, though the farm's own error
- * estimate and the denoiser's variance use the sums it keeps at each
- * power of two, film.h says why: they remain for films without that
- * history, at 24 bytes a pixel across the planes), and, when the job
- * asks for
- * the denoiser's guides, the first-hit albedo and normal sums. Every
+ * (atl_render_film_t): float RGB sums, per-pixel sample counts and, when
+ * the job asks for the denoiser's guides, the first-hit albedo and
+ * normal sums. It has no odd-indexed sums: the farm's error estimate and
+ * the denoiser's variance use the sums the farm keeps at each power of
+ * two (farm_film.c), and the odd sums cost every unit 12 bytes a pixel
+ * of copying and the tracer an addition per sample for nothing. Every
  * tile has one committed plane, which only the farm knows and flips. A
  * worker given (tile, samples [first, first + n)) copies the tile's
  * film from the committed plane to the other one, adds its samples
@@ -41,7 +40,7 @@
 #include "render.h"
 
 #define ATL_FARM_MAGIC 0x524c5441u /* "ATLR" */
-#define ATL_FARM_PROTO_VERSION 2u
+#define ATL_FARM_PROTO_VERSION 3u
 
 /* The name of a segment: ATL_FARM_SHM_PREFIX, the farm's pid, a dash and
  * a counter. The start-up sweep removes those whose pid is gone. */
@@ -66,9 +65,9 @@ typedef struct {
   uint64_t scene_off, scene_len; /* the scene document, JSON */
   uint64_t plane_off[2];         /* where each plane starts */
   /* Within a plane, from its start: float sum[w*h*3], uint32 count[w*h],
-   * float odd[w*h*3], and with guides float albedo[w*h*3] and
-   * normal[w*h*3] (their offsets are 0 without). */
-  uint64_t count_off, odd_off, albedo_off, normal_off;
+   * and with guides float albedo[w*h*3] and normal[w*h*3] (their offsets
+   * are 0 without). */
+  uint64_t count_off, albedo_off, normal_off;
   uint64_t plane_size;
   uint64_t active_off; /* uint8 active[w*h], from the segment's start */
   uint64_t total_size;
@@ -82,7 +81,6 @@ static inline atl_render_film_t atl_farm_plane_film(atl_farm_shm_t *h,
   atl_render_film_t f = {
       .rgb_sum = (float *)base,
       .count = (uint32_t *)(base + h->count_off),
-      .rgb_odd = (float *)(base + h->odd_off),
       .albedo_sum = h->guides ? (float *)(base + h->albedo_off) : NULL,
       .normal_sum = h->guides ? (float *)(base + h->normal_off) : NULL,
       .active = h->use_active ? (const uint8_t *)h + h->active_off : NULL};

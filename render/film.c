@@ -98,18 +98,18 @@ static void average(const float *sum, const uint32_t *count, size_t n,
 }
 
 int atl_film_copy_alloc(atl_film_copy_t *c, size_t npix, int guides) {
-  size_t rgb = npix * 3, nrgb = guides ? 5 : 3;
+  size_t rgb = npix * 3, nrgb = guides ? 4 : 2;
   float *buf = malloc(rgb * nrgb * sizeof(float) + 2 * npix * sizeof(uint32_t));
   memset(c, 0, sizeof(*c));
   if (buf == NULL)
     return -ENOMEM;
   uint32_t *counts = (uint32_t *)(buf + rgb * nrgb);
+  /* No odd sums: the farm's films have none, and first_sum serves. */
   c->film = (atl_render_film_t){.rgb_sum = buf,
-                                .rgb_odd = buf + rgb,
-                                .albedo_sum = guides ? buf + 3 * rgb : NULL,
-                                .normal_sum = guides ? buf + 4 * rgb : NULL,
+                                .albedo_sum = guides ? buf + 2 * rgb : NULL,
+                                .normal_sum = guides ? buf + 3 * rgb : NULL,
                                 .count = counts};
-  c->first_sum = buf + 2 * rgb;
+  c->first_sum = buf + rgb;
   c->first_n = counts + npix;
   return 0;
 }

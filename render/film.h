@@ -29,9 +29,10 @@
  * against an RMSE of 0.013 at 64 spp). Aligned blocks of indices are
  * spread evenly, so the farm splits a pixel's samples into the first
  * 2^k and the rest, [0, 2^k) and [2^k, N) (atl_film_halves_error()),
- * keeping the sums at each power of two; the odd sums remain for
- * atl_film_pixel_error(), the denoiser's variance and any film without
- * that history.
+ * keeping the sums at each power of two (its films, and the copies of
+ * them, have no odd sums); the odd sums remain for
+ * atl_film_pixel_error(), and for the denoiser's variance in a film
+ * without that history (tile_film's own callers, such as the benches).
  *
  * Ownership: every buffer is the caller's; nothing is kept. */
 #ifndef ATL_RENDER_FILM_H
@@ -74,8 +75,9 @@ void atl_film_tally(const atl_render_film_t *f, const float *first,
 /* A copy of a film, with each pixel's first-half sums (the farm's, see
  * above): what the denoiser reads. atl_film_copy_alloc() makes every
  * buffer for npix pixels in one allocation (albedo and normal only with
- * guides) and atl_film_copy_free() frees it; first_sum and first_n may
- * also be NULL in a copy made otherwise (the odd sums then serve). */
+ * guides, no odd sums: the farm's films have none) and
+ * atl_film_copy_free() frees it; first_sum and first_n may also be NULL
+ * in a copy made otherwise (its odd sums then serve). */
 typedef struct atl_film_copy_s {
   atl_render_film_t film;
   float *first_sum;  /* npix * 3 */

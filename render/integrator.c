@@ -245,8 +245,13 @@ typedef struct {
    * is hashed once, not once per sample. */
   uint64_t seed_key, key;
   uint64_t key_pixel; /* the pixel of key; UINT64_MAX before any */
-  v3 out[BLOCK];
-  v3 alb[BLOCK], nrm[BLOCK]; /* the first hit's, when aov */
+  v3 *alb, *nrm;      /* the first hit's, when aov (after out), else NULL */
+  /* Each sample's radiance, then albedo and normal when aov: every entry
+   * is written before it is read, so none is cleared, and without aov
+   * the block stays under malloc's mmap threshold (a block of 295 kB,
+   * cleared and mapped afresh at every call, cost the farm's small
+   * first passes 2 % of the instructions). */
+  v3 out[];
 } block_t;
 
 /* Whether the film takes samples for pixel (x, y). */
@@ -330,7 +335,7 @@ static void prepare(block_t *b, batch_t *q) {
       b->key = rt_mix64(b->seed_key ^ (pix * 0xd1b54a32d192ed03ULL)),
       b->key_pixel = pix;
     key[l] = b->key;
-    smp[l] = rt_rng_sample(b->first + (uint64_t)b->i);
+    smp[l] = b->first + (uint64_t)b->i;
     item[l] = b->item - b->base;
     if (!on[l])
       continue;
@@ -356,7 +361,7 @@ static void prepare(block_t *b, batch_t *q) {
   rt_paths4 a; /* rand4() draws through one */
   a.key = (u4){RT_EACH_LANE(RT_KEY)};
   a.ctr = a.key;
-  a.rsmp = (u4){RT_EACH_LANE(RT_SMP)};
+  a.rsmp = rng4_sample((u4){RT_EACH_LANE(RT_SMP)});
   d4 jx, jy, px = (d4){RT_EACH_LANE(RT_PX)}, py = (d4){RT_EACH_LANE(RT_PY)};
   rand4x2(&a, lanes, &jx, &jy);
   if (b->filter->unit_box) {
@@ -651,14 +656,17 @@ void atl_render_tile_film(const atl_render_scene_t *s,
   y1 = y1 > p->height ? p->height : y1;
   if (x0 >= x1 || y0 >= y1 || n <= 0)
     return;
-  block_t *b = malloc(sizeof(*b));
+  int aov = film->albedo_sum != NULL || film->normal_sum != NULL;
+  block_t *b = malloc(sizeof(*b) + sizeof(v3) * BLOCK * (aov ? 3 : 1));
   if (!b)
     return;
   memset(b, 0, sizeof(*b));
+  if (aov)
+    b->alb = b->out + BLOCK, b->nrm = b->out + 2 * BLOCK;
   b->s = s, b->p = p, b->n = n, b->first = first;
   b->x0 = b->x = x0, b->x1 = x1, b->y0 = b->y = y0, b->y1 = y1;
   b->active = film->active;
-  b->aov = film->albedo_sum != NULL || film->normal_sum != NULL;
+  b->aov = aov;
   b->filter = atl__rt_filter_get(p->filter, p->filter_width);
   b->seed_key = rt_mix64(p->seed + RT_RNG_STEP);
   b->key_pixel = UINT64_MAX;

@@ -91,6 +91,20 @@ static inline d4 hi_bits(w8 v) {
   return bits32_4((u4)v >> 32);
 }
 
+/* rt_rng_sample() of each lane's index (its low 32 bits), the bits
+ * reversed in every word at once. */
+static inline u4 rng4_sample(u4 index) {
+  w8 x = (w8)(index & 0xffffffffULL);
+  x = (x >> 16) | (x << 16);
+  x = ((x >> 8) & 0x00ff00ffu) | ((x & 0x00ff00ffu) << 8);
+  x = ((x >> 4) & 0x0f0f0f0fu) | ((x & 0x0f0f0f0fu) << 4);
+  x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+  x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+  x ^= x * 0x3d20adeau;
+  u4 v = (u4)x & 0xffffffffULL;
+  return v | v << 32;
+}
+
 /* rt_rng_vertex() for the lanes in mask, from the lanes' depths. */
 static inline void rng4_vertex(rt_paths4 *pa, m4 mask, d4 depth) {
   u4 offset = (u4)depth * RT_RNG_DEPTH_MUL;

@@ -101,10 +101,9 @@ static int layout_fits(const atl_farm_shm_t *h) {
   uint64_t rgb = npix * 3 * sizeof(float);
   if (h->width < 1 || h->height < 1 || h->width > 8192 || h->height > 8192)
     return 0;
-  if (h->count_off < rgb || h->odd_off < h->count_off + npix * 4 ||
-      h->plane_size < h->odd_off + rgb)
+  if (h->count_off < rgb || h->plane_size < h->count_off + npix * 4)
     return 0;
-  if (h->guides && (h->albedo_off < h->odd_off + rgb ||
+  if (h->guides && (h->albedo_off < h->count_off + npix * 4 ||
                     h->normal_off < h->albedo_off + rgb ||
                     h->plane_size < h->normal_off + rgb))
     return 0;
@@ -195,7 +194,6 @@ static void run_unit(const atl_farm_msg_t *m) {
     size_t rgb = tw * 3 * sizeof(float);
     memcpy(dst->rgb_sum + off * 3, src->rgb_sum + off * 3, rgb);
     memcpy(dst->count + off, src->count + off, tw * sizeof(uint32_t));
-    memcpy(dst->rgb_odd + off * 3, src->rgb_odd + off * 3, rgb);
     if (h->guides) {
       memcpy(dst->albedo_sum + off * 3, src->albedo_sum + off * 3, rgb);
       memcpy(dst->normal_sum + off * 3, src->normal_sum + off * 3, rgb);

@@ -447,9 +447,9 @@ Test(farm, preview_is_scaled_down_and_readable_mid_render) {
 
 /* ---- adaptive sampling, the time budget, the noise figure ---- */
 
-/* A job's whole film: sums, counts, odd sums, and the guides. */
+/* A job's whole film: sums, counts and the guides. */
 typedef struct {
-  float *sum, *odd, *albedo, *normal;
+  float *sum, *albedo, *normal;
   uint32_t *count;
   int w, h;
 } film_copy_t;
@@ -458,13 +458,11 @@ static film_copy_t film_of(atl_farm_job_t *job) {
   film_copy_t f = {.w = atl_farm_job_width(job), .h = atl_farm_job_height(job)};
   size_t n = (size_t)f.w * f.h;
   f.sum = calloc(n * 3, sizeof(float));
-  f.odd = calloc(n * 3, sizeof(float));
   f.albedo = calloc(n * 3, sizeof(float));
   f.normal = calloc(n * 3, sizeof(float));
   f.count = calloc(n, sizeof(uint32_t));
   atl_render_film_t out = {.rgb_sum = f.sum,
                            .count = f.count,
-                           .rgb_odd = f.odd,
                            .albedo_sum = f.albedo,
                            .normal_sum = f.normal};
   int w, h;
@@ -476,7 +474,6 @@ static film_copy_t film_of(atl_farm_job_t *job) {
 
 static void film_free(film_copy_t *f) {
   free(f->sum);
-  free(f->odd);
   free(f->albedo);
   free(f->normal);
   free(f->count);
@@ -489,8 +486,6 @@ static void assert_same_film(const film_copy_t *a, const film_copy_t *b,
                "%s: the sample counts differ", what);
   cr_assert_eq(memcmp(a->sum, b->sum, n * 3 * sizeof(float)), 0,
                "%s: the image differs", what);
-  cr_assert_eq(memcmp(a->odd, b->odd, n * 3 * sizeof(float)), 0,
-               "%s: the odd sums differ", what);
 }
 
 /* Renders p with `workers` workers, killing one at the kill-th progress

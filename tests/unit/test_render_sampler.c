@@ -139,6 +139,20 @@ Test(render_sampler, dimensions_and_pixels_are_independent) {
   }
 }
 
+/* The packets' form of a sample's index is the scalar code's. */
+Test(render_sampler, packets_take_a_sample_as_one_lane_does) {
+  uint64_t z = 99;
+  for (int k = 0; k < 20000; k++) {
+    u4 index;
+    for (int l = 0; l < RT_LANES; l++)
+      index[l] = k < 1000 ? (uint64_t)(k * RT_LANES + l) : (z = rt_mix64(z));
+    u4 got = rng4_sample(index);
+    for (int l = 0; l < RT_LANES; l++)
+      cr_assert_eq(got[l], rt_rng_sample(index[l]), "index %llu",
+                   (unsigned long long)index[l]);
+  }
+}
+
 /* The packets draw what the scalar code draws, lane by lane, whatever
  * the other lanes do (integrator.c's lanes move between the two). */
 Test(render_sampler, packets_draw_what_one_lane_draws) {
