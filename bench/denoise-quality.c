@@ -234,7 +234,10 @@ int main(int argc, char **argv) {
   double t_render[99], t_denoise[99];
   for (int r = 0; r < runs; r++) {
     atl_render_film_t *f = &c.film;
-    memset(f->rgb_sum, 0, n * 3 * 5 * sizeof(float));
+    /* The copy's sums, first halves, albedo and normal: 4 planes of
+     * n * 3 floats in one block (atl_film_copy_alloc()), then the counts
+     * and first counts. */
+    memset(f->rgb_sum, 0, n * 3 * 4 * sizeof(float));
     memset(f->count, 0, n * 2 * sizeof(uint32_t));
     double t0 = now();
     render_bands(s, &p, f, threads, 0, half);

@@ -159,7 +159,8 @@ void atl_farm_job_sums(const atl_farm_job_t *job, float *rgb_sum,
  * be NULL, and out->active is not used), every step-th pixel as for
  * atl_farm_job_preview() (max_dim 0: all of them), so each buffer holds
  * *out_w * *out_h pixels. albedo_sum and normal_sum are zeros unless the
- * job was submitted with guides. Threads: as atl_farm_job_sums(). */
+ * job was submitted with guides; rgb_odd is neither read nor written (the
+ * farm keeps no odd sums). Threads: as atl_farm_job_sums(). */
 void atl_farm_job_film(const atl_farm_job_t *job, int max_dim,
                        const atl_render_film_t *out, int *out_w, int *out_h);
 

@@ -30,9 +30,9 @@
  * spread evenly, so the farm splits a pixel's samples into the first
  * 2^k and the rest, [0, 2^k) and [2^k, N) (atl_film_halves_error()),
  * keeping the sums at each power of two (its films, and the copies of
- * them, have no odd sums); the odd sums remain for
- * atl_film_pixel_error(), and for the denoiser's variance in a film
- * without that history (tile_film's own callers, such as the benches).
+ * them, have no odd sums). A film of atl_render_tile_film() may still
+ * keep odd sums, for atl_film_pixel_error() and for the denoiser's
+ * variance where no such history is kept.
  *
  * Ownership: every buffer is the caller's; nothing is kept. */
 #ifndef ATL_RENDER_FILM_H
@@ -87,8 +87,9 @@ typedef struct atl_film_copy_s {
 int atl_film_copy_alloc(atl_film_copy_t *c, size_t npix, int guides);
 void atl_film_copy_free(atl_film_copy_t *c);
 
-/* The denoised radiance of a w x h film (rgb_sum, count and rgb_odd
- * required; albedo_sum and normal_sum used when not NULL): averages,
+/* The denoised radiance of a w x h film (rgb_sum and count required,
+ * and first_sum and first_n, or else the film's rgb_odd; albedo_sum and
+ * normal_sum used when not NULL): averages,
  * each pixel's variance of its mean from its half images, then
  * atl_render_denoise() into out (w * h * 3 floats, per-pixel means).
  * Returns 0, or -ENOMEM or the denoiser's error. */

@@ -90,9 +90,10 @@ double atl_render_filter_width(int filter, double width);
 typedef struct {
   float *rgb_sum;        /* w * h * 3: the samples' linear radiance, summed */
   uint32_t *count;       /* w * h: the samples summed */
-  float *rgb_odd;        /* w * h * 3: the sum of the odd-indexed samples only;
-                            the two half images it splits the pixel into give
-                            its error estimate (adaptive sampling) */
+  float *rgb_odd;        /* w * h * 3: the sum of the odd-indexed samples only,
+                            for an error estimate from the two half images
+                            (the farm keeps other halves, film.h says why,
+                            and passes NULL) */
   float *albedo_sum;     /* w * h * 3: the albedo at the camera ray's first
                             hit, summed (the denoiser's guide) */
   float *normal_sum;     /* w * h * 3: the unit normal there, summed */

@@ -174,6 +174,11 @@ Test(render_sampler, packets_draw_what_one_lane_draws) {
       m4 mask = M4_NONE;
       for (int l = 0; l < RT_LANES; l++)
         mask[l] = ((round + step + l) % 3) ? -1 : 0;
+      /* Every lane, the common case, and none, now and then. */
+      if (round % 4 == 0)
+        mask = M4_ALL;
+      else if (round % 4 == 1 && step == 4)
+        mask = M4_NONE;
       if (step == 6) {
         rng4_vertex(&pa, mask, pa.depth + 1);
         for (int l = 0; l < RT_LANES; l++)
