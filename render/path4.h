@@ -35,45 +35,30 @@ typedef struct {
  * products (one vpmulld each on AVX2). */
 typedef uint32_t w8 __attribute__((vector_size(8 * RT_LANES)));
 
-/* rt_hash32() of every word. */
-static inline w8 hash8(w8 x) {
-  RT_HASH32_STEPS(x);
-  return x;
-}
-
 /* rt_rng_seed() of the counters c1 (in the low word of each lane) and
  * c2 (in the high word): their addends a and their other words b. */
 static inline void seeds8(u4 c1, u4 c2, w8 *a, w8 *b) {
   w8 lo = (w8)((c1 & 0xffffffffULL) | (c2 << 32));
   w8 hi = (w8)((c1 >> 32) | (c2 & 0xffffffff00000000ULL));
-  *a = hash8(lo ^ (hi >> 16 | hi << 16));
-  *b = hash8(hi ^ *a);
+  RT_SEED_STEPS(lo, hi, *a, *b);
 }
 
 /* rt_rng_seed() of the counter c, in the low words of a and b (the high
  * words are of no use): seeds8() without its packing, for one draw. */
 static inline void seeds4(u4 c, w8 *a, w8 *b) {
-  w8 hi = (w8)(c >> 32);
-  *a = hash8((w8)c ^ (hi >> 16 | hi << 16));
-  *b = hash8(hi ^ *a);
+  w8 lo = (w8)c, hi = (w8)(c >> 32);
+  RT_SEED_STEPS(lo, hi, *a, *b);
 }
 
 /* rt_owen32_rest() of every word x, by the seed words a and b. */
 static inline w8 owen8(w8 x, w8 a, w8 b) {
-  x += a;
-  x *= (b >> 16) | 1u;
-  x ^= x * 0x05526c56u;
-  x ^= x * 0x53a22864u;
+  RT_OWEN32_REST_STEPS(x, a, b);
   return x;
 }
 
 /* rt_sobol1() of every word. */
 static inline w8 sobol1_8(w8 y) {
-  y ^= (y << 1) & 0xaaaaaaaau;
-  y ^= (y << 2) & 0xccccccccu;
-  y ^= (y << 4) & 0xf0f0f0f0u;
-  y ^= (y << 8) & 0xff00ff00u;
-  y ^= (y << 16) & 0xffff0000u;
+  RT_SOBOL1_STEPS(y);
   return y;
 }
 
@@ -95,12 +80,8 @@ static inline d4 hi_bits(w8 v) {
  * reversed in every word at once. */
 static inline u4 rng4_sample(u4 index) {
   w8 x = (w8)(index & 0xffffffffULL);
-  x = (x >> 16) | (x << 16);
-  x = ((x >> 8) & 0x00ff00ffu) | ((x & 0x00ff00ffu) << 8);
-  x = ((x >> 4) & 0x0f0f0f0fu) | ((x & 0x0f0f0f0fu) << 4);
-  x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
-  x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
-  x ^= x * 0x3d20adeau;
+  RT_REVERSE32_STEPS(x);
+  RT_OWEN32_FIRST_STEP(x);
   u4 v = (u4)x & 0xffffffffULL;
   return v | v << 32;
 }

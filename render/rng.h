@@ -46,7 +46,7 @@ typedef struct {
   uint64_t key;
   /* The sample's index within its pixel, its 32 bits reversed (the
    * van der Corput radical inverse, from which every draw starts) and
-   * put through the first step of rt_owen32(), which depends on it
+   * put through rt_owen32_first(), which depends on it
    * alone (rt_rng_sample()): once per sample instead of once per draw.
    * Both halves hold it. */
   uint64_t rsmp;
@@ -73,18 +73,44 @@ static inline uint32_t rt_hash32(uint32_t x) {
   return x;
 }
 
+/* The sampler's steps are written once, as macros over any unsigned
+ * 32-bit operands, so that the scalar functions here and the packets'
+ * (path4.h, on two 32-bit words per lane) cannot drift apart: the
+ * lanes must draw exactly what one path draws. */
+
+/* rt_rng_seed() from the counter's low and high words into a and b. */
+#define RT_SEED_STEPS(lo, hi, a, b)                                            \
+  ((a) = (lo) ^ ((hi) >> 16 | (hi) << 16), RT_HASH32_STEPS(a),                 \
+   (b) = (hi) ^ (a), RT_HASH32_STEPS(b))
+/* x's 32 bits reversed. */
+#define RT_REVERSE32_STEPS(x)                                                  \
+  ((x) = ((x) >> 16) | ((x) << 16),                                            \
+   (x) = (((x) >> 8) & 0x00ff00ffu) | (((x)&0x00ff00ffu) << 8),                \
+   (x) = (((x) >> 4) & 0x0f0f0f0fu) | (((x)&0x0f0f0f0fu) << 4),                \
+   (x) = (((x) >> 2) & 0x33333333u) | (((x)&0x33333333u) << 2),                \
+   (x) = (((x) >> 1) & 0x55555555u) | (((x)&0x55555555u) << 1))
+/* rt_owen32_first() and rt_owen32_rest() (the seed's words a and b). */
+#define RT_OWEN32_FIRST_STEP(x) ((x) ^= (x)*0x3d20adeau)
+#define RT_OWEN32_REST_STEPS(x, a, b)                                          \
+  ((x) += (a), (x) *= ((b) >> 16) | 1u, (x) ^= (x)*0x05526c56u,                \
+   (x) ^= (x)*0x53a22864u)
+/* rt_sobol1(). */
+#define RT_SOBOL1_STEPS(y)                                                     \
+  ((y) ^= ((y) << 1) & 0xaaaaaaaau, (y) ^= ((y) << 2) & 0xccccccccu,           \
+   (y) ^= ((y) << 4) & 0xf0f0f0f0u, (y) ^= ((y) << 8) & 0xff00ff00u,           \
+   (y) ^= ((y) << 16) & 0xffff0000u)
+
 /* The seed of the dimension whose counter is c: two 32-bit words, the
  * low one (a) the scramble's addend, the high one (b) its odd factor's
  * bits and the second coordinate's shift (rt_rand2()). a hashes the
  * counter's two halves, b the high half and a, so the map from c to the
  * seed is a bijection: a uniform counter (a pixel's key is one) gives a
- * uniform seed, a and b independent, which rt_owen32()'s uniformity
+ * uniform seed, a and b independent, which rt_owen32_rest()'s uniformity
  * needs. It replaced rt_mix64() here for speed: the sampler's draws cost
  * the packets 14 to 17 % of their paths per second (issue 20). */
 static inline uint64_t rt_rng_seed(uint64_t c) {
-  uint32_t lo = (uint32_t)c, hi = (uint32_t)(c >> 32);
-  uint32_t a = rt_hash32(lo ^ (hi >> 16 | hi << 16));
-  uint32_t b = rt_hash32(hi ^ a);
+  uint32_t lo = (uint32_t)c, hi = (uint32_t)(c >> 32), a, b;
+  RT_SEED_STEPS(lo, hi, a, b);
   return (uint64_t)b << 32 | a;
 }
 
@@ -95,16 +121,13 @@ static inline uint64_t rt_rng_pixel_key(uint64_t seed, uint64_t pixel) {
 }
 
 static inline uint32_t rt_reverse32(uint32_t x) {
-  x = (x >> 16) | (x << 16);
-  x = ((x >> 8) & 0x00ff00ffu) | ((x & 0x00ff00ffu) << 8);
-  x = ((x >> 4) & 0x0f0f0f0fu) | ((x & 0x0f0f0f0fu) << 4);
-  x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
-  return ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+  RT_REVERSE32_STEPS(x);
+  return x;
 }
 
-/* rt_owen32(x, z) is a nested uniform scramble of a bit-reversed value
- * x (a fraction whose
- * most significant digit is bit 0), by the 64-bit random z: each bit is
+/* rt_owen32_first() then rt_owen32_rest() are a nested uniform scramble
+ * of a bit-reversed value x (a fraction whose most significant digit is
+ * bit 0), by the 64-bit random z: each bit is
  * flipped or not by a hash of z and the bits below it only, so values
  * that share their low m bits (an aligned block of 2^(32-m) original
  * values) keep sharing them after. Every step is a bijection that only
@@ -117,20 +140,16 @@ static inline uint32_t rt_reverse32(uint32_t x) {
  * Its first step does not depend on z: a sample's draws share it, so the
  * sampler keeps x after it (rt_rng.rsmp) and each draw runs the rest. */
 static inline uint32_t rt_owen32_first(uint32_t x) {
-  return x ^ x * 0x3d20adeau;
-}
-
-/* The scramble's steps that depend on z, of x = rt_owen32_first(). */
-static inline uint32_t rt_owen32_rest(uint32_t x, uint64_t z) {
-  x += (uint32_t)z;
-  x *= (uint32_t)(z >> 48) | 1u;
-  x ^= x * 0x05526c56u;
-  x ^= x * 0x53a22864u;
+  RT_OWEN32_FIRST_STEP(x);
   return x;
 }
 
-static inline uint32_t rt_owen32(uint32_t x, uint64_t z) {
-  return rt_owen32_rest(rt_owen32_first(x), z);
+/* The scramble's steps that depend on z, of x = rt_owen32_first(): the
+ * odd factor from z's top 16 bits. */
+static inline uint32_t rt_owen32_rest(uint32_t x, uint64_t z) {
+  uint32_t a = (uint32_t)z, b = (uint32_t)(z >> 32);
+  RT_OWEN32_REST_STEPS(x, a, b);
+  return x;
 }
 
 /* The sampler's form of a sample's index (rt_rng.rsmp), in both halves:
@@ -145,13 +164,8 @@ static inline uint64_t rt_rng_sample(uint64_t sample) {
  * with q a superset of k's bits. With both in reversed form that is a
  * sum over subsets of bit positions, five shift-and-xor steps. */
 static inline uint32_t rt_sobol1(uint32_t jr) {
-  uint32_t y = jr;
-  y ^= (y << 1) & 0xaaaaaaaau;
-  y ^= (y << 2) & 0xccccccccu;
-  y ^= (y << 4) & 0xf0f0f0f0u;
-  y ^= (y << 8) & 0xff00ff00u;
-  y ^= (y << 16) & 0xffff0000u;
-  return y;
+  RT_SOBOL1_STEPS(jr);
+  return jr;
 }
 
 static inline rt_rng rt_rng_make(uint64_t seed, uint64_t pixel,
