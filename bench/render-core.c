@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "benchlib.h"
+#include "kernel.h"
 #include "render.h"
 
 #define TILE 64
@@ -143,9 +144,10 @@ int main(int argc, char **argv) {
     size_t px = (size_t)p.width * (size_t)p.height;
     if (run == 0) {
       printf("render-core: %s, %dx%d, %d spp, max depth %d, %d primitives, "
-             "1 thread, %d runs\n",
+             "1 thread, %d runs, kernel %s (%d lanes)\n",
              path, p.width, p.height, n, p.max_depth, info.primitive_count,
-             runs);
+             runs, atl_render_kernel_name(atl_render_kernel()),
+             atl_render_kernel_lanes(atl_render_kernel()));
       sum = malloc(px * 3 * sizeof(float));
       count = malloc(px * sizeof(uint32_t));
       if (!sum || !count)

@@ -18,6 +18,7 @@
 
 #include "farm.h"
 #include "film.h"
+#include "kernel.h"
 #include "png_encode.h"
 #include "render.h"
 
@@ -272,7 +273,9 @@ static int parse_args(int argc, char **argv, cli_opts_t *o) {
       usage(stdout);
       exit(0);
     case 'V':
-      printf("atelier-render %s\n", PACKAGE_VERSION);
+      printf("atelier-render %s (path tracer kernel: %s, %d lanes)\n",
+             PACKAGE_VERSION, atl_render_kernel_name(atl_render_kernel()),
+             atl_render_kernel_lanes(atl_render_kernel()));
       exit(0);
     default:
       usage(stderr);

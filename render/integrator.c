@@ -429,6 +429,7 @@ static m4 start4(block_t *b, batch_t *q, rt_paths4 *a, rt_ray4 *r, m4 free) {
 /* Which of atl__rt_scatter4()'s kinds can shade material m, whatever
  * the lights: a lambertian surface needs the lights to be quads as well
  * when they are sampled, which bounce() checks per block. */
+#ifndef RT_KERNEL_AVX512 /* the default kernel's file has the table */
 static int scatter4_fits(const rt_material *m) {
   switch (m->kind) {
   case RT_LAMBERTIAN:
@@ -484,6 +485,7 @@ int atl__rt_shade_build(atl_render_scene_t *s) {
   }
   return 0;
 }
+#endif
 
 /* The vertex of lane l, lane by lane: a miss under a sun, an emitter, or
  * a material atl__rt_scatter4() does not cover. */
@@ -635,18 +637,10 @@ static void run_block(block_t *b) {
   }
 }
 
-void atl_render_tile_samples(const atl_render_scene_t *s,
-                             const atl_render_params_t *p, int x0, int y0,
-                             int x1, int y1, uint64_t first, int n,
-                             float *rgb_sum, uint32_t *count) {
-  atl_render_film_t film = {.rgb_sum = rgb_sum, .count = count};
-  atl_render_tile_film(s, p, x0, y0, x1, y1, first, n, &film);
-}
-
-void atl_render_tile_film(const atl_render_scene_t *s,
-                          const atl_render_params_t *p, int x0, int y0, int x1,
-                          int y1, uint64_t first, int n,
-                          const atl_render_film_t *film) {
+void atl__rt_tile_film(const atl_render_scene_t *s,
+                       const atl_render_params_t *p, int x0, int y0, int x1,
+                       int y1, uint64_t first, int n,
+                       const atl_render_film_t *film) {
   float *rgb_sum = film->rgb_sum;
   uint32_t *count = film->count;
   x0 = x0 < 0 ? 0 : x0;
@@ -735,6 +729,28 @@ void atl_render_tile_film(const atl_render_scene_t *s,
   free(b);
 }
 
+#ifndef RT_KERNEL_AVX512 /* the entry points, in the default kernel's file */
+void atl_render_tile_film(const atl_render_scene_t *s,
+                          const atl_render_params_t *p, int x0, int y0, int x1,
+                          int y1, uint64_t first, int n,
+                          const atl_render_film_t *film) {
+#ifdef ATL_RENDER_AVX512
+  if (atl_render_kernel() == ATL_RENDER_KERNEL_AVX512) {
+    atl__rt_tile_film_avx512(s, p, x0, y0, x1, y1, first, n, film);
+    return;
+  }
+#endif
+  atl__rt_tile_film(s, p, x0, y0, x1, y1, first, n, film);
+}
+
+void atl_render_tile_samples(const atl_render_scene_t *s,
+                             const atl_render_params_t *p, int x0, int y0,
+                             int x1, int y1, uint64_t first, int n,
+                             float *rgb_sum, uint32_t *count) {
+  atl_render_film_t film = {.rgb_sum = rgb_sum, .count = count};
+  atl_render_tile_film(s, p, x0, y0, x1, y1, first, n, &film);
+}
+
 void atl_render_tile(const atl_render_scene_t *s, const atl_render_params_t *p,
                      int x0, int y0, int x1, int y1, int pass, float *rgb_sum,
                      uint32_t *count) {
@@ -742,3 +758,4 @@ void atl_render_tile(const atl_render_scene_t *s, const atl_render_params_t *p,
                           (uint64_t)pass * (uint64_t)p->spp_per_pass,
                           p->spp_per_pass, rgb_sum, count);
 }
+#endif

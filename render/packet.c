@@ -15,6 +15,7 @@
 void atl__rt_ray4_prepare(rt_ray4 *r) {
   r->a = r->dx * r->dx + r->dy * r->dy + r->dz * r->dz;
   r->inv_a = 1.0 / r->a;
+  r->ix = 1.0 / r->dx, r->iy = 1.0 / r->dy, r->iz = 1.0 / r->dz;
 }
 
 /* The running result of a packet's search: per lane the nearest distance
@@ -55,7 +56,9 @@ static inline d4 quad_in(const rt_prim *p, const rt_ray4 *r, d4 t) {
  * [0, 1] up to the rounding of the corner plus an edge. The axes are
  * spelt out, one case each, so that the ray's fields stay in
  * registers. */
-#define RT_AA_T(k) ((p->d - r->o##k * n) / (r->d##k * n))
+/* n is +-1 along the axis, so d - o n = n (d n - o) and d n are exact:
+ * t = (d n - o) / d, with the ray's reciprocal. */
+#define RT_AA_T(k) ((p->d * n - r->o##k) * r->i##k)
 #define RT_AA_IN(i, j)                                                         \
   ((r->o##i + r->d##i * t >= p->lo[0]) & (r->o##i + r->d##i * t <= p->hi[0]) & \
    (r->o##j + r->d##j * t >= p->lo[1]) & (r->o##j + r->d##j * t <= p->hi[1]))
@@ -280,9 +283,7 @@ RT_INLINE int search(search4 *s, const atl_render_scene_t *sc, const rt_ray4 *r,
   int lane =
       __builtin_ctz((unsigned)m4_bits(active) | 1u << RT_LANES) % RT_LANES;
   int neg[3] = {r->dx[lane] < 0, r->dy[lane] < 0, r->dz[lane] < 0};
-  /* The reciprocal directions of the slab tests, only now: a scene of a
-   * single leaf has no use for their three divisions. */
-  d4 ix = 1.0 / r->dx, iy = 1.0 / r->dy, iz = 1.0 / r->dz;
+  d4 ix = r->ix, iy = r->iy, iz = r->iz;
   for (;;) {
     const rt_node *n = &sc->nodes[ni];
     if (m4_bits(node_lanes(n, s, r, ix, iy, iz) & active)) {
@@ -326,6 +327,7 @@ m4 atl__rt_occluded4(const atl_render_scene_t *sc, const rt_ray4 *r, m4 active,
   return active & (s.prim >= 0);
 }
 
+#ifndef RT_KERNEL_AVX512 /* single rays: the default kernel serves them */
 /* One ray, as the first lane of a packet. The renderer traces packets
  * only; these serve the tests and other single-ray callers. */
 static void one_lane(rt_ray4 *r4, const rt_ray *r) {
@@ -385,3 +387,4 @@ void atl__rt_intersect_rays(const atl_render_scene_t *s, int n,
     }
   }
 }
+#endif

@@ -1,6 +1,6 @@
 /* Packets of rays traced together: the path tracer keeps a packet of
- * paths in flight (RT_LANES of them: four with AVX, two with SSE2; the
- * names keep the 4 of the AVX2 build) and intersects their rays at
+ * paths in flight (RT_LANES of them: eight with AVX-512, four with AVX,
+ * two with SSE2; the names keep the 4 of the AVX2 build) and intersects their rays at
  * once, one primitive (or one BVH node) for all the lanes per step.
  * With the small scenes of scene-llm (a few to a few hundred
  * primitives) this beats testing one ray against four primitives at a
@@ -9,6 +9,7 @@
 #ifndef ATL_RENDER_PACKET_H
 #define ATL_RENDER_PACKET_H
 
+#include "kernel.h" /* first: it renames the AVX-512 kernel's symbols */
 #include "rt.h"
 #include "simd.h"
 
@@ -17,9 +18,13 @@
 typedef struct {
   d4 ox, oy, oz, dx, dy, dz;
   d4 a, inv_a; /* |d|^2 and its inverse, for spheres */
+  /* 1 / d per axis (+-inf for a zero component), for the slabs of the
+   * BVH's boxes and the planes of quads along the axes: three divisions
+   * per ray instead of one per quad and ray. */
+  d4 ix, iy, iz;
 } rt_ray4;
 
-/* Fills a and inv_a from the directions. */
+/* Fills a, inv_a and ix, iy, iz from the directions. */
 void atl__rt_ray4_prepare(rt_ray4 *r);
 
 /* The ray of one lane. */

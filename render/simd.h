@@ -1,7 +1,8 @@
 /* Vectors for the path tracer's packets, a double per lane (d4), the
  * masks their comparisons give (m4, all ones or all zeros per lane) and
  * a 64-bit integer per lane (u4). They are GCC vector extensions, so the
- * same code compiles to AVX2 on x86-64-v3 (RENDER_ARCH_CFLAGS), to pairs
+ * same code compiles to AVX-512 on x86-64-v4 (the second kernel,
+ * kernel.h), to AVX2 on x86-64-v3 (RENDER_ARCH_CFLAGS), to pairs
  * of SSE2 registers on older x86-64 CPUs, and to plain scalar code
  * elsewhere; the few operations the extensions lack (square root, a mask
  * to bits) use intrinsics where there are some. */
@@ -16,15 +17,18 @@
 #include <immintrin.h>
 #endif
 
-/* The lanes of a packet: as many doubles as a register holds, four with
- * AVX, two with SSE2. The code is written for any count, but vectors
- * wider than the registers are slow: GCC 12 splits their arithmetic
- * into halves but moves their comparison masks lane by lane through
- * general registers. Four lanes on SSE2 measured half as fast as two,
- * eight on AVX2 3.5 times slower than four (eight would suit AVX-512,
- * which this project's machine does not offer its guests). */
+/* The lanes of a packet: as many doubles as a register holds, eight
+ * with AVX-512, four with AVX, two with SSE2. The code is written for
+ * any count, but vectors wider than the registers are slow: GCC 12
+ * splits their arithmetic into halves but moves their comparison masks
+ * lane by lane through general registers. Four lanes on SSE2 measured
+ * half as fast as two, eight on AVX2 3.5 times slower than four. With
+ * AVX-512, eight lanes measured 1.4 times the paths per second of four
+ * (bench/README.md), and four no faster than AVX2's. */
 #ifndef RT_LANES
-#ifdef __AVX__
+#ifdef __AVX512F__
+#define RT_LANES 8
+#elif defined(__AVX__)
 #define RT_LANES 4
 #else
 #define RT_LANES 2
@@ -88,8 +92,12 @@ static inline m4 m4_sel(m4 m, m4 a, m4 b) {
 }
 
 /* The intrinsics for one register's worth of lanes, which the vector
- * extensions lack: AVX's four doubles or SSE2's two. */
-#if defined(__AVX__)
+ * extensions lack: AVX-512's eight doubles, AVX's four or SSE2's two. */
+#if defined(__AVX512F__)
+typedef __m512d rt_chunk;
+#define RT_CHUNK_SQRT _mm512_sqrt_pd
+#define RT_CHUNK_BITS(v) ((int)_mm512_movepi64_mask(_mm512_castpd_si512(v)))
+#elif defined(__AVX__)
 typedef __m256d rt_chunk;
 #define RT_CHUNK_SQRT _mm256_sqrt_pd
 #define RT_CHUNK_BITS _mm256_movemask_pd
@@ -134,7 +142,14 @@ static inline d4 d4_sqrt(d4 v) {
 
 /* base[idx[l]] in every lane l. */
 static inline d4 d4_gather(const double *base, m4 idx) {
-#if defined(__AVX2__) && RT_LANES == 4
+#if defined(__AVX512F__) && RT_LANES == 8
+  __m512i i;
+  memcpy(&i, &idx, sizeof(i));
+  __m512d g = _mm512_i64gather_pd(i, base, 8);
+  d4 v;
+  memcpy(&v, &g, sizeof(v));
+  return v;
+#elif defined(__AVX2__) && RT_LANES == 4
   __m256i i;
   memcpy(&i, &idx, sizeof(i));
   __m256d g = _mm256_i64gather_pd(base, i, 8);
