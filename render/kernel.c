@@ -55,7 +55,7 @@ const char *atl_render_kernel_name(atl_render_kernel_t k) {
 int atl_render_kernel_lanes(atl_render_kernel_t k) {
   if (k == ATL_RENDER_KERNEL_AVX512)
     return 8;
-  /* simd.h's choice for the build's target. */
+    /* simd.h's choice for the build's target. */
 #if defined(__AVX__)
   return 4;
 #else

@@ -31,7 +31,8 @@
 
 /* The kernels' names. */
 typedef enum {
-  ATL_RENDER_KERNEL_DEFAULT, /* the build's target: see atl_render_kernel_name() */
+  ATL_RENDER_KERNEL_DEFAULT, /* the build's target: see atl_render_kernel_name()
+                              */
   ATL_RENDER_KERNEL_AVX512,  /* x86-64-v4, eight lanes */
 } atl_render_kernel_t;
 

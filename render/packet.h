@@ -1,7 +1,7 @@
 /* Packets of rays traced together: the path tracer keeps a packet of
  * paths in flight (RT_LANES of them: eight with AVX-512, four with AVX,
- * two with SSE2; the names keep the 4 of the AVX2 build) and intersects their rays at
- * once, one primitive (or one BVH node) for all the lanes per step.
+ * two with SSE2; the names keep the 4 of the AVX2 build) and intersects their
+ * rays at once, one primitive (or one BVH node) for all the lanes per step.
  * With the small scenes of scene-llm (a few to a few hundred
  * primitives) this beats testing one ray against four primitives at a
  * time: the lanes are always full, and a primitive's data is loaded once

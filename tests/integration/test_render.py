@@ -22,7 +22,7 @@ import struct
 import sys
 import time
 
-from atltest import KEY, TMP, Checks, Daemon, Fake, run_checks
+from atltest import BUILDDIR, KEY, TMP, Checks, Daemon, Fake, run_checks
 
 SCENE = {
     "camera": {"center": [0, 1.5, 6], "look_at": [0, 0.8, 0], "vfov": 40},
@@ -126,6 +126,17 @@ def _(ctx):
         with open("/proc/%d/stat" % pid) as f:
             ppid = int(f.read().rsplit(")", 1)[1].split()[1])
         assert ppid == ctx["d"].proc.pid, (pid, ppid)
+    # The packet kernel: AVX-512 exactly where it was built and the CPU
+    # has the x86-64-v4 features (render/kernel.h).
+    with open("/proc/cpuinfo") as f:
+        flags = next(line for line in f if line.startswith("flags")).split()
+    v4 = all(x in flags for x in ("avx512f", "avx512bw", "avx512cd",
+                                  "avx512dq", "avx512vl"))
+    built = os.path.exists(os.path.join(BUILDDIR, "render",
+                                        "librender_avx512.la"))
+    assert info["kernel"] in ("avx512", "avx2", "sse2", "generic"), info
+    assert (info["kernel"] == "avx512") == (v4 and built), \
+        (info["kernel"], v4, built)
 
 
 @check("an empty scene: the seed's error, word for word")

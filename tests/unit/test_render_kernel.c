@@ -65,15 +65,14 @@ static void same_film(const char *scene, int filter, int bsdf_only) {
   render_with(ATL_RENDER_KERNEL_DEFAULT, s, filter, bsdf_only, &a);
   render_with(ATL_RENDER_KERNEL_AVX512, s, filter, bsdf_only, &b);
   cr_assert_eq(memcmp(a.count, b.count, sizeof(a.count)), 0, "%s", scene);
-  static const char *what[4] = {"radiance", "odd samples", "albedo",
-                                "normal"};
+  static const char *what[4] = {"radiance", "odd samples", "albedo", "normal"};
   const float *pa[4] = {a.rgb, a.odd, a.albedo, a.normal};
   const float *pb[4] = {b.rgb, b.odd, b.albedo, b.normal};
   for (int k = 0; k < 4; k++)
     for (int i = 0; i < W * H * 3; i++)
       cr_assert(memcmp(&pa[k][i], &pb[k][i], sizeof(float)) == 0,
-                "%s: %s of pixel %d channel %d: %.9g (%s) vs %.9g (%s)",
-                scene, what[k], i / 3, i % 3, (double)pa[k][i],
+                "%s: %s of pixel %d channel %d: %.9g (%s) vs %.9g (%s)", scene,
+                what[k], i / 3, i % 3, (double)pa[k][i],
                 atl_render_kernel_name(ATL_RENDER_KERNEL_DEFAULT),
                 (double)pb[k][i],
                 atl_render_kernel_name(ATL_RENDER_KERNEL_AVX512));
@@ -87,16 +86,16 @@ static void same_film(const char *scene, int filter, int bsdf_only) {
 
 Test(render_kernel, the_cpu_decides) {
   atl_render_kernel_t k = atl_render_kernel();
-  cr_assert_eq(k, cpu_has_avx512() ? ATL_RENDER_KERNEL_AVX512
-                                   : ATL_RENDER_KERNEL_DEFAULT,
+  cr_assert_eq(k,
+               cpu_has_avx512() ? ATL_RENDER_KERNEL_AVX512
+                                : ATL_RENDER_KERNEL_DEFAULT,
                "kernel %s on a CPU %s AVX-512", atl_render_kernel_name(k),
                cpu_has_avx512() ? "with" : "without");
   cr_assert_eq(atl_render_kernel_lanes(ATL_RENDER_KERNEL_AVX512), 8);
   cr_assert_str_eq(atl_render_kernel_name(ATL_RENDER_KERNEL_AVX512), "avx512");
   /* Without AVX-512 the request is refused and nothing changes. */
   if (!cpu_has_avx512()) {
-    cr_assert_eq(atl_render_kernel_select(ATL_RENDER_KERNEL_AVX512),
-                 -ENOTSUP);
+    cr_assert_eq(atl_render_kernel_select(ATL_RENDER_KERNEL_AVX512), -ENOTSUP);
     cr_assert_eq(atl_render_kernel(), ATL_RENDER_KERNEL_DEFAULT);
   }
 }
