@@ -45,6 +45,7 @@ rmse() { "$build/bench/pfm-rmse" "$ref" "$1" | cut -d' ' -f1; }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); rounds=$rounds"
 echo "blender: $(blender --version 2>/dev/null | head -1)"
+"$build/atelier-render" --version
 
 # row NAME CMD...: runs CMD (which writes $tmp/out.pfm) ROUNDS times and
 # records "NAME wall rmse extra" with the medians; extra is the last run's

@@ -48,6 +48,7 @@ pss_peak() {
 }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); rounds=$rounds"
+"$build/atelier-render" --version
 
 # --- 1. cornell, whole process --------------------------------------------
 paths=$((400 * 400 * 64))

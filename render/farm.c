@@ -20,6 +20,7 @@
 
 #include "farm.h"
 #include "farm_job.h"
+#include "kernel.h"
 #include "render.h"
 
 /* Units a worker holds at once: the one it renders and the next, so that
@@ -881,14 +882,16 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int term_signal) {
 /* The worker's whole environment: it renders from what the socket brings
  * and needs nothing of the daemon's, whose environment holds the
  * providers' API keys. Only the locale, the time zone and the sanitizers'
- * options (for the test builds) pass, by name; PATH is fixed. Returns a
+ * options (for the test builds) pass, by name; PATH is fixed; and the
+ * packet kernel this process chose (kernel.h) is passed on, so that the
+ * workers run the one the farm's owner reports. Returns a
  * NULL-terminated array of malloc'd strings (worker_env_free frees it). */
 static const char *const worker_env_pass[] = {
     "LANG",          "LC_ALL",       "TZ", "ASAN_OPTIONS",
     "UBSAN_OPTIONS", "LSAN_OPTIONS", NULL};
 
 static char **worker_env(void) {
-  size_t n = sizeof(worker_env_pass) / sizeof(worker_env_pass[0]) + 1;
+  size_t n = sizeof(worker_env_pass) / sizeof(worker_env_pass[0]) + 2;
   char **env = calloc(n, sizeof(*env));
   if (env == NULL)
     return NULL;
@@ -902,6 +905,8 @@ static char **worker_env(void) {
     if ((env[k] = malloc(len)) != NULL)
       snprintf(env[k++], len, "%s=%s", worker_env_pass[i], v);
   }
+  if (atl_render_kernel() == ATL_RENDER_KERNEL_DEFAULT)
+    env[k++] = strdup("ATELIER_RENDER_KERNEL=default");
   return env;
 }
 

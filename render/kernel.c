@@ -1,13 +1,16 @@
 /* Which packet kernel runs (kernel.h). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernel.h"
+#include "simd.h"
 
-/* -1 until the first call decides; then an atl_render_kernel_t. Relaxed
- * atomics: every thread that decides decides the same. */
-static _Atomic int chosen = -1;
+/* -1 until decided; then an atl_render_kernel_t. The first call decides
+ * by a compare-and-swap, so that it cannot undo a concurrent
+ * atl_render_kernel_select(). */
+static atomic_int chosen = -1;
 
 static int avx512_runs(void) {
 #if defined(ATL_RENDER_AVX512) && defined(__x86_64__)
@@ -21,13 +24,15 @@ static int avx512_runs(void) {
 }
 
 atl_render_kernel_t atl_render_kernel(void) {
-  int k = chosen;
+  int k = atomic_load(&chosen);
   if (k < 0) {
     const char *env = getenv("ATELIER_RENDER_KERNEL");
     int want_default = env != NULL && strcmp(env, "default") == 0;
-    k = !want_default && avx512_runs() ? ATL_RENDER_KERNEL_AVX512
-                                       : ATL_RENDER_KERNEL_DEFAULT;
-    chosen = k;
+    int mine = !want_default && avx512_runs() ? ATL_RENDER_KERNEL_AVX512
+                                              : ATL_RENDER_KERNEL_DEFAULT;
+    int expected = -1;
+    k = atomic_compare_exchange_strong(&chosen, &expected, mine) ? mine
+                                                                 : expected;
   }
   return (atl_render_kernel_t)k;
 }
@@ -35,15 +40,19 @@ atl_render_kernel_t atl_render_kernel(void) {
 int atl_render_kernel_select(atl_render_kernel_t k) {
   if (k == ATL_RENDER_KERNEL_AVX512 && !avx512_runs())
     return -ENOTSUP;
-  chosen = k == ATL_RENDER_KERNEL_AVX512 ? ATL_RENDER_KERNEL_AVX512
-                                         : ATL_RENDER_KERNEL_DEFAULT;
+  atomic_store(&chosen, k == ATL_RENDER_KERNEL_AVX512
+                            ? ATL_RENDER_KERNEL_AVX512
+                            : ATL_RENDER_KERNEL_DEFAULT);
   return 0;
 }
 
+/* The default kernel is this file's own target: simd.h's lanes. */
 const char *atl_render_kernel_name(atl_render_kernel_t k) {
   if (k == ATL_RENDER_KERNEL_AVX512)
     return "avx512";
-#if defined(__AVX2__)
+#if defined(__AVX512F__)
+  return "avx512";
+#elif defined(__AVX2__)
   return "avx2";
 #elif defined(__SSE2__)
   return "sse2";
@@ -53,12 +62,5 @@ const char *atl_render_kernel_name(atl_render_kernel_t k) {
 }
 
 int atl_render_kernel_lanes(atl_render_kernel_t k) {
-  if (k == ATL_RENDER_KERNEL_AVX512)
-    return 8;
-    /* simd.h's choice for the build's target. */
-#if defined(__AVX__)
-  return 4;
-#else
-  return 2;
-#endif
+  return k == ATL_RENDER_KERNEL_AVX512 ? 8 : RT_LANES;
 }

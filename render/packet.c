@@ -51,32 +51,27 @@ static inline d4 quad_in(const rt_prim *p, const rt_ray4 *r, d4 t) {
 }
 
 /* A quad along the axes (atl__rt_prim_prepare()): the plane from one
- * coordinate, the inside from two ranges. The same t as plane4_t()'s,
- * whose other terms are exact zeros; the ranges give alpha and beta in
- * [0, 1] up to the rounding of the corner plus an edge. The axes are
- * spelt out, one case each, so that the ray's fields stay in
- * registers. */
-/* n is +-1 along the axis, so d - o n = n (d n - o) and d n are exact:
- * t = (d n - o) / d, with the ray's reciprocal. */
-#define RT_AA_T(k) ((p->d * n - r->o##k) * r->i##k)
+ * coordinate, the inside from two ranges. The plane is the corner's
+ * coordinate along the normal's axis, so t = (a - o) / d, with the ray's
+ * reciprocal direction: a multiplication where plane4_t() divides per
+ * quad. It can differ from plane4_t()'s by an ulp or two (its normal,
+ * normalised, need not be exactly +-1). A direction of +-0 gives +-inf,
+ * a ray in the plane NaN, which fail every range test. The ranges give
+ * alpha and beta in [0, 1] up to the rounding of the corner plus an
+ * edge. The axes are spelt out, one case each, so that the ray's fields
+ * stay in registers. */
 #define RT_AA_IN(i, j)                                                         \
   ((r->o##i + r->d##i * t >= p->lo[0]) & (r->o##i + r->d##i * t <= p->hi[0]) & \
    (r->o##j + r->d##j * t >= p->lo[1]) & (r->o##j + r->d##j * t <= p->hi[1]))
 
 static inline d4 plane_aa_t(const rt_prim *p, const rt_ray4 *r) {
   switch (p->aa) {
-  case 0: {
-    double n = p->n.x;
-    return RT_AA_T(x);
-  }
-  case 1: {
-    double n = p->n.y;
-    return RT_AA_T(y);
-  }
-  default: {
-    double n = p->n.z;
-    return RT_AA_T(z);
-  }
+  case 0:
+    return (p->a.x - r->ox) * r->ix;
+  case 1:
+    return (p->a.y - r->oy) * r->iy;
+  default:
+    return (p->a.z - r->oz) * r->iz;
   }
 }
 

@@ -132,11 +132,40 @@ def _(ctx):
         flags = next(line for line in f if line.startswith("flags")).split()
     v4 = all(x in flags for x in ("avx512f", "avx512bw", "avx512cd",
                                   "avx512dq", "avx512vl"))
-    built = os.path.exists(os.path.join(BUILDDIR, "render",
-                                        "librender_avx512.la"))
+    # Built: configure's conditional left the kernel's flag in force (a
+    # line of the generated Makefile, commented out when it is not).
+    with open(os.path.join(BUILDDIR, "Makefile")) as f:
+        built = any("-DATL_RENDER_AVX512" in line and
+                    not line.startswith("#") for line in f)
+    asked_default = os.environ.get("ATELIER_RENDER_KERNEL") == "default"
     assert info["kernel"] in ("avx512", "avx2", "sse2", "generic"), info
-    assert (info["kernel"] == "avx512") == (v4 and built), \
+    assert (info["kernel"] == "avx512") == (v4 and built
+                                            and not asked_default), \
         (info["kernel"], v4, built)
+
+
+@check("ATELIER_RENDER_KERNEL=default: the daemon and its workers keep to "
+       "the default kernel, and the picture is the same")
+def _(ctx):
+    d = Daemon("render-kernel", "[render]\nworkers = 2\n",
+               env={"ATELIER_RENDER_KERNEL": "default"})
+    try:
+        info = render_info(d)
+        assert info["kernel"] != "avx512", info
+        for pid in info["workers"]:
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                env = f.read().split(b"\0")
+            assert b"ATELIER_RENDER_KERNEL=default" in env, (pid, env)
+        args = {"width": 48, "height": 36, "samples": 8}
+        images = []
+        for dm in (d, ctx["d"]):
+            sid = scene_session(dm)
+            r = call(dm, sid, "render_scene", args)
+            assert r["success"], r
+            images.append(image(dm, r["images"][0]["id"]))
+        assert images[0] == images[1]
+    finally:
+        d.stop()
 
 
 @check("an empty scene: the seed's error, word for word")
