@@ -23,8 +23,7 @@
 #ifndef __AVX512F__
 /* A -march in the user's CFLAGS comes after the kernel's own and would
  * quietly make this copy another AVX2 one. */
-#error                                                                         \
-    "the AVX-512 kernel is being compiled without AVX-512 (a -march in CFLAGS?)"
+#error "the AVX-512 kernel built without AVX-512: a -march in CFLAGS?"
 #endif
 #define atl__rt_tile_film atl__rt_tile_film_avx512
 #define atl__rt_ray4_prepare atl__rt_ray4_prepare_avx512
