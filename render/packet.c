@@ -15,7 +15,6 @@
 void atl__rt_ray4_prepare(rt_ray4 *r) {
   r->a = r->dx * r->dx + r->dy * r->dy + r->dz * r->dz;
   r->inv_a = 1.0 / r->a;
-  r->ix = 1.0 / r->dx, r->iy = 1.0 / r->dy, r->iz = 1.0 / r->dz;
 }
 
 /* The running result of a packet's search: per lane the nearest distance
@@ -51,27 +50,30 @@ static inline d4 quad_in(const rt_prim *p, const rt_ray4 *r, d4 t) {
 }
 
 /* A quad along the axes (atl__rt_prim_prepare()): the plane from one
- * coordinate, the inside from two ranges. The plane is the corner's
- * coordinate along the normal's axis, so t = (a - o) / d, with the ray's
- * reciprocal direction: a multiplication where plane4_t() divides per
- * quad. It can differ from plane4_t()'s by an ulp or two (its normal,
- * normalised, need not be exactly +-1). A direction of +-0 gives +-inf,
- * a ray in the plane NaN, which fail every range test. The ranges give
- * alpha and beta in [0, 1] up to the rounding of the corner plus an
- * edge. The axes are spelt out, one case each, so that the ray's fields
- * stay in registers. */
+ * coordinate, the inside from two ranges. The same t as plane4_t()'s,
+ * whose other terms are exact zeros; the ranges give alpha and beta in
+ * [0, 1] up to the rounding of the corner plus an edge. The axes are
+ * spelt out, one case each, so that the ray's fields stay in
+ * registers. */
+#define RT_AA_T(k) ((p->d - r->o##k * n) / (r->d##k * n))
 #define RT_AA_IN(i, j)                                                         \
   ((r->o##i + r->d##i * t >= p->lo[0]) & (r->o##i + r->d##i * t <= p->hi[0]) & \
    (r->o##j + r->d##j * t >= p->lo[1]) & (r->o##j + r->d##j * t <= p->hi[1]))
 
 static inline d4 plane_aa_t(const rt_prim *p, const rt_ray4 *r) {
   switch (p->aa) {
-  case 0:
-    return (p->a.x - r->ox) * r->ix;
-  case 1:
-    return (p->a.y - r->oy) * r->iy;
-  default:
-    return (p->a.z - r->oz) * r->iz;
+  case 0: {
+    double n = p->n.x;
+    return RT_AA_T(x);
+  }
+  case 1: {
+    double n = p->n.y;
+    return RT_AA_T(y);
+  }
+  default: {
+    double n = p->n.z;
+    return RT_AA_T(z);
+  }
   }
 }
 
@@ -278,7 +280,9 @@ RT_INLINE int search(search4 *s, const atl_render_scene_t *sc, const rt_ray4 *r,
   int lane =
       __builtin_ctz((unsigned)m4_bits(active) | 1u << RT_LANES) % RT_LANES;
   int neg[3] = {r->dx[lane] < 0, r->dy[lane] < 0, r->dz[lane] < 0};
-  d4 ix = r->ix, iy = r->iy, iz = r->iz;
+  /* The reciprocal directions of the slab tests, only now: a scene of a
+   * single leaf has no use for their three divisions. */
+  d4 ix = 1.0 / r->dx, iy = 1.0 / r->dy, iz = 1.0 / r->dz;
   for (;;) {
     const rt_node *n = &sc->nodes[ni];
     if (m4_bits(node_lanes(n, s, r, ix, iy, iz) & active)) {

@@ -18,13 +18,9 @@
 typedef struct {
   d4 ox, oy, oz, dx, dy, dz;
   d4 a, inv_a; /* |d|^2 and its inverse, for spheres */
-  /* 1 / d per axis (+-inf for a zero component), for the slabs of the
-   * BVH's boxes and the planes of quads along the axes: three divisions
-   * per ray instead of one per quad and ray. */
-  d4 ix, iy, iz;
 } rt_ray4;
 
-/* Fills a, inv_a and ix, iy, iz from the directions. */
+/* Fills a and inv_a from the directions. */
 void atl__rt_ray4_prepare(rt_ray4 *r);
 
 /* The ray of one lane. */

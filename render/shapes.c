@@ -10,8 +10,8 @@ static int along(v3 v) {
 
 /* A quad whose edges lie along two axes (the walls of a box or of the
  * Cornell box, a ground): the packets test it with one coordinate for
- * its plane (the corner's coordinate along the third axis, which its
- * normal, u x v normalised, lies along) and two ranges for its inside. */
+ * its plane and two ranges for its inside. Its normal, u x v normalised,
+ * then lies along the third axis (its other components exact zeros). */
 static void quad_axes(rt_prim *p) {
   int iu = along(p->b), iv = along(p->c);
   if (iu < 0 || iv < 0 || iu == iv)
