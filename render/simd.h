@@ -23,8 +23,9 @@
  * splits their arithmetic into halves but moves their comparison masks
  * lane by lane through general registers. Four lanes on SSE2 measured
  * half as fast as two, eight on AVX2 3.5 times slower than four. With
- * AVX-512, eight lanes measured 1.4 times the paths per second of four
- * (bench/README.md), and four no faster than AVX2's. */
+ * AVX-512, eight lanes measured 1.2 to 1.5 times the paths per second
+ * of four (bench/README.md, render-core), and four no faster than
+ * AVX2's. */
 #ifndef RT_LANES
 #ifdef __AVX512F__
 #define RT_LANES 8
