@@ -555,8 +555,8 @@ json_object *atl_render_host_status(atl_daemon_t *d) {
       json_object_new_int64((int64_t)atl_farm_restarts(d->farm)));
   json_object_object_add(o, "active_jobs",
                          json_object_new_int(atl_farm_active_jobs(d->farm)));
-  /* The workers run the same library in the same environment, so they
-   * choose the kernel the daemon would. */
+  /* The farm passes the daemon's choice on to its workers (farm.c,
+   * worker_env()), so this is the kernel they run. */
   json_object_object_add(
       o, "kernel",
       json_object_new_string(atl_render_kernel_name(atl_render_kernel())));

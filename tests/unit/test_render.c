@@ -824,6 +824,9 @@ Test(render_image, deterministic_whatever_the_split) {
   /* A BVH of several nodes, which packets traverse in their own order;
    * the sky, metal, glass, a cone and a cylinder. */
   same_whatever_the_split("scenes/snowman.json");
+  /* Every shape, material and light kind, the lens, the lane-by-lane
+   * primitives and lights. */
+  same_whatever_the_split("scenes/every-kind.json");
 }
 
 Test(render_image, cornell_red_wall_on_the_left) {
