@@ -22,14 +22,7 @@ other=${3:-}
 cycles_py=${CYCLES_PY:-$top/../shared/anchors/bench/cycles_cornell.py}
 scene=$top/tests/data/scenes/cornell.json
 
-if ! command -v blender >/dev/null 2>&1; then
-  echo "installing blender (Debian package) for the Cycles figures..."
-  if [ "$(id -u)" = 0 ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends blender >/dev/null
-  else
-    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends blender >/dev/null
-  fi
-fi
+"$top/bench/need-blender.sh"
 [ -f "$cycles_py" ] || { echo "no $cycles_py (set CYCLES_PY)"; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/atelier-speed.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
