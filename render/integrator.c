@@ -3,7 +3,6 @@
  * the power heuristic; Russian roulette from rr_depth on. max_depth
  * counts path vertices, the camera's hit included, as
  * go-progressive-raytracer does (its 5 is Cycles' max_bounces 4). */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -426,67 +425,6 @@ static m4 start4(block_t *b, batch_t *q, rt_paths4 *a, rt_ray4 *r, m4 free) {
   return lanes;
 }
 
-/* Which of atl__rt_scatter4()'s kinds can shade material m, whatever
- * the lights: a lambertian surface needs the lights to be quads as well
- * when they are sampled, which bounce() checks per block. */
-#ifndef RT_KERNEL_AVX512 /* the default kernel's file has the table */
-static int scatter4_fits(const rt_material *m) {
-  switch (m->kind) {
-  case RT_LAMBERTIAN:
-    return m->checker ? RT_FIT_NONE : RT_FIT_DIFFUSE;
-  case RT_METAL:
-    return m->fuzz == 0 ? RT_FIT_MIRROR : RT_FIT_NONE;
-  case RT_DIELECTRIC:
-    return RT_FIT_GLASS;
-  default:
-    return RT_FIT_NONE;
-  }
-}
-
-int atl__rt_shade_build(atl_render_scene_t *s) {
-  size_t n = (size_t)s->nprims + 1;
-  double *t = calloc(n * RT_SHADE_FIELDS, sizeof(double));
-  if (!t)
-    return -ENOMEM;
-  free(s->shade);
-  s->shade = t;
-  t[RT_SH_IOR * n] = 1; /* no primitive: harmless values */
-  for (size_t i = 1; i < n; i++) {
-    const rt_prim *pr = &s->prims[i - 1];
-    const rt_material *m = &s->materials[pr->material];
-    v3 c = m->kind == RT_DIELECTRIC ? m->tint : m->albedo;
-    v3 nv = pr->n;
-    double inv_r = 0;
-    switch (pr->kind) {
-    case RT_SPHERE:
-      nv = pr->a, inv_r = 1.0 / pr->r0;
-      break;
-    case RT_QUAD:
-    case RT_DISC:
-    case RT_PLANE:
-    case RT_TRIANGLE:
-      break;
-    default:
-      inv_r = -1;
-    }
-    const double row[RT_SHADE_FIELDS] = {
-        [RT_SH_FIT] = scatter4_fits(m),
-        [RT_SH_NX] = nv.x,
-        [RT_SH_NY] = nv.y,
-        [RT_SH_NZ] = nv.z,
-        [RT_SH_INV_R] = inv_r,
-        [RT_SH_R] = c.x,
-        [RT_SH_G] = c.y,
-        [RT_SH_B] = c.z,
-        [RT_SH_IOR] = m->ior,
-    };
-    for (int f = 0; f < RT_SHADE_FIELDS; f++)
-      t[(size_t)f * n + i] = row[f];
-  }
-  return 0;
-}
-#endif
-
 /* The vertex of lane l, lane by lane: a miss under a sun, an emitter, or
  * a material atl__rt_scatter4() does not cover. */
 static void lane_vertex(block_t *b, rt_paths4 *a, rt_ray4 *r, int l, double t,
@@ -728,34 +666,3 @@ void atl__rt_tile_film(const atl_render_scene_t *s,
   }
   free(b);
 }
-
-#ifndef RT_KERNEL_AVX512 /* the entry points, in the default kernel's file */
-void atl_render_tile_film(const atl_render_scene_t *s,
-                          const atl_render_params_t *p, int x0, int y0, int x1,
-                          int y1, uint64_t first, int n,
-                          const atl_render_film_t *film) {
-#ifdef ATL_RENDER_AVX512
-  if (atl_render_kernel() == ATL_RENDER_KERNEL_AVX512) {
-    atl__rt_tile_film_avx512(s, p, x0, y0, x1, y1, first, n, film);
-    return;
-  }
-#endif
-  atl__rt_tile_film(s, p, x0, y0, x1, y1, first, n, film);
-}
-
-void atl_render_tile_samples(const atl_render_scene_t *s,
-                             const atl_render_params_t *p, int x0, int y0,
-                             int x1, int y1, uint64_t first, int n,
-                             float *rgb_sum, uint32_t *count) {
-  atl_render_film_t film = {.rgb_sum = rgb_sum, .count = count};
-  atl_render_tile_film(s, p, x0, y0, x1, y1, first, n, &film);
-}
-
-void atl_render_tile(const atl_render_scene_t *s, const atl_render_params_t *p,
-                     int x0, int y0, int x1, int y1, int pass, float *rgb_sum,
-                     uint32_t *count) {
-  atl_render_tile_samples(s, p, x0, y0, x1, y1,
-                          (uint64_t)pass * (uint64_t)p->spp_per_pass,
-                          p->spp_per_pass, rgb_sum, count);
-}
-#endif

@@ -1,4 +1,5 @@
-/* Which packet kernel runs (kernel.h). */
+/* Which packet kernel runs (kernel.h), and the entry points that run
+ * it. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -63,4 +64,34 @@ const char *atl_render_kernel_name(atl_render_kernel_t k) {
 
 int atl_render_kernel_lanes(atl_render_kernel_t k) {
   return k == ATL_RENDER_KERNEL_AVX512 ? 8 : RT_LANES;
+}
+
+/* The entry points of render.h: each runs the chosen kernel. */
+void atl_render_tile_film(const atl_render_scene_t *s,
+                          const atl_render_params_t *p, int x0, int y0, int x1,
+                          int y1, uint64_t first, int n,
+                          const atl_render_film_t *film) {
+#ifdef ATL_RENDER_AVX512
+  if (atl_render_kernel() == ATL_RENDER_KERNEL_AVX512) {
+    atl__rt_tile_film_avx512(s, p, x0, y0, x1, y1, first, n, film);
+    return;
+  }
+#endif
+  atl__rt_tile_film(s, p, x0, y0, x1, y1, first, n, film);
+}
+
+void atl_render_tile_samples(const atl_render_scene_t *s,
+                             const atl_render_params_t *p, int x0, int y0,
+                             int x1, int y1, uint64_t first, int n,
+                             float *rgb_sum, uint32_t *count) {
+  atl_render_film_t film = {.rgb_sum = rgb_sum, .count = count};
+  atl_render_tile_film(s, p, x0, y0, x1, y1, first, n, &film);
+}
+
+void atl_render_tile(const atl_render_scene_t *s, const atl_render_params_t *p,
+                     int x0, int y0, int x1, int y1, int pass, float *rgb_sum,
+                     uint32_t *count) {
+  atl_render_tile_samples(s, p, x0, y0, x1, y1,
+                          (uint64_t)pass * (uint64_t)p->spp_per_pass,
+                          p->spp_per_pass, rgb_sum, count);
 }

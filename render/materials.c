@@ -1,7 +1,12 @@
 /* The materials' scattering: evaluation of the non-delta lobes (for light
  * sampling and MIS) and sampling of every lobe. Directions are unit and
  * point away from the surface: wo towards the viewer, wi towards the
- * light. */
+ * light. And the packets' shading table, built with the scene: it
+ * depends on no lane count, so it is here rather than in the packet
+ * kernels (kernel.h), which are built twice. */
+#include <errno.h>
+#include <stdlib.h>
+
 #include "rt.h"
 
 /* The exact Fresnel reflectance of unpolarised light for a dielectric
@@ -156,4 +161,64 @@ int atl__rt_material_sample(const rt_material *m, const rt_hit *h, v3 wo,
   default:
     return 0;
   }
+}
+
+/* The packets' shading table (rt.h). Which of atl__rt_scatter4()'s kinds can
+ * shade material m, whatever the lights: a lambertian surface needs the lights
+ * to be quads as well when they are sampled, which bounce() checks per block.
+ */
+static int scatter4_fits(const rt_material *m) {
+  switch (m->kind) {
+  case RT_LAMBERTIAN:
+    return m->checker ? RT_FIT_NONE : RT_FIT_DIFFUSE;
+  case RT_METAL:
+    return m->fuzz == 0 ? RT_FIT_MIRROR : RT_FIT_NONE;
+  case RT_DIELECTRIC:
+    return RT_FIT_GLASS;
+  default:
+    return RT_FIT_NONE;
+  }
+}
+
+int atl__rt_shade_build(atl_render_scene_t *s) {
+  size_t n = (size_t)s->nprims + 1;
+  double *t = calloc(n * RT_SHADE_FIELDS, sizeof(double));
+  if (!t)
+    return -ENOMEM;
+  free(s->shade);
+  s->shade = t;
+  t[RT_SH_IOR * n] = 1; /* no primitive: harmless values */
+  for (size_t i = 1; i < n; i++) {
+    const rt_prim *pr = &s->prims[i - 1];
+    const rt_material *m = &s->materials[pr->material];
+    v3 c = m->kind == RT_DIELECTRIC ? m->tint : m->albedo;
+    v3 nv = pr->n;
+    double inv_r = 0;
+    switch (pr->kind) {
+    case RT_SPHERE:
+      nv = pr->a, inv_r = 1.0 / pr->r0;
+      break;
+    case RT_QUAD:
+    case RT_DISC:
+    case RT_PLANE:
+    case RT_TRIANGLE:
+      break;
+    default:
+      inv_r = -1;
+    }
+    const double row[RT_SHADE_FIELDS] = {
+        [RT_SH_FIT] = scatter4_fits(m),
+        [RT_SH_NX] = nv.x,
+        [RT_SH_NY] = nv.y,
+        [RT_SH_NZ] = nv.z,
+        [RT_SH_INV_R] = inv_r,
+        [RT_SH_R] = c.x,
+        [RT_SH_G] = c.y,
+        [RT_SH_B] = c.z,
+        [RT_SH_IOR] = m->ior,
+    };
+    for (int f = 0; f < RT_SHADE_FIELDS; f++)
+      t[(size_t)f * n + i] = row[f];
+  }
+  return 0;
 }

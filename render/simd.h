@@ -96,12 +96,18 @@ static inline m4 m4_sel(m4 m, m4 a, m4 b) {
  * extensions lack: AVX-512's eight doubles, AVX's four or SSE2's two. */
 #if defined(__AVX512F__)
 typedef __m512d rt_chunk;
+typedef __m512i rt_ichunk;
 #define RT_CHUNK_SQRT _mm512_sqrt_pd
 #define RT_CHUNK_BITS(v) ((int)_mm512_movepi64_mask(_mm512_castpd_si512(v)))
+#define RT_CHUNK_GATHER(base, i) _mm512_i64gather_pd((i), (base), 8)
 #elif defined(__AVX__)
 typedef __m256d rt_chunk;
 #define RT_CHUNK_SQRT _mm256_sqrt_pd
 #define RT_CHUNK_BITS _mm256_movemask_pd
+#ifdef __AVX2__
+typedef __m256i rt_ichunk;
+#define RT_CHUNK_GATHER(base, i) _mm256_i64gather_pd((base), (i), 8)
+#endif
 #elif defined(__SSE2__)
 typedef __m128d rt_chunk;
 #define RT_CHUNK_SQRT _mm_sqrt_pd
@@ -143,26 +149,20 @@ static inline d4 d4_sqrt(d4 v) {
 
 /* base[idx[l]] in every lane l. */
 static inline d4 d4_gather(const double *base, m4 idx) {
-#if defined(__AVX512F__) && RT_LANES == 8
-  __m512i i;
-  memcpy(&i, &idx, sizeof(i));
-  __m512d g = _mm512_i64gather_pd(i, base, 8);
   d4 v;
-  memcpy(&v, &g, sizeof(v));
-  return v;
-#elif defined(__AVX2__) && RT_LANES == 4
-  __m256i i;
-  memcpy(&i, &idx, sizeof(i));
-  __m256d g = _mm256_i64gather_pd(base, i, 8);
-  d4 v;
-  memcpy(&v, &g, sizeof(v));
-  return v;
+#ifdef RT_CHUNK_GATHER
+  enum { n = sizeof(d4) / sizeof(rt_chunk) };
+  rt_ichunk i[n];
+  rt_chunk g[n];
+  memcpy(i, &idx, sizeof(idx));
+  for (int k = 0; k < n; k++)
+    g[k] = RT_CHUNK_GATHER(base, i[k]);
+  memcpy(&v, g, sizeof(v));
 #else
-  d4 v;
   for (int l = 0; l < RT_LANES; l++)
     v[l] = base[idx[l]];
-  return v;
 #endif
+  return v;
 }
 
 static inline d4 d4_min(d4 a, d4 b) {
