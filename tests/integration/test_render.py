@@ -279,13 +279,15 @@ def _(ctx):
     d = ctx["d"]
     sid = scene_session(d)
     after = d.events(sid)[-1]["seq"]
+    # 1024 samples: long enough (about 1 s with the AVX-512 kernel) for
+    # previews to come, the first at 250 ms; 256 took 244 ms and none.
     r = call(d, sid, "render_scene", {"denoise": True, "width": 160,
-                                      "height": 120, "samples": 256,
+                                      "height": 120, "samples": 1024,
                                       "noise_threshold": 0}, timeout=120)
     assert r["success"] is True, r
     res = r["result"]
     assert res["denoised"] is True, res
-    assert res["samples_min"] == res["samples_max"] == 256, res
+    assert res["samples_min"] == res["samples_max"] == 1024, res
     assert png_size(image(d, r["images"][0]["id"])) == (160, 120)
     prog = [e["data"] for e in d.events(sid, after)
             if e["type"] == "render.progress"]
