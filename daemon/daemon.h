@@ -163,10 +163,13 @@ typedef void (*atl_commit_cb)(atl_daemon_t *d, int status, void *arg);
 int atl_session_commit(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
                        const char *type, const char *data_json,
                        atl_commit_cb done, void *arg);
-/* Appends an event of type to t, numbering it, and submits t; any thread.
- * *seq_out gets the event's sequence number before cb can run. Returns 0
- * or a negative ATL_E* code (t is freed either way). */
+/* Appends the n_pre events of pre_types and pre_data (may be 0), then an
+ * event of type, to t, numbering them in that order, and submits t; any
+ * thread. *seq_out gets the last event's sequence number before cb can
+ * run. Returns 0 or a negative ATL_E* code (t is freed either way). */
 int atl_session_submit(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
+                       const char *const *pre_types,
+                       const char *const *pre_data, size_t n_pre,
                        const char *type, int64_t ts_ms, const char *data,
                        atl_store_done_cb cb, void *user, int64_t *seq_out);
 /* Called after a commit that included events of s up to seq. */

@@ -200,4 +200,5 @@ void atl_host_table_init(atl_daemon_t *d, atl_host_t *h) {
   h->schema_validate = atl_schema_validate;
   h->schema_apply_defaults = atl_schema_apply_defaults;
   h->schema_free = atl_schema_free;
+  h->call_emit = atl__call_emit;
 }

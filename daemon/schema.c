@@ -224,6 +224,22 @@ static void check_type(vctx_t *v, sink_t *k, const node_t *n,
   }
   schema_sb_puts(&sb, ", got ");
   schema_sb_describe(&sb, inst);
+  /* Models often send an array or an object as a string of JSON text
+   * (Code Monet's recorded sessions show it three times in a row), and
+   * "expected an array, got a string" alone did not stop them. */
+  if (json_object_is_type(inst, json_type_string)) {
+    json_object *parsed = json_tokener_parse(json_object_get_string(inst));
+    unsigned bits = parsed ? type_bits(parsed) : 0;
+    if (parsed && (bits & n->types) &&
+        (json_object_is_type(parsed, json_type_array) ||
+         json_object_is_type(parsed, json_type_object)))
+      schema_sb_printf(&sb,
+                       "; that string holds JSON text: send the %s "
+                       "itself, not a string that contains it",
+                       json_object_is_type(parsed, json_type_array) ? "array"
+                                                                    : "object");
+    json_object_put(parsed);
+  }
   finish(v, k, &sb);
 }
 

@@ -79,6 +79,8 @@ static void session_free(atl_session_t *s) {
 }
 
 int atl_session_submit(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
+                       const char *const *pre_types,
+                       const char *const *pre_data, size_t n_pre,
                        const char *type, int64_t ts_ms, const char *data,
                        atl_store_done_cb cb, void *user, int64_t *seq_out) {
   /* Assigning the number and queueing the transaction under one lock keeps
@@ -86,13 +88,17 @@ int atl_session_submit(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
    * threads could queue seq 6 before seq 5, and a reader that saw 6 would
    * resume after it and never see 5. */
   pthread_mutex_lock(&s->seq_mu);
+  int64_t first = s->last_seq;
+  for (size_t i = 0; i < n_pre; i++)
+    atl_txn_event_append(t, s->id, ++s->last_seq, pre_types[i], ts_ms,
+                         pre_data[i]);
   int64_t seq = ++s->last_seq;
   atl_txn_event_append(t, s->id, seq, type, ts_ms, data);
   /* The caller learns its number before the callback can run. */
   *seq_out = seq;
   int rc = atl_store_submit(d->store, t, cb, user);
   if (rc != 0)
-    s->last_seq--;
+    s->last_seq = first;
   pthread_mutex_unlock(&s->seq_mu);
   return rc;
 }
@@ -431,9 +437,10 @@ static int submit_commit(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
                   .arg = arg,
                   .kind = 2};
   d->work_in_flight++;
-  int rc = type != NULL ? atl_session_submit(d, s, t, type, atl_now_ms(),
-                                             data_json, commit_cb, c, &c->seq)
-                        : atl_store_submit(d->store, t, commit_cb, c);
+  int rc = type != NULL
+               ? atl_session_submit(d, s, t, NULL, NULL, 0, type, atl_now_ms(),
+                                    data_json, commit_cb, c, &c->seq)
+               : atl_store_submit(d->store, t, commit_cb, c);
   if (rc != 0) {
     d->work_in_flight--;
     atl_session_unref(d, s);

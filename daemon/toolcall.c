@@ -46,6 +46,12 @@ static void job_free(atl_call_job_t *j) {
     free(j->images[i].data);
   }
   free(j->images);
+  for (size_t i = 0; i < j->n_events; i++) {
+    free(j->ev_types[i]);
+    free(j->ev_data[i]);
+  }
+  free(j->ev_types);
+  free(j->ev_data);
   free(j);
 }
 
@@ -420,8 +426,13 @@ static void commit(atl_call_job_t *j) {
   for (size_t i = 0; i < j->n_images; i++)
     atl_txn_image_put(t, j->images[i].id, j->images[i].mime, j->images[i].data,
                       j->images[i].len, now);
-  int rc = atl_session_submit(d, s, t, "tool.finished", now, j->event,
-                              commit_cb, j, &j->seq);
+  /* A failed call's own events describe changes that were not made. */
+  size_t n_pre =
+      j->outcome == ATL_OUTCOME_SUCCESS && !j->timed_out ? j->n_events : 0;
+  int rc =
+      atl_session_submit(d, s, t, (const char *const *)j->ev_types,
+                         (const char *const *)j->ev_data, n_pre,
+                         "tool.finished", now, j->event, commit_cb, j, &j->seq);
   if (rc != 0) {
     j->commit_status = rc;
     atl_daemon_post(d, commit_loop, j);
@@ -681,4 +692,57 @@ int atl_toolcall_cancel_long(atl_session_t *s) {
 int atl__call_cancelled(const atl_call_t *call) {
   atl_call_job_t *j = atl__job_of(call);
   return j ? atomic_load(&j->cancelled) : 1;
+}
+
+/* Event types are what readers filter on; the same shape as the host's
+ * own ("tool.finished"). */
+static bool event_type_ok(const char *t) {
+  if (t == NULL || !(t[0] >= 'a' && t[0] <= 'z'))
+    return false;
+  size_t n = 0;
+  for (; t[n]; n++)
+    if (!((t[n] >= 'a' && t[n] <= 'z') || (t[n] >= '0' && t[n] <= '9') ||
+          t[n] == '_' || t[n] == '.'))
+      return false;
+  return n <= 63;
+}
+
+int atl__call_emit(atl_call_t *call, const char *type, json_object *data) {
+  atl_call_job_t *j = atl__job_of(call);
+  /* A call's events go into one transaction; a plugin that makes
+   * thousands should batch them into fewer, larger ones. */
+  if (j == NULL || !event_type_ok(type) || j->n_events >= 1024) {
+    json_object_put(data);
+    return ATL_EINVAL;
+  }
+  char *text = NULL;
+  if (data != NULL) {
+    if (redacts(j))
+      atl_redact_json(data, j->args);
+    text = strdup(json_object_to_json_string_ext(
+        data, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(data);
+    if (text == NULL)
+      return ATL_ENOMEM;
+  }
+  char **nt = realloc(j->ev_types, (j->n_events + 1) * sizeof(char *));
+  if (nt == NULL) {
+    free(text);
+    return ATL_ENOMEM;
+  }
+  j->ev_types = nt;
+  char **nd = realloc(j->ev_data, (j->n_events + 1) * sizeof(char *));
+  if (nd == NULL) {
+    free(text);
+    return ATL_ENOMEM;
+  }
+  j->ev_data = nd;
+  j->ev_types[j->n_events] = strdup(type);
+  j->ev_data[j->n_events] = text;
+  if (j->ev_types[j->n_events] == NULL) {
+    free(text);
+    return ATL_ENOMEM;
+  }
+  j->n_events++;
+  return 0;
 }

@@ -51,6 +51,9 @@ struct atl_call_job_s {
   char *envelope;
   char *event;
   char *doc_text;
+  /* The call's own events (call_emit), committed before tool.finished. */
+  char **ev_types, **ev_data;
+  size_t n_events;
 
   /* Loop only, except commit_status, seq and new_doc, which the thread
    * that commits sets before the store takes the transaction. */
@@ -69,5 +72,6 @@ int atl__call_image(atl_call_t *call, const char *mime, const void *data,
 int atl__call_operation(atl_call_t *call, const char *target,
                         json_object *before, json_object *after);
 int atl__call_cancelled(const atl_call_t *call);
+int atl__call_emit(atl_call_t *call, const char *type, json_object *data);
 
 #endif

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define ATL_PLUGIN_ABI_MAJOR 1
-#define ATL_PLUGIN_ABI_MINOR 2
+#define ATL_PLUGIN_ABI_MINOR 3
 
 /* The name of the one symbol a plugin exports. */
 #define ATL_PLUGIN_SYMBOL "atl_plugin"
@@ -305,6 +305,17 @@ struct atl_host_s {
    * place. Use it on a valid instance. */
   int (*schema_apply_defaults)(const atl_schema_t *s, json_object *instance);
   void (*schema_free)(atl_schema_t *s);
+
+  /* ---- ABI 1.3: check h->struct_size before using this. ---- */
+
+  /* An event that belongs to the call: it is committed in the call's own
+   * transaction, just before its tool.finished event, and only if the call
+   * succeeds, so a reader never sees an event of a change that was not
+   * made (emit() commits on its own, at once, whatever the call's fate).
+   * The drawing plugin's canvas.strokes is one. type is [a-z][a-z0-9_.]*,
+   * at most 63 characters. Takes ownership of data (may be NULL). Handler
+   * thread; returns 0, ATL_EINVAL or ATL_ENOMEM. */
+  int (*call_emit)(atl_call_t *call, const char *type, json_object *data);
 };
 
 /* Whether the host table h has member m (a host older than the plugin's

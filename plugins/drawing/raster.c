@@ -1,0 +1,267 @@
+/* The canvas drawn with cairo, and written as SVG (raster.h). */
+#include "raster.h"
+
+#include <cairo.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "png_encode.h"
+
+/* ---- cairo ---- */
+
+static void cr_move(void *u, double x, double y) {
+  cairo_move_to(u, x, y);
+}
+
+static void cr_line(void *u, double x, double y) {
+  cairo_line_to(u, x, y);
+}
+
+static void cr_curve(void *u, double x1, double y1, double x2, double y2,
+                     double x, double y) {
+  cairo_curve_to(u, x1, y1, x2, y2, x, y);
+}
+
+static void cr_close(void *u) {
+  cairo_close_path(u);
+}
+
+static const dp_sink_t cairo_sink = {cr_move, cr_line, cr_curve, cr_close};
+
+typedef struct {
+  cairo_t *cr;
+  cv_ink_t ink;
+} draw_t;
+
+static void draw_part(void *u, const cv_part_t *part) {
+  draw_t *d = u;
+  cairo_new_path(d->cr);
+  dp_walk(part->path, &cairo_sink, d->cr);
+  cairo_set_source_rgba(d->cr, d->ink.r, d->ink.g, d->ink.b,
+                        d->ink.a * part->opacity);
+  cairo_set_line_width(d->cr, part->width);
+  cairo_stroke(d->cr);
+}
+
+struct cv_raster_s {
+  cv_view_t view;
+  int w, h;
+  cairo_surface_t *sf;
+  cairo_t *cr;
+  dp_path_t path; /* scratch */
+};
+
+cv_raster_t *cv_raster_new(const cv_view_t *view) {
+  cv_raster_t *r = calloc(1, sizeof(*r));
+  if (r == NULL)
+    return NULL;
+  r->view = *view;
+  r->w = view->width > 0 ? view->width : CV_WIDTH;
+  r->h = view->height > 0 ? view->height : CV_HEIGHT;
+  r->sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, r->w, r->h);
+  if (cairo_surface_status(r->sf) != CAIRO_STATUS_SUCCESS) {
+    cairo_surface_destroy(r->sf);
+    free(r);
+    return NULL;
+  }
+  cairo_t *cr = r->cr = cairo_create(r->sf);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  cairo_scale(cr, (double)r->w / CV_WIDTH, (double)r->h / CV_HEIGHT);
+  cairo_rectangle(cr, 0, 0, CV_WIDTH, CV_HEIGHT);
+  cairo_clip(cr);
+  cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
+  cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+  /* A quarter of a pixel: invisible at 800 × 600, and curves flatten into
+   * fewer segments than at cairo's default tenth. */
+  cairo_set_tolerance(cr, 0.25);
+  return r;
+}
+
+void cv_raster_free(cv_raster_t *r) {
+  if (r == NULL)
+    return;
+  cairo_destroy(r->cr);
+  cairo_surface_destroy(r->sf);
+  dp_path_free(&r->path);
+  free(r);
+}
+
+int cv_raster_draw(cv_raster_t *r, json_object *strokes, size_t from,
+                   size_t *skipped) {
+  size_t n = strokes ? json_object_array_length(strokes) : 0;
+  int rc = 0;
+  for (size_t i = from; i < n && rc == 0; i++) {
+    cv_stroke_t s;
+    dp_error_t pe;
+    json_object *o = json_object_array_get_idx(strokes, i);
+    dp_path_clear(&r->path);
+    if (!json_object_is_type(o, json_type_string) ||
+        cv_stroke_unpack(json_object_get_string(o), &s) != 0) {
+      if (skipped)
+        (*skipped)++;
+      continue;
+    }
+    if (dp_parse(s.d, strlen(s.d), &r->path, &pe) != 0) {
+      if (skipped)
+        (*skipped)++;
+      cv_stroke_clear(&s);
+      continue;
+    }
+    draw_t d = {.cr = r->cr};
+    cv_stroke_ink(&s, r->view.mode, r->view.highlight_human, &d.ink);
+    if (cv_stroke_parts(&s, &r->path, r->view.mode, draw_part, &d) != 0)
+      rc = -ENOMEM;
+    cv_stroke_clear(&s);
+  }
+  return rc;
+}
+
+uint8_t *cv_raster_rgb_of(const cv_raster_t *r) {
+  cairo_surface_flush(r->sf);
+  uint8_t *out = malloc((size_t)r->w * (size_t)r->h * 3);
+  if (out == NULL)
+    return NULL;
+  const uint8_t *px = cairo_image_surface_get_data(r->sf);
+  int stride = cairo_image_surface_get_stride(r->sf);
+  for (int y = 0; y < r->h; y++) {
+    const uint32_t *row = (const uint32_t *)(px + (size_t)y * (size_t)stride);
+    uint8_t *o = out + (size_t)y * (size_t)r->w * 3;
+    for (int x = 0; x < r->w; x++) {
+      uint32_t v = row[x];
+      o[3 * x] = (uint8_t)(v >> 16);
+      o[3 * x + 1] = (uint8_t)(v >> 8);
+      o[3 * x + 2] = (uint8_t)v;
+    }
+  }
+  return out;
+}
+
+int cv_raster_encode(const cv_raster_t *r, void **png, size_t *len) {
+  uint8_t *rgb = cv_raster_rgb_of(r);
+  if (rgb == NULL)
+    return -ENOMEM;
+  int rc = atl_png_encode(rgb, r->w, r->h, -1, png, len);
+  free(rgb);
+  return rc;
+}
+
+int cv_raster_rgb(json_object *strokes, const cv_view_t *view, uint8_t **rgb,
+                  size_t *skipped) {
+  if (skipped)
+    *skipped = 0;
+  cv_raster_t *r = cv_raster_new(view);
+  if (r == NULL)
+    return -ENOMEM;
+  int rc = cv_raster_draw(r, strokes, 0, skipped);
+  *rgb = rc == 0 ? cv_raster_rgb_of(r) : NULL;
+  cv_raster_free(r);
+  return rc == 0 && *rgb == NULL ? -ENOMEM : rc;
+}
+
+int cv_raster_png(json_object *strokes, const cv_view_t *view, void **png,
+                  size_t *len) {
+  cv_raster_t *r = cv_raster_new(view);
+  if (r == NULL)
+    return -ENOMEM;
+  int rc = cv_raster_draw(r, strokes, 0, NULL);
+  if (rc == 0)
+    rc = cv_raster_encode(r, png, len);
+  cv_raster_free(r);
+  return rc;
+}
+
+/* ---- SVG ---- */
+
+typedef struct {
+  FILE *f;
+  const char *hex;
+  double alpha;
+} svg_t;
+
+static void svg_part(void *u, const cv_part_t *part) {
+  svg_t *s = u;
+  char *d = dp_format(part->path);
+  if (d == NULL)
+    return;
+  fprintf(s->f,
+          "<path d=\"%s\" stroke=\"%s\" stroke-width=\"%.4g\" "
+          "stroke-opacity=\"%.4g\"/>\n",
+          d, s->hex, part->width, s->alpha * part->opacity);
+  free(d);
+}
+
+/* XML text: the title is the model's or the user's. */
+static void xml_text(FILE *f, const char *s) {
+  for (; *s; s++) {
+    switch (*s) {
+    case '<':
+      fputs("&lt;", f);
+      break;
+    case '>':
+      fputs("&gt;", f);
+      break;
+    case '&':
+      fputs("&amp;", f);
+      break;
+    case '"':
+      fputs("&quot;", f);
+      break;
+    default:
+      if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
+        fputc(*s, f);
+    }
+  }
+}
+
+char *cv_svg(json_object *strokes, cv_mode_t mode, const char *title) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (f == NULL)
+    return NULL;
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+          "height=\"%d\" viewBox=\"0 0 %d %d\">\n",
+          CV_WIDTH, CV_HEIGHT, CV_WIDTH, CV_HEIGHT);
+  if (title && *title) {
+    fputs("<title>", f);
+    xml_text(f, title);
+    fputs("</title>\n", f);
+  }
+  fprintf(f,
+          "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n<g "
+          "fill=\"none\" stroke-linecap=\"round\" "
+          "stroke-linejoin=\"round\">\n",
+          CV_WIDTH, CV_HEIGHT);
+  dp_path_t path = {0};
+  size_t n = strokes ? json_object_array_length(strokes) : 0;
+  for (size_t i = 0; i < n; i++) {
+    cv_stroke_t s;
+    dp_error_t pe;
+    json_object *o = json_object_array_get_idx(strokes, i);
+    dp_path_clear(&path);
+    if (!json_object_is_type(o, json_type_string) ||
+        cv_stroke_unpack(json_object_get_string(o), &s) != 0)
+      continue;
+    if (dp_parse(s.d, strlen(s.d), &path, &pe) == 0) {
+      cv_ink_t ink;
+      cv_stroke_ink(&s, mode, 0, &ink);
+      char hex[8];
+      snprintf(hex, sizeof(hex), "#%02x%02x%02x", (unsigned)(ink.r * 255 + 0.5),
+               (unsigned)(ink.g * 255 + 0.5), (unsigned)(ink.b * 255 + 0.5));
+      svg_t sv = {f, hex, ink.a};
+      cv_stroke_parts(&s, &path, mode, svg_part, &sv);
+    }
+    cv_stroke_clear(&s);
+  }
+  dp_path_free(&path);
+  fputs("</g>\n</svg>\n", f);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
