@@ -525,6 +525,14 @@ int cv_path_from_json(json_object *obj, cv_mode_t mode, cv_stroke_t *out,
   }
   if (dp_bounds(path, box) != 0)
     return bad(err, size, "draws nothing");
+  /* Far-off geometry is a mistake (a unit slip, an overflowed formula),
+   * not a drawing: nothing of it would show. */
+  if (!(box->x0 >= -CV_FAR && box->y0 >= -CV_FAR && box->x1 <= CV_FAR &&
+        box->y1 <= CV_FAR))
+    return bad(err, size,
+               "reaches x %g to %g, y %g to %g: coordinates must stay within "
+               "-%d to %d (the canvas is x 0-800, y 0-600)",
+               box->x0, box->x1, box->y0, box->y1, CV_FAR, CV_FAR);
   *clipped =
       box->x0 < 0 || box->y0 < 0 || box->x1 > CV_WIDTH || box->y1 > CV_HEIGHT;
   out->d = dp_format(path);

@@ -25,6 +25,9 @@
 
 #define CV_WIDTH 800
 #define CV_HEIGHT 600
+/* How far outside the canvas a path may reach: it is drawn clipped, and
+ * anything farther is refused. */
+#define CV_FAR 100000
 
 typedef enum { CV_PLOTTER = 0, CV_PAINT = 1 } cv_mode_t;
 

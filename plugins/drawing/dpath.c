@@ -306,8 +306,9 @@ static int read_group(lex_t *l, char cmd, double *a, int after_comma) {
         return fail(l, "expected a number after ','");
       char name[32];
       arg_name(cmd, j, name, sizeof(name));
-      return fail(l, "expected a number for %s of '%c' (it takes %d: %s)", name,
-                  cmd, k, arg_names(cmd));
+      return fail(l, "expected a number %sfor %s of '%c' (it takes %d: %s)",
+                  after_comma ? "after ',' " : "", name, cmd, k,
+                  arg_names(cmd));
     }
   }
   return 0;
@@ -650,6 +651,11 @@ int dp_arc_to_center(double x0, double y0, const double a[7], dp_arc_t *o) {
     dt -= 2 * M_PI;
   else if (a[4] != 0 && dt < 0)
     dt += 2 * M_PI;
+  /* Coordinates near DBL_MAX overflow the squares above; such an arc is
+   * drawn as its chord rather than as NaNs. */
+  if (!isfinite(o->cx) || !isfinite(o->cy) || !isfinite(t1) || !isfinite(dt) ||
+      !isfinite(rx) || !isfinite(ry))
+    return 1;
   o->rx = rx;
   o->ry = ry;
   o->phi = phi;
@@ -878,7 +884,8 @@ static void fl_curve(void *u, double x1, double y1, double x2, double y2,
   double bx = x1 - 2 * x2 + x, by = y1 - 2 * y2 + y;
   double m = fmax(sqrt(ax * ax + ay * ay), sqrt(bx * bx + by * by));
   double nf = ceil(sqrt(0.75 * m / f->tol));
-  int n = nf < 1 ? 1 : nf > 1000 ? 1000 : (int)nf;
+  /* Coordinates near DBL_MAX make m infinite or NaN: one chord then. */
+  int n = nf >= 1 && nf <= 1000 ? (int)nf : nf > 1000 ? 1000 : 1;
   for (int i = 1; i < n; i++) {
     double t = (double)i / n;
     f->point(f->u, cubic_at(x0, x1, x2, x, t), cubic_at(y0, y1, y2, y, t), 0);

@@ -405,9 +405,10 @@ oom:
 static char *describe(void *state, json_object *ns) {
   (void)state;
   json_object *piece = drw_current(ns);
+  /* A session that never drew says nothing: the tools' descriptions
+   * present the canvas, and every other session's prompt stays short. */
   if (piece == NULL)
-    return strdup("Canvas: blank, plotter mode (piece 1); nothing drawn "
-                  "yet.");
+    return NULL;
   json_object *strokes = drw_strokes(piece);
   size_t n = strokes ? json_object_array_length(strokes) : 0, human = 0;
   for (size_t i = 0; i < n; i++) {
@@ -447,6 +448,7 @@ static char *describe(void *state, json_object *ns) {
       fprintf(f, " and %zu more", nr - 10);
     fputc('.', f);
   }
+  fputc('\n', f);
   fclose(f);
   return buf;
 }

@@ -45,6 +45,7 @@ typedef struct {
   unsigned long clock;
   /* The sandbox of generate_svg (sandbox.c). */
   char bwrap[256], python[256];
+  int time_limit_s; /* 30, or lower through ATELIER_DRAWING_TIME_LIMIT_S */
 } drw_state_t;
 
 /* The namespace made whole (version, next_id, a first piece); returns the

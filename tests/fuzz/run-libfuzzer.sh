@@ -17,7 +17,7 @@ cc=${CLANG:-clang}
 command -v "$cc" >/dev/null || { echo "clang not found: apt-get install clang libclang-rt-14-dev"; exit 1; }
 mkdir -p "$out"
 flags="-g -O1 -std=gnu17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-  -D_GNU_SOURCE -I$src/include -I$src/daemon -I$src/plugins/scene -I$src/fcgi -I$src/render -I$src/optics -I$src/plugins/optics -I$src/tests/unit -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto sqlite3 libpng libjpeg)"
+  -D_GNU_SOURCE -I$src/include -I$src/daemon -I$src/plugins/scene -I$src/fcgi -I$src/render -I$src/optics -I$src/plugins/optics -I$src/plugins/drawing -I$src/tests/unit -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto sqlite3 libpng libjpeg)"
 libs="$(pkg-config --libs json-c libpcre2-8 inih libcrypto sqlite3 libpng libjpeg) -lpthread -lm"
 sources() {
   case $1 in
@@ -50,6 +50,9 @@ sources() {
         plugins/optics/opx_db_vfs.c ;;
     optics_module) echo optics/fail.c optics/jsnum.c optics/mathexpr.c \
       optics/mathexpr_eval.c optics/mathexpr_tex.c optics/module.c ;;
+    drawing_path) echo plugins/drawing/dpath.c ;;
+    drawing_genout) echo plugins/drawing/dpath.c plugins/drawing/canvas.c \
+      plugins/drawing/genout.c ;;
     scene) echo daemon/schema.c daemon/schema_compile.c daemon/schema_msg.c \
       daemon/util.c plugins/scene/scene.c plugins/scene/scene_state.c \
       plugins/scene/scene_objects.c plugins/scene/scene_describe.c \
@@ -59,7 +62,7 @@ sources() {
 status=0
 for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene stream fcgi render \
     optics_scene optics_mathexpr optics_module optics_expr optics_query \
-    image_fit}; do
+    image_fit drawing_path drawing_genout}; do
   files=
   for f in $(sources $t) tests/fuzz/fuzz_$t.c; do files="$files $src/$f"; done
   # shellcheck disable=SC2086

@@ -19,6 +19,7 @@ check() { # check NAME SCRIPT-ARGS...
   fi
 }
 check scene
+check drawing
 check optics "$src/tests/data/ray-optics-scenes/_derived/object-type-defaults.json"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -390,7 +390,7 @@ def _(ctx):
     for api in APIS:
         d = daemon(ctx, "ctx-" + api, api, model="tiny-" + api,
                    extra="context_tokens = 6000\nmax_tokens = 500\n",
-                   plugins="[plugins]\ndisable = scene, optics, render\n")
+                   plugins="[plugins]\ndisable = scene, optics, render, drawing\n")
         try:
             sid = d.session()
             seen = []

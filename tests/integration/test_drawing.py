@@ -1,0 +1,487 @@
+#!/usr/bin/env python3
+"""The drawing plugin end to end: the real atelierd with the drawing plugin
+over raw JSON-RPC, and the agent path with the fake provider.
+
+Checks draw_paths's strict intake (valid paths drawn, invalid ones listed
+with their index and reason, clipped ones reported, a stringified array
+told to send the array), that strokes reach the event log committed with
+their call and only then, the pieces (done, save once, new canvas, names,
+signature), the PNG the model gets, the canvas after a killed daemon, the
+model's view in the system prompt, and generate_svg's sandbox: the code
+draws and reads the existing strokes, and cannot open a socket, read the
+data directory or the daemon's environment, write outside its tmpfs,
+fork, or outlive its limits or the daemon.
+
+Run by `make check` (ATL_TEST_BUILDDIR, ATL_TEST_SRCDIR). Output: "ok N -"
+or "not ok N -" lines, "#" diagnostics, a final "P passed, F failed".
+Standard library only.
+"""
+
+import base64
+import os
+import struct
+import sys
+import time
+import zlib
+
+from atltest import KEY, Checks, Daemon, Fake, run_checks
+
+LINE = {"type": "line", "points": [{"x": 100, "y": 100},
+                                   {"x": 700, "y": 500}]}
+ARC = {"type": "svg", "d": "M 300 300 C 350 250 450 350 500 300 "
+       "A 50 50 0 1 1 600 300"}
+
+
+def call(d, sid, tool, args=None, timeout=60):
+    return d.rpc("tool.call", {"session": sid, "name": tool,
+                               "arguments": args or {}}, timeout)
+
+
+def ok(d, sid, tool, args=None):
+    r = call(d, sid, tool, args)
+    assert r["success"], (tool, args, r)
+    return r
+
+
+def fail(d, sid, tool, args=None):
+    r = call(d, sid, tool, args)
+    assert not r["success"], (tool, args, r)
+    return r["error"]
+
+
+def png_pixels(data):
+    """(width, height, rows of RGB bytes) of an 8-bit RGB PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, w, h = 8, b"", 0, 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and ctype == 2, (depth, ctype)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    rows, prev, stride = [], bytearray(w * 3), w * 3
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(
+            raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - 3] if i >= 3 else 0
+            b = prev[i]
+            c = prev[i - 3] if i >= 3 else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else
+                                      b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, rows
+
+
+def image_of(d, r):
+    ids = [im["id"] for im in r.get("images", [])]
+    assert len(ids) == 1, r
+    got = d.rpc("image.get", {"id": ids[0]})
+    assert got["mime"] == "image/png"
+    return base64.b64decode(got["data"])
+
+
+def canvas_ns(d, sid):
+    return d.rpc("session.get", {"session": sid})["document"].get("canvas")
+
+
+def events_of(d, sid, kind):
+    return [e for e in d.events(sid) if e["type"] == kind]
+
+
+CHECKS = Checks()
+check = CHECKS.add
+
+
+@check("draw_paths draws the valid paths and lists the invalid ones by "
+       "index and reason, in one answer, with the canvas attached")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    r = ok(d, sid, "draw_paths", {"paths": [
+        LINE, ARC, {"type": "svg", "d": "M10 10 L20 X"},
+        {"type": "circle"},
+        {"type": "line", "points": [{"x": -10, "y": 5}, {"x": 50, "y": 50}]}]})
+    res = r["result"]
+    assert res["drawn"] == 3 and res["ids"] == [1, 2, 3], res
+    errs = {x["index"]: x["error"] for x in res["refused"]}
+    assert errs[2] == ("path 2: d: unexpected 'X' at offset 11; expected a "
+                       "number for y of 'L' (it takes 2: x y)"), errs
+    assert "path 3: type \"circle\" is not one of" in errs[3], errs
+    assert [c["index"] for c in res["clipped"]] == [4], res
+    assert res["clipped"][0]["extent"]["x0"] == -10, res
+    w, h, rows = png_pixels(image_of(d, r))
+    assert (w, h) == (800, 600)
+    # The line passes through (400, 300); a corner stays white.
+    assert rows[300][400 * 3] < 100, rows[300][400 * 3:400 * 3 + 3]
+    assert rows[5][5 * 3:5 * 3 + 3] == b"\xff\xff\xff"
+
+
+@check("every refused: an error that lists each, and nothing changes")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    ok(d, sid, "draw_paths", {"paths": [LINE]})
+    before = canvas_ns(d, sid)
+    err = fail(d, sid, "draw_paths", {"paths": [
+        {"type": "line", "points": [{"x": 1, "y": 2}]},
+        {"type": "svg", "d": "M0 0 Q"}], "done": True})
+    assert "Nothing was drawn: all 2 paths were refused, so the piece was " \
+        "not marked done" in err, err
+    assert "path 0: a line needs 2 points, got 1" in err, err
+    assert canvas_ns(d, sid) == before
+
+
+@check("paths sent as a JSON string: told to send the array itself")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    err = fail(d, sid, "draw_paths", {"paths": '[{"type": "line"}]'})
+    assert "/paths: expected an array" in err, err
+    assert "send the array itself, not a string" in err, err
+
+
+@check("paint mode: colours, widths, opacity and brushes checked per path, "
+       "with the value named; plotter mode says it ignores them")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    r = ok(d, sid, "draw_paths", {"paths": [dict(LINE, color="teal")]})
+    assert "ignored" in r["result"]["style_ignored"], r
+    ok(d, sid, "new_canvas", {"mode": "paint"})
+    r = ok(d, sid, "draw_paths", {"paths": [
+        dict(LINE, color="rose", stroke_width=12, opacity=0.5),
+        dict(LINE, color="red"), dict(LINE, stroke_width=45),
+        dict(LINE, opacity=-1), dict(LINE, brush="crayon"),
+        dict(LINE, color="#12AB9f", brush="oil_round")]})
+    res = r["result"]
+    assert res["drawn"] == 2, res
+    errs = [x["error"] for x in res["refused"]]
+    assert "color \"red\" is not a palette name" in errs[0], errs
+    assert "stroke_width 45 is out of range; it must be from 0.5 to 30" \
+        in errs[1], errs
+    assert "opacity -1 is out of range" in errs[2], errs
+    assert "brush \"crayon\" is not one of" in errs[3], errs
+    assert "style_ignored" not in res
+
+
+@check("strokes reach the event log in the call's own commit "
+       "(canvas.strokes before tool.finished), and a failed call adds none")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    ok(d, sid, "new_canvas", {"mode": "paint"})
+    ok(d, sid, "draw_paths", {"paths": [dict(ARC, brush="oil_round",
+                                             color="violet")]})
+    fail(d, sid, "draw_paths", {"paths": [{"type": "nope"}]})
+    ev = d.events(sid)
+    kinds = [e["type"] for e in ev]
+    strokes = [e for e in ev if e["type"] == "canvas.strokes"]
+    assert len(strokes) == 1, kinds
+    i = kinds.index("canvas.strokes")
+    assert kinds[i + 1] == "tool.finished", kinds
+    s = strokes[0]["data"]["strokes"][0]
+    assert s["d"].startswith("M300 300 C350 250"), s
+    assert s["color"] == "#7b68ee" and s["brush"] == "oil_round", s
+    assert len(s["bristles"]) == 5, s
+    # The same stroke, read again from the document, expands the same way.
+    ok(d, sid, "draw_paths", {"paths": [], "done": True})
+    again = events_of(d, sid, "canvas.strokes")
+    assert len(again) == 1
+
+
+@check("pieces: done with nothing drawn still marks the piece, an empty "
+       "one is refused, a piece is saved once, new_canvas moves on")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    err = fail(d, sid, "mark_piece_done")
+    assert "The canvas is empty" in err, err
+    ok(d, sid, "draw_paths", {"paths": [LINE]})
+    r = ok(d, sid, "draw_paths", {"paths": [], "done": True})
+    assert r["result"]["done"] is True, r
+    ok(d, sid, "mark_piece_done")
+    ns = canvas_ns(d, sid)
+    assert len(ns["pieces"]) == 1 and ns["pieces"][0]["done"], ns
+    r = ok(d, sid, "new_canvas", {"mode": "paint"})
+    assert r["result"]["saved_piece"] == 1 and r["result"]["piece"] == 2, r
+    # A blank canvas only changes its mode: no empty piece is saved.
+    r = ok(d, sid, "new_canvas", {"mode": "plotter"})
+    assert r["result"]["saved_piece"] is None and r["result"]["piece"] == 2
+    ns = canvas_ns(d, sid)
+    assert [p["number"] for p in ns["pieces"]] == [1, 2], ns
+    assert ns["pieces"][1]["mode"] == "plotter"
+    kinds = [e["data"]["event"] for e in events_of(d, sid, "canvas.piece")]
+    assert kinds == ["saved", "saved", "new", "new"], kinds
+
+
+@check("name_piece trims, and refuses empty and overlong titles; "
+       "sign_canvas signs inside the canvas")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    assert "empty (or only whitespace)" in fail(d, sid, "name_piece",
+                                                {"title": "  \t "})
+    assert "101 characters" in fail(d, sid, "name_piece",
+                                    {"title": "é" * 101})
+    r = ok(d, sid, "name_piece", {"title": "  Harbour at Dusk \n"})
+    assert r["result"]["title"] == "Harbour at Dusk"
+    for pos in ("bottom_left", "bottom_center", "bottom_right"):
+        r = ok(d, sid, "sign_canvas", {"position": pos, "size": "large"})
+        assert r["result"]["drawn"] == 8 and "clipped" not in r["result"], r
+    assert canvas_ns(d, sid)["pieces"][0]["title"] == "Harbour at Dusk"
+
+
+@check("view_canvas: read-only, counts by author, the highlight colour of "
+       "the mode, and no namespace made for a session that never drew")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    r = ok(d, sid, "view_canvas")
+    assert r["result"]["strokes_total"] == 0
+    assert r["result"]["human_color"] == "blue (#0066cc)"
+    assert canvas_ns(d, sid) is None
+    ok(d, sid, "new_canvas", {"mode": "paint"})
+    ok(d, sid, "draw_paths", {"paths": [LINE, ARC]})
+    r = ok(d, sid, "view_canvas")
+    assert r["result"]["by_agent"] == 2 and r["result"]["by_human"] == 0
+    assert r["result"]["human_color"] == "rose (#e94560)"
+    w, h, _ = png_pixels(image_of(d, r))
+    assert (w, h) == (800, 600)
+
+
+@check("generate_svg draws what the code outputs and gives it the "
+       "existing strokes; refused paths and stdout come back")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    ok(d, sid, "draw_paths", {"paths": [LINE]})
+    code = ("paths = []\n"
+            "for i in range(1000):\n"
+            "    t = i * 0.02\n"
+            "    r = 5 + t * 12\n"
+            "    paths.append(line(400 + r * math.cos(t), 300 + r * "
+            "math.sin(t), 400 + r * math.cos(t + .02), 300 + r * "
+            "math.sin(t + .02)))\n"
+            "paths.append({'type': 'svg', 'd': 'M 0 0 Q'})\n"
+            "print('existing', len(existing_strokes), "
+            "existing_strokes[0]['d'])\n"
+            "output_paths(paths)\n"
+            "output_svg_paths(['M 10 10 l 5 5'])\n")
+    r = ok(d, sid, "generate_svg", {"code": code})
+    res = r["result"]
+    assert res["drawn"] == 1001, {k: v for k, v in res.items() if k != "ids"}
+    assert res["refused"][0]["index"] == 1000, res["refused"]
+    assert "generated path 1000: d:" in res["refused"][0]["error"]
+    assert res["stdout"] == "existing 1 M100 100 L700 500\n", res["stdout"]
+
+
+@check("generate_svg: a Python error comes back with its line number; "
+       "no output is an error that says what to call")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    err = fail(d, sid, "generate_svg", {"code": "x = 1\ny = 2\nz = nope\n"})
+    assert "line 3: NameError: name 'nope' is not defined" in err, err
+    err = fail(d, sid, "generate_svg", {"code": "x = 1\nif x\n"})
+    assert "line 2: SyntaxError" in err, err
+    err = fail(d, sid, "generate_svg", {"code": "print('hi')\n"})
+    assert "output no paths" in err and "hi" in err, err
+
+
+SANDBOX = [
+    ("open a socket", "import socket\nsocket.socket()\n",
+     "PermissionError"),
+    ("reach the network",
+     "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:1')\n",
+     "Error"),
+    ("fork", "import os\nos.fork()\n", "PermissionError"),
+    ("run a program", "import subprocess\nsubprocess.run(['/bin/true'])\n",
+     "PermissionError"),
+    ("write outside its tmpfs", "open('/usr/lib/x', 'w')\n", "Error"),
+    ("write its inputs", "open('/in/code.py', 'w')\n", "Error"),
+    ("read /etc", "open('/etc/passwd')\n", "FileNotFoundError"),
+    ("fill memory", "x = bytearray(1 << 30)\n", "MemoryError"),
+    ("fill its tmpfs", "open('/tmp/big', 'wb').write(b'x' * (40 << 20))\n",
+     "Error"),
+]
+
+
+@check("generate_svg's sandbox: the code cannot open a socket, reach the "
+       "network, fork, run programs, write outside its tmpfs or its "
+       "inputs, read /etc, or take more memory or disk than its limits")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    for what, code, want in SANDBOX:
+        err = fail(d, sid, "generate_svg", {"code": code})
+        assert "Your code failed: line" in err and want in err, (what, err)
+    # It may write its own /tmp.
+    r = ok(d, sid, "generate_svg", {"code": (
+        "open('/tmp/x', 'w').write('M0 0 L9 9')\n"
+        "output_svg_paths([open('/tmp/x').read()])\n")})
+    assert r["result"]["drawn"] == 1
+
+
+@check("generate_svg's sandbox: the code sees neither the data directory, "
+       "nor the keys in the daemon's environment, nor the host's files")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    code = ("import os\n"
+            "print(sorted(os.environ.items()))\n"
+            "print(os.path.exists(%r), os.path.exists(%r))\n"
+            "print(sorted(os.listdir('/')))\n"
+            "print(os.getuid())\n"
+            "output_svg_paths(['M0 0 L1 1'])\n" % (d.data, d.dir))
+    out = ok(d, sid, "generate_svg", {"code": code})["result"]["stdout"]
+    assert KEY not in out and "FAKE_LLM_KEY" not in out, out
+    assert "False False" in out, out
+    assert "'home'" not in out and "'etc'" not in out, out
+    assert "\n65534\n" in out, out
+
+
+@check("generate_svg's limits: an endless loop is stopped at the time "
+       "limit, huge output is cut, and output past 16 MB is refused")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    t0 = time.monotonic()
+    err = fail(d, sid, "generate_svg", {"code": "while True:\n    pass\n"})
+    took = time.monotonic() - t0
+    assert "ran past its 2 s limit" in err, err
+    assert took < 6, took
+    r = ok(d, sid, "generate_svg", {"code": (
+        "print('x' * 1000000)\noutput_svg_paths(['M0 0 L1 1'])\n")})
+    assert r["result"]["stdout"].endswith("... (cut)"), r["result"]["stdout"][-50:]
+    assert len(r["result"]["stdout"]) < 3000
+    err = fail(d, sid, "generate_svg", {"code": (
+        "d = 'M0 0' + ' L1 1' * 100000\n"
+        "output_svg_paths([d] * 40)\n")})
+    assert "more than 16 MB" in err, err
+
+
+@check("generate_svg's sandbox dies with the daemon: a killed atelierd "
+       "leaves no code running")
+def _(ctx):
+    conf = ctx["conf"]
+    d2 = Daemon("drawing-kill", conf, env={"FAKE_LLM_KEY": KEY,
+                                            "ATELIER_DRAWING_TIME_LIMIT_S":
+                                            "20"})
+    sid = d2.session()
+    import threading
+    marker = "atl_marker_%d" % os.getpid()
+    def sleeper():
+        try:
+            call(d2, sid, "generate_svg", {"code": "# %s\nimport time\n"
+                                           "time.sleep(15)\n" % marker},
+                 timeout=30)
+        except (OSError, ValueError):
+            pass  # the daemon is killed under it
+    t = threading.Thread(target=sleeper, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if _running(marker):
+            break
+        time.sleep(0.05)
+    assert _running(marker), "the sandbox never started"
+    d2.kill()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _running(marker):
+        time.sleep(0.05)
+    assert not _running(marker), "the code outlived the daemon"
+
+
+def _running(marker):
+    """Whether a live (not zombie) sandbox runs: bwrap and the python it
+    starts both carry the runner's path on their command lines, and no
+    other check runs generate_svg meanwhile. marker is in the code, for
+    a reader of ps."""
+    del marker
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if b"/in/runner.py" in f.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+@check("the canvas survives a killed daemon")
+def _(ctx):
+    conf = ctx["conf"]
+    d2 = Daemon("drawing-crash", conf, env={"FAKE_LLM_KEY": KEY})
+    sid = d2.session()
+    ok(d2, sid, "draw_paths", {"paths": [LINE, ARC]})
+    ok(d2, sid, "name_piece", {"title": "Kept"})
+    data = d2.data
+    d2.kill()
+    d3 = Daemon("drawing-crash", conf, data_dir=data,
+                env={"FAKE_LLM_KEY": KEY})
+    r = ok(d3, sid, "view_canvas")
+    assert r["result"]["strokes_total"] == 2 and r["result"]["title"] == \
+        "Kept", r
+    d3.stop()
+
+
+@check("the agent draws: the model's tool call is drawn, it gets the "
+       "canvas as an image, and its system prompt describes the canvas")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    sid = d.session()
+    fake.script([
+        {"tool_calls": [{"name": "draw_paths", "arguments": {
+            "paths": [LINE, ARC]}}]},
+        {"tool_calls": [{"name": "name_piece", "arguments": {
+            "title": "Two Lines"}}]},
+        {"text": "Drawn."}])
+    ev = d.run(sid, "draw two lines")
+    assert ev[-1]["type"] == "run.completed", [e["type"] for e in ev]
+    reqs = fake.requests()
+    body = str(reqs[1]["body"])
+    assert "image/png" in body or "image_url" in body, body[:500]
+    fake.script([{"text": "ok"}])
+    d.run(sid, "and now?")
+    system = str(fake.requests()[-1]["body"])
+    assert "Canvas: piece 1 \\\"Two Lines\\\", plotter mode, 2 strokes" in \
+        system or 'Canvas: piece 1 "Two Lines", plotter mode, 2 strokes' in \
+        system, system[:2000]
+
+
+def main():
+    fake = Fake()
+    conf = ("[agent]\nprovider = fake\n"
+            "[provider.fake]\ntype = openai\nbase_url = %s\n"
+            "api_key_env = FAKE_LLM_KEY\nmodels = fake-model\n" % fake.url)
+    ctx = {"fake": fake, "conf": conf,
+           "d": Daemon("drawing", conf, env={
+               "FAKE_LLM_KEY": KEY, "ATELIER_DRAWING_TIME_LIMIT_S": "2"})}
+    passed, failed = run_checks(CHECKS, ctx)
+    ctx["d"].stop()
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
