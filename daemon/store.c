@@ -17,6 +17,8 @@
 
 #include <sqlite3.h>
 
+#include <openssl/evp.h>
+
 #include "checkpoint.h"
 #include "store.h"
 #include "util.h"
@@ -39,6 +41,16 @@
  * extra b-tree update on every document_set, the hottest write, to speed up
  * session_list, which is rare and cheap to sort.
  */
+/* Documents are stored in chunks of DOC_CHUNK bytes (doc_chunks), each
+ * with the first 8 bytes of its SHA-256, and a write rewrites only the
+ * chunks whose hash changed. A document lived in its sessions row until
+ * migration 4, where every call rewrote all of it, twice (the row is
+ * rewritten again for last_seq): a drawing of 50,000 strokes is a 3 MB
+ * document, and each stroke added cost two 3 MB writes plus the reads
+ * that free the old overflow pages. Strokes are appended near the end of
+ * the document, so now a call writes the chunks from there on. */
+#define DOC_CHUNK 32768
+
 static const char *const migrations[] = {
     /* 1: the initial schema. */
     "CREATE TABLE sessions (id TEXT PRIMARY KEY,"
@@ -66,6 +78,14 @@ static const char *const migrations[] = {
     " session TEXT NOT NULL, text TEXT NOT NULL, model TEXT,"
     " ts_ms INTEGER NOT NULL);"
     "CREATE INDEX queue_by_session ON queue (session, id);",
+    /* 4: documents in chunks of their own table (doc_chunks below). Each
+     * moved document becomes one chunk whose hash (0) matches nothing, so
+     * its first write rewrites it in chunks. */
+    "CREATE TABLE doc_chunks (session TEXT NOT NULL, idx INTEGER NOT NULL,"
+    " hash INTEGER NOT NULL, text BLOB NOT NULL, UNIQUE (session, idx));"
+    "INSERT INTO doc_chunks (session, idx, hash, text)"
+    " SELECT id, 0, 0, CAST(document AS BLOB) FROM sessions;"
+    "UPDATE sessions SET document = '';",
 };
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -289,7 +309,11 @@ enum wstmt {
   W_SESSION_DELETE,
   W_HISTORY_DELETE,
   W_EVENTS_DELETE,
+  W_DOC_DELETE,
   W_DOCUMENT_SET,
+  W_DOC_HASHES,
+  W_DOC_CHUNK_PUT,
+  W_DOC_CHUNKS_TRIM,
   W_HISTORY_INSERT,
   W_HISTORY_LEN,
   W_EVENT_INSERT,
@@ -309,12 +333,18 @@ static const char *const wsql[W_COUNT] = {
     [W_RELEASE] = "RELEASE txn",
     [W_ROLLBACK_TO] = "ROLLBACK TO txn",
     [W_SESSION_INSERT] = "INSERT INTO sessions (id, created_ms, updated_ms,"
-                         " document, model) VALUES (?1, ?2, ?2, ?3, ?4)",
+                         " document, model) VALUES (?1, ?2, ?2, '', ?4)",
     [W_SESSION_DELETE] = "DELETE FROM sessions WHERE id = ?1",
     [W_HISTORY_DELETE] = "DELETE FROM history WHERE session = ?1",
     [W_EVENTS_DELETE] = "DELETE FROM events WHERE session = ?1",
-    [W_DOCUMENT_SET] = "UPDATE sessions SET document = ?3, updated_ms = ?2"
-                       " WHERE id = ?1",
+    [W_DOC_DELETE] = "DELETE FROM doc_chunks WHERE session = ?1",
+    [W_DOCUMENT_SET] = "UPDATE sessions SET updated_ms = ?2 WHERE id = ?1",
+    [W_DOC_HASHES] = "SELECT idx, hash FROM doc_chunks WHERE session = ?1"
+                     " ORDER BY idx",
+    [W_DOC_CHUNK_PUT] = "INSERT OR REPLACE INTO doc_chunks (session, idx,"
+                        " hash, text) VALUES (?1, ?2, ?3, ?4)",
+    [W_DOC_CHUNKS_TRIM] = "DELETE FROM doc_chunks WHERE session = ?1"
+                          " AND idx >= ?2",
     [W_HISTORY_INSERT] = "INSERT INTO history (session, idx, role, content,"
                          " created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
     [W_HISTORY_LEN] = "UPDATE sessions SET history_len ="
@@ -426,24 +456,92 @@ static int step_op(atl_store_t *st, enum wstmt w, const op_t *op,
   return 0;
 }
 
+/* The first 8 bytes of a chunk's SHA-256, as SQLite's integer. A hash,
+ * not a cheaper checksum: the document holds what models and users
+ * write, and a crafted chunk that matched its predecessor's checksum
+ * would not be written. */
+static int64_t chunk_hash(const void *data, size_t len) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+  uint64_t h = 0;
+  for (int i = 0; i < 8; i++)
+    h = h << 8 | md[i];
+  return (int64_t)h;
+}
+
+/* Writes the document text (len bytes) of session id: the chunks whose
+ * hash differs from the stored one, then drops the chunks past its end. */
+static int doc_write(atl_store_t *st, const char *id, const void *text,
+                     size_t len) {
+  size_t n = len == 0 ? 1 : (len + DOC_CHUNK - 1) / DOC_CHUNK;
+  int64_t *old = calloc(n, sizeof(*old));
+  bool *have = calloc(n, sizeof(*have));
+  if (old == NULL || have == NULL) {
+    free(old);
+    free(have);
+    return ATL_ENOMEM;
+  }
+  sqlite3_stmt *q = st->w[W_DOC_HASHES];
+  bind_id(q, id);
+  int rc;
+  while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    int64_t idx = sqlite3_column_int64(q, 0);
+    if (idx >= 0 && (size_t)idx < n) {
+      old[idx] = sqlite3_column_int64(q, 1);
+      have[idx] = true;
+    }
+  }
+  sqlite3_reset(q);
+  int out = rc == SQLITE_DONE ? 0 : ATL_ESTORE;
+  sqlite3_stmt *put = st->w[W_DOC_CHUNK_PUT];
+  for (size_t i = 0; i < n && out == 0; i++) {
+    size_t off = i * DOC_CHUNK;
+    size_t cl = len - off < DOC_CHUNK ? len - off : DOC_CHUNK;
+    const char *p = (const char *)text + off;
+    int64_t h = chunk_hash(p, cl);
+    if (have[i] && old[i] == h)
+      continue;
+    bind_id(put, id);
+    sqlite3_bind_int64(put, 2, (int64_t)i);
+    sqlite3_bind_int64(put, 3, h);
+    sqlite3_bind_blob(put, 4, cl ? p : "", (int)cl, SQLITE_STATIC);
+    if (run(put) != SQLITE_OK)
+      out = ATL_ESTORE;
+  }
+  free(old);
+  free(have);
+  if (out != 0)
+    return out;
+  sqlite3_stmt *trim = st->w[W_DOC_CHUNKS_TRIM];
+  bind_id(trim, id);
+  sqlite3_bind_int64(trim, 2, (int64_t)n);
+  return run(trim) == SQLITE_OK ? 0 : ATL_ESTORE;
+}
+
 /* Applies one operation on the writer's connection. */
 static int apply(atl_store_t *st, const op_t *op) {
   int rc;
   switch (op->kind) {
   case OP_SESSION_CREATE:
-    return step_op(st, W_SESSION_INSERT, op, true);
+    if ((rc = step_op(st, W_SESSION_INSERT, op, true)) != 0)
+      return rc;
+    return doc_write(st, op->id, op->p[0], (size_t)op->n[0]);
   case OP_SESSION_DELETE:
     /* The session row first: deleting one that does not exist fails the
      * transaction like every other operation on a missing session. */
     if ((rc = step_op(st, W_SESSION_DELETE, op, true)) != 0 ||
         (rc = step_op(st, W_HISTORY_DELETE, op, false)) != 0)
       return rc;
-    if ((rc = step_op(st, W_EVENTS_DELETE, op, false)) != 0)
+    if ((rc = step_op(st, W_EVENTS_DELETE, op, false)) != 0 ||
+        (rc = step_op(st, W_DOC_DELETE, op, false)) != 0)
       return rc;
     return step_op(st, W_QUEUE_CLEAR, &(op_t){.id = op->id, .a = INT64_MAX},
                    false);
   case OP_DOCUMENT_SET:
-    return step_op(st, W_DOCUMENT_SET, op, true);
+    if ((rc = step_op(st, W_DOCUMENT_SET, op, true)) != 0)
+      return rc;
+    return doc_write(st, op->id, op->p[0], (size_t)op->n[0]);
   case OP_HISTORY_APPEND:
     if ((rc = step_op(st, W_HISTORY_LEN, op, true)) != 0)
       return rc;
@@ -859,6 +957,7 @@ void atl_store_close(atl_store_t *st) {
 
 enum rstmt {
   R_SESSION_LOAD,
+  R_DOC_CHUNKS,
   R_SESSION_LIST,
   R_SESSION_COUNT,
   R_HISTORY,
@@ -872,8 +971,9 @@ enum rstmt {
 
 static const char *const rsql[R_COUNT] = {
     [R_SESSION_LOAD] = "SELECT id, created_ms, updated_ms, last_seq,"
-                       " history_len, model, document FROM sessions"
-                       " WHERE id = ?1",
+                       " history_len, model FROM sessions WHERE id = ?1",
+    [R_DOC_CHUNKS] = "SELECT text FROM doc_chunks WHERE session = ?1"
+                     " ORDER BY idx",
     [R_SESSION_LIST] = "SELECT id, created_ms, updated_ms, last_seq,"
                        " history_len, model FROM sessions"
                        " ORDER BY updated_ms DESC, id",
@@ -958,22 +1058,65 @@ static void fill_row(sqlite3_stmt *s, atl_session_row_t *row) {
   row->document = NULL;
 }
 
+/* The document of session id, its chunks joined, as a malloc()ed
+ * NUL-terminated string in *out. One statement reads every chunk, so they
+ * are all of one version. */
+static int doc_read(atl_store_reader_t *r, const char *id, char **out) {
+  *out = NULL;
+  sqlite3_stmt *s = reader_stmt(r, R_DOC_CHUNKS);
+  if (s == NULL)
+    return ATL_ESTORE;
+  bind_id(s, id);
+  char *buf = NULL;
+  size_t len = 0;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    const void *p = sqlite3_column_blob(s, 0);
+    size_t n = (size_t)sqlite3_column_bytes(s, 0);
+    char *nb = realloc(buf, len + n + 1);
+    if (nb == NULL) {
+      free(buf);
+      sqlite3_reset(s);
+      return ATL_ENOMEM;
+    }
+    buf = nb;
+    if (n)
+      memcpy(buf + len, p, n);
+    len += n;
+  }
+  sqlite3_reset(s);
+  if (rc != SQLITE_DONE) {
+    free(buf);
+    return ATL_ESTORE;
+  }
+  if (buf == NULL && (buf = malloc(1)) == NULL)
+    return ATL_ENOMEM;
+  buf[len] = '\0';
+  *out = buf;
+  return 0;
+}
+
 int atl_store_session_load(atl_store_reader_t *r, const char *id,
                            atl_session_row_t *row) {
   sqlite3_stmt *s = reader_stmt(r, R_SESSION_LOAD);
   if (s == NULL)
     return ATL_ESTORE;
+  /* One read transaction for the row and the document's chunks, so that
+   * both are of the same commit. */
+  if (exec(r->db, "BEGIN") != SQLITE_OK)
+    return ATL_ESTORE;
   bind_id(s, id);
   int rc = sqlite3_step(s);
   if (rc == SQLITE_ROW) {
     fill_row(s, row);
-    const char *doc = col_text(s, 6);
-    row->document = strdup(doc ? doc : "");
-    rc = row->document ? 0 : ATL_ENOMEM;
+    rc = 0;
   } else {
     rc = rc == SQLITE_DONE ? ATL_ENOENT : ATL_ESTORE;
   }
   sqlite3_reset(s);
+  if (rc == 0)
+    rc = doc_read(r, id, &row->document);
+  exec(r->db, "COMMIT");
   row->run_open = 0;
   sqlite3_stmt *lr = rc == 0 ? reader_stmt(r, R_LAST_RUN) : NULL;
   if (lr != NULL) {

@@ -36,8 +36,8 @@ static void flush_mem(png_structp png) {
   (void)png;
 }
 
-int atl_png_encode(const uint8_t *rgb, int w, int h, int level, void **out,
-                   size_t *out_len) {
+static int encode(const uint8_t *rgb, int w, int h, int level, int filter,
+                  void **out, size_t *out_len) {
   *out = NULL;
   *out_len = 0;
   if (rgb == NULL || w < 1 || h < 1)
@@ -65,7 +65,7 @@ int atl_png_encode(const uint8_t *rgb, int w, int h, int level, void **out,
    * 261 kB; renders are noisy, and the adaptive filter search buys little
    * on noise. */
   png_set_compression_level(png, level >= 0 && level <= 9 ? level : 3);
-  png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_PAETH);
+  png_set_filter(png, PNG_FILTER_TYPE_BASE, filter);
   png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
                PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                PNG_FILTER_TYPE_DEFAULT);
@@ -80,4 +80,14 @@ int atl_png_encode(const uint8_t *rgb, int w, int h, int level, void **out,
   *out_len = m->len;
   free(m);
   return 0;
+}
+
+int atl_png_encode(const uint8_t *rgb, int w, int h, int level, void **out,
+                   size_t *out_len) {
+  return encode(rgb, w, h, level, PNG_FILTER_PAETH, out, out_len);
+}
+
+int atl_png_encode_flat(const uint8_t *rgb, int w, int h, int level, void **out,
+                        size_t *out_len) {
+  return encode(rgb, w, h, level, PNG_FILTER_NONE, out, out_len);
 }

@@ -192,6 +192,13 @@ json_object *drw_stroke_view(const char *packed, cv_mode_t mode) {
 
 /* ---- the model's view, cached ---- */
 
+static void slot_clear(drw_slot_t *s) {
+  cv_raster_free(s->r);
+  free(s->last);
+  free(s->png);
+  memset(s, 0, sizeof(*s));
+}
+
 int drw_canvas_png(drw_state_t *st, const char *sid, json_object *piece,
                    void **png, size_t *len) {
   json_object *strokes = drw_strokes(piece);
@@ -224,9 +231,7 @@ int drw_canvas_png(drw_state_t *st, const char *sid, json_object *piece,
                   json_object_array_get_idx(strokes, mine.drawn - 1))) == 0)) {
     from = mine.drawn;
   } else {
-    cv_raster_free(mine.r);
-    free(mine.last);
-    memset(&mine, 0, sizeof(mine));
+    slot_clear(&mine);
     cv_view_t view = {mode, 1, 0, 0};
     mine.r = cv_raster_new(&view);
     if (mine.r == NULL)
@@ -235,15 +240,28 @@ int drw_canvas_png(drw_state_t *st, const char *sid, json_object *piece,
     mine.piece = number;
     mine.mode = mode;
   }
-  int rc = cv_raster_draw(mine.r, strokes, from, NULL);
-  if (rc == 0)
-    rc = cv_raster_encode(mine.r, png, len);
-  free(mine.last);
-  mine.last = strdup(last);
-  mine.drawn = n;
-  if (rc != 0 || mine.last == NULL) {
-    cv_raster_free(mine.r);
+  int rc = 0;
+  if (from < n || mine.png == NULL) {
+    /* Something new: draw it and encode again. A view of an unchanged
+     * canvas (view_canvas after draw_paths) reuses the last PNG. */
+    free(mine.png);
+    mine.png = NULL;
+    rc = cv_raster_draw(mine.r, strokes, from, NULL);
+    if (rc == 0)
+      rc = cv_raster_encode(mine.r, &mine.png, &mine.png_len);
     free(mine.last);
+    mine.last = strdup(last);
+    mine.drawn = n;
+  }
+  if (rc == 0 && mine.last != NULL && mine.png != NULL) {
+    *png = malloc(mine.png_len);
+    if (*png != NULL) {
+      memcpy(*png, mine.png, mine.png_len);
+      *len = mine.png_len;
+    }
+  }
+  if (rc != 0 || mine.last == NULL || mine.png == NULL || *png == NULL) {
+    slot_clear(&mine);
     return rc ? rc : -1;
   }
 
@@ -261,8 +279,7 @@ int drw_canvas_png(drw_state_t *st, const char *sid, json_object *piece,
   mine.used = ++st->clock;
   st->slots[slot] = mine;
   pthread_mutex_unlock(&st->lock);
-  cv_raster_free(old.r);
-  free(old.last);
+  slot_clear(&old);
   return 0;
 }
 
@@ -468,10 +485,8 @@ static int init(const atl_host_t *host, void **state) {
 
 static void destroy(void *state) {
   drw_state_t *st = state;
-  for (int i = 0; i < DRW_CACHE; i++) {
-    cv_raster_free(st->slots[i].r);
-    free(st->slots[i].last);
-  }
+  for (int i = 0; i < DRW_CACHE; i++)
+    slot_clear(&st->slots[i]);
   pthread_mutex_destroy(&st->lock);
   free(st);
 }
@@ -480,11 +495,8 @@ static void session_close(void *state, const char *sid) {
   drw_state_t *st = state;
   pthread_mutex_lock(&st->lock);
   for (int i = 0; i < DRW_CACHE; i++)
-    if (st->slots[i].r && strcmp(st->slots[i].sid, sid) == 0) {
-      cv_raster_free(st->slots[i].r);
-      free(st->slots[i].last);
-      memset(&st->slots[i], 0, sizeof(st->slots[i]));
-    }
+    if (st->slots[i].r && strcmp(st->slots[i].sid, sid) == 0)
+      slot_clear(&st->slots[i]);
   pthread_mutex_unlock(&st->lock);
 }
 

@@ -35,6 +35,8 @@ typedef struct {
   size_t drawn;   /* strokes on the raster */
   char *last;     /* the packed text of the last of them */
   cv_raster_t *r; /* NULL: empty slot */
+  void *png;      /* r encoded, once asked for; NULL until then */
+  size_t png_len;
   unsigned long used;
 } drw_slot_t;
 

@@ -3,9 +3,12 @@
 
 #include <cairo.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "png_encode.h"
 
@@ -70,8 +73,6 @@ cv_raster_t *cv_raster_new(const cv_view_t *view) {
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
   cairo_scale(cr, (double)r->w / CV_WIDTH, (double)r->h / CV_HEIGHT);
-  cairo_rectangle(cr, 0, 0, CV_WIDTH, CV_HEIGHT);
-  cairo_clip(cr);
   cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
   cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
   /* A quarter of a pixel: invisible at 800 × 600, and curves flatten into
@@ -89,34 +90,135 @@ void cv_raster_free(cv_raster_t *r) {
   free(r);
 }
 
-int cv_raster_draw(cv_raster_t *r, json_object *strokes, size_t from,
-                   size_t *skipped) {
-  size_t n = strokes ? json_object_array_length(strokes) : 0;
+/* How far a stroke's ink reaches past its path, in canvas units: half
+ * its widest part, its bristles' offsets and noise, and a pixel of
+ * anti-aliasing. */
+static double reach(const cv_stroke_t *s, cv_mode_t mode) {
+  cv_ink_t ink;
+  cv_stroke_ink(s, mode, 0, &ink);
+  double w = ink.width;
+  if (mode == CV_PAINT && s->brush >= 0) {
+    const cv_brush_t *b = &cv_brushes[s->brush];
+    w *= 1 + b->spread + b->noise;
+  }
+  return w / 2 + 2;
+}
+
+/* Draws strokes[from .. to) on cr; with a band (y0 < y1, device rows),
+ * only those whose ink can reach it. */
+static int draw_range(cairo_t *cr, const cv_view_t *view, double sy,
+                      json_object *strokes, size_t from, size_t to, int y0,
+                      int y1, dp_path_t *path, size_t *skipped) {
   int rc = 0;
-  for (size_t i = from; i < n && rc == 0; i++) {
+  for (size_t i = from; i < to && rc == 0; i++) {
     cv_stroke_t s;
     dp_error_t pe;
     json_object *o = json_object_array_get_idx(strokes, i);
-    dp_path_clear(&r->path);
+    dp_path_clear(path);
     if (!json_object_is_type(o, json_type_string) ||
         cv_stroke_unpack(json_object_get_string(o), &s) != 0) {
       if (skipped)
         (*skipped)++;
       continue;
     }
-    if (dp_parse(s.d, strlen(s.d), &r->path, &pe) != 0) {
+    if (dp_parse(s.d, strlen(s.d), path, &pe) != 0) {
       if (skipped)
         (*skipped)++;
       cv_stroke_clear(&s);
       continue;
     }
-    draw_t d = {.cr = r->cr};
-    cv_stroke_ink(&s, r->view.mode, r->view.highlight_human, &d.ink);
-    if (cv_stroke_parts(&s, &r->path, r->view.mode, draw_part, &d) != 0)
+    dp_box_t box;
+    if (y0 < y1 && dp_bounds(path, &box) == 0) {
+      double m = reach(&s, view->mode);
+      if ((box.y1 + m) * sy < y0 || (box.y0 - m) * sy > y1) {
+        cv_stroke_clear(&s);
+        continue;
+      }
+    }
+    draw_t d = {.cr = cr};
+    cv_stroke_ink(&s, view->mode, view->highlight_human, &d.ink);
+    if (cv_stroke_parts(&s, path, view->mode, draw_part, &d) != 0)
       rc = -ENOMEM;
     cv_stroke_clear(&s);
   }
   return rc;
+}
+
+/* A batch of strokes drawn in horizontal bands by several threads. Each
+ * band is a surface of its own over the raster's rows, so no two threads
+ * touch one cairo object, and every pixel still gets its strokes in
+ * order. Cairo samples coverage in device space, so a stroke cut by a
+ * band's edge leaves no seam. */
+#define BANDS 4
+#define MAX_THREADS 4
+#define PARALLEL_FROM 256 /* strokes: fewer are not worth the threads */
+
+typedef struct {
+  cv_raster_t *r;
+  json_object *strokes;
+  size_t from, to;
+  atomic_int next;
+  atomic_int rc;
+} bands_t;
+
+static void *band_worker(void *arg) {
+  bands_t *b = arg;
+  cv_raster_t *r = b->r;
+  unsigned char *px = cairo_image_surface_get_data(r->sf);
+  int stride = cairo_image_surface_get_stride(r->sf);
+  int band_h = (r->h + BANDS - 1) / BANDS;
+  dp_path_t path = {0};
+  int k;
+  while ((k = atomic_fetch_add(&b->next, 1)) < BANDS) {
+    int y0 = k * band_h, y1 = y0 + band_h > r->h ? r->h : y0 + band_h;
+    if (y0 >= y1)
+      continue;
+    cairo_surface_t *sf = cairo_image_surface_create_for_data(
+        px + (size_t)y0 * (size_t)stride, CAIRO_FORMAT_RGB24, r->w, y1 - y0,
+        stride);
+    cairo_t *cr = cairo_create(sf);
+    cairo_translate(cr, 0, -y0);
+    double sy = (double)r->h / CV_HEIGHT;
+    cairo_scale(cr, (double)r->w / CV_WIDTH, sy);
+    cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    cairo_set_tolerance(cr, 0.25);
+    int rc = draw_range(cr, &r->view, sy, b->strokes, b->from, b->to, y0, y1,
+                        &path, NULL);
+    if (rc != 0 || cairo_status(cr) != CAIRO_STATUS_SUCCESS)
+      atomic_store(&b->rc, rc ? rc : -ENOMEM);
+    cairo_destroy(cr);
+    cairo_surface_finish(sf);
+    cairo_surface_destroy(sf);
+  }
+  dp_path_free(&path);
+  return NULL;
+}
+
+int cv_raster_draw(cv_raster_t *r, json_object *strokes, size_t from,
+                   size_t *skipped) {
+  size_t n = strokes ? json_object_array_length(strokes) : 0;
+  if (from >= n)
+    return 0;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = cpus > MAX_THREADS ? MAX_THREADS : cpus < 1 ? 1 : (int)cpus;
+  if (n - from < PARALLEL_FROM || threads < 2 || skipped != NULL)
+    return draw_range(r->cr, &r->view, (double)r->h / CV_HEIGHT, strokes, from,
+                      n, 0, 0, &r->path, skipped);
+  cairo_surface_flush(r->sf);
+  bands_t b = {.r = r, .strokes = strokes, .from = from, .to = n};
+  atomic_init(&b.next, 0);
+  atomic_init(&b.rc, 0);
+  pthread_t tid[MAX_THREADS];
+  int started = 0;
+  for (int t = 1; t < threads; t++)
+    if (pthread_create(&tid[started], NULL, band_worker, &b) == 0)
+      started++;
+  band_worker(&b);
+  for (int t = 0; t < started; t++)
+    pthread_join(tid[t], NULL);
+  cairo_surface_mark_dirty(r->sf);
+  return atomic_load(&b.rc);
 }
 
 uint8_t *cv_raster_rgb_of(const cv_raster_t *r) {
@@ -143,7 +245,9 @@ int cv_raster_encode(const cv_raster_t *r, void **png, size_t *len) {
   uint8_t *rgb = cv_raster_rgb_of(r);
   if (rgb == NULL)
     return -ENOMEM;
-  int rc = atl_png_encode(rgb, r->w, r->h, -1, png, len);
+  /* zlib level 1 and no row filter: a drawing is flat colour on white,
+   * where filters cost time and bytes (png_encode.h has the figures). */
+  int rc = atl_png_encode_flat(rgb, r->w, r->h, 1, png, len);
   free(rgb);
   return rc;
 }

@@ -433,11 +433,76 @@ Test(store, failing_txn_does_not_fail_its_group) {
   atl_store_close(st);
 }
 
+/* Documents are stored in 32 KiB chunks: every length round-trips, a
+ * shorter document drops the chunks past its end, an edit at the end
+ * leaves the first chunks as they were, and a failed write keeps the
+ * old document whole. */
+static char *doc_of(atl_store_t *st, const char *id) {
+  atl_store_reader_t *r;
+  cr_assert_eq(atl_store_reader_open(st, &r), 0);
+  atl_session_row_t row;
+  cr_assert_eq(atl_store_session_load(r, id, &row), 0);
+  atl_store_reader_close(r);
+  return row.document;
+}
+
+Test(store, documents_in_chunks) {
+  atl_store_t *st = open_store();
+  char a[33];
+  mkid(a, 5, 1);
+  create_session(st, a, 1, "{}");
+  static const size_t lens[] = {0,      1,     32767, 32768, 32769,
+                                100000, 65536, 10,    200000};
+  char *doc = malloc(200001);
+  for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+    size_t n = lens[k];
+    for (size_t i = 0; i < n; i++)
+      doc[i] = (char)('a' + (i * 7 + k) % 26);
+    doc[n] = '\0';
+    atl_txn_t *t = atl_txn_new();
+    atl_txn_document_set(t, a, doc, 10 + (int64_t)k);
+    cr_assert_eq(atl_store_submit_wait(st, t), 0);
+    char *got = doc_of(st, a);
+    cr_assert_eq(strlen(got), n, "length %zu", n);
+    cr_assert(memcmp(got, doc, n) == 0, "length %zu", n);
+    free(got);
+    cr_assert_eq(sql_int("SELECT count(*) FROM doc_chunks"),
+                 n == 0 ? 1 : (int64_t)((n + 32767) / 32768));
+  }
+  /* An edit in the last chunk rewrites that chunk only. */
+  int64_t first = sql_int("SELECT hash FROM doc_chunks WHERE idx = 0");
+  int64_t last = sql_int("SELECT hash FROM doc_chunks WHERE idx = 6");
+  doc[199999] = '!';
+  atl_txn_t *t = atl_txn_new();
+  atl_txn_document_set(t, a, doc, 100);
+  cr_assert_eq(atl_store_submit_wait(st, t), 0);
+  cr_assert_eq(sql_int("SELECT hash FROM doc_chunks WHERE idx = 0"), first);
+  cr_assert_neq(sql_int("SELECT hash FROM doc_chunks WHERE idx = 6"), last);
+  /* A transaction that fails after its document write undoes it. */
+  char missing[33];
+  mkid(missing, 5, 2);
+  t = atl_txn_new();
+  atl_txn_document_set(t, a, "{\"short\":1}", 101);
+  atl_txn_document_set(t, missing, "{}", 101);
+  cr_assert_eq(atl_store_submit_wait(st, t), ATL_ESTORE);
+  char *got = doc_of(st, a);
+  cr_assert_eq(strlen(got), 200000);
+  cr_assert_eq(got[199999], '!');
+  free(got);
+  /* Deleting the session deletes its chunks. */
+  t = atl_txn_new();
+  atl_txn_session_delete(t, a);
+  cr_assert_eq(atl_store_submit_wait(st, t), 0);
+  cr_assert_eq(sql_int("SELECT count(*) FROM doc_chunks"), 0);
+  free(doc);
+  atl_store_close(st);
+}
+
 /* ---- Versions and reopening --------------------------------------------- */
 
 Test(store, newer_schema_version_is_refused) {
   atl_store_close(open_store());
-  cr_assert_eq(sql_int("PRAGMA user_version"), 3);
+  cr_assert_eq(sql_int("PRAGMA user_version"), 4);
   sql_int("PRAGMA user_version = 99");
   char dir[128];
   snprintf(dir, sizeof(dir), "%s/data", tmpdir);
@@ -489,6 +554,9 @@ Test(store, a_version_1_database_is_migrated) {
   mkid(a, 2, 1);
   create_session(st, a, 7, "{\"v\":1}");
   atl_store_close(st);
+  /* Version 1 kept the document in the sessions row. */
+  sql_int("UPDATE sessions SET document = '{\"v\":1}'");
+  sql_int("DROP TABLE doc_chunks");
   sql_int("ALTER TABLE sessions DROP COLUMN model");
   sql_int("DROP TABLE queue");
   sql_int("PRAGMA user_version = 1");
@@ -496,8 +564,10 @@ Test(store, a_version_1_database_is_migrated) {
                        " WHERE name = 'model'"),
                0);
   st = open_store();
-  cr_assert_eq(sql_int("PRAGMA user_version"), 3);
+  cr_assert_eq(sql_int("PRAGMA user_version"), 4);
   cr_assert_eq(sql_int("SELECT count(*) FROM queue"), 0);
+  cr_assert_eq(sql_int("SELECT count(*) FROM doc_chunks"), 1);
+  cr_assert_eq(sql_int("SELECT length(document) FROM sessions"), 0);
   atl_store_reader_t *r;
   cr_assert_eq(atl_store_reader_open(st, &r), 0);
   atl_session_row_t row;

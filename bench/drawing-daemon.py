@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""The drawing tools through a real atelierd (bench/README.md, drawing):
+
+  1. draw_paths with 1,000 paths, acknowledged (committed): the time from
+     sending tool.call to its answer, on a session that grows by 1,000
+     strokes a call, for CALLS calls; p50 and max;
+  2. the same session carried on to 50,000 strokes: every call's time
+     (the last ten's median and the worst) and atelierd's RSS growth;
+  3. view_canvas on that canvas, right after the last draw_paths (the
+     canvas's raster and PNG are cached) and after a restart (cold);
+  4. generate_svg: a 1,000-path spiral, the whole round trip with the
+     sandbox's start; median of ROUNDS.
+
+  bench/drawing-daemon.py BUILD_DIR [ROUNDS]
+
+Standard library only; the client is a plain JSON-RPC socket.
+"""
+
+import json
+import math
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+TMP = tempfile.mkdtemp(prefix="atl-drawbench.")
+
+
+def start(data=None):
+    sock_dir = os.path.join(TMP, "run")
+    conf = os.path.join(TMP, "atelierd.conf")
+    with open(conf, "w") as f:
+        f.write("")
+    proc = subprocess.Popen(
+        [os.path.join(BUILD, "atelierd"), "--foreground", "--config", conf,
+         "--socket-dir", sock_dir, "--data-dir",
+         data or os.path.join(TMP, "data"), "--plugin-dir",
+         os.path.join(BUILD, "plugins", ".libs"), "--log-level", "warn"],
+        stderr=open(os.path.join(TMP, "daemon.log"), "a"))
+    sock = os.path.join(sock_dir, "api.sock")
+    for _ in range(200):
+        try:
+            c = Client(sock)
+            c.call("daemon.info", {})
+            return proc, c
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("atelierd did not start")
+
+
+class Client:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(path)
+        self.buf = b""
+        self.n = 0
+
+    def call(self, method, params):
+        self.n += 1
+        self.s.sendall(json.dumps({"jsonrpc": "2.0", "id": self.n,
+                                   "method": method,
+                                   "params": params}).encode() + b"\n")
+        while b"\n" not in self.buf:
+            chunk = self.s.recv(1 << 20)
+            if not chunk:
+                raise OSError("closed")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        resp = json.loads(line)
+        if "error" in resp:
+            raise RuntimeError(resp["error"])
+        return resp["result"]
+
+    def tool(self, sid, name, args):
+        t0 = time.perf_counter()
+        r = self.call("tool.call", {"session": sid, "name": name,
+                                    "arguments": args})
+        ms = (time.perf_counter() - t0) * 1000
+        if not r["success"]:
+            raise RuntimeError(r["error"])
+        return r, ms
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def paths_1000(rng):
+    """1,000 paths of a pen drawing: short hatching lines, polylines and
+    curves near a centre, the kinds draw_paths takes (plotter mode)."""
+    out = []
+    for i in range(1000):
+        cx, cy = 40 + rng.random() * 720, 40 + rng.random() * 520
+
+        def p():
+            return {"x": round(cx + rng.uniform(-30, 30), 2),
+                    "y": round(cy + rng.uniform(-30, 30), 2)}
+        k = i % 4
+        if k == 0:
+            out.append({"type": "line", "points": [p(), p()]})
+        elif k == 1:
+            out.append({"type": "polyline", "points": [p() for _ in range(6)]})
+        elif k == 2:
+            out.append({"type": "cubic", "points": [p(), p(), p(), p()]})
+        else:
+            a, b = p(), p()
+            out.append({"type": "svg", "d": "M %s %s Q %s %s %s %s" % (
+                a["x"], a["y"], cx, cy, b["x"], b["y"])})
+    return out
+
+
+SPIRAL = """paths = []
+cx, cy = canvas_width / 2, canvas_height / 2
+for i in range(1000):
+    t = i * 0.03
+    r = 4 + t * 9
+    paths.append(line(cx + r * math.cos(t), cy + r * math.sin(t),
+                      cx + (r + 0.27) * math.cos(t + 0.03),
+                      cy + (r + 0.27) * math.sin(t + 0.03)))
+output_paths(paths)
+"""
+
+
+def main():
+    print("machine: %d cores, %s; rounds=%d" % (
+        os.cpu_count(), open("/proc/cpuinfo").read().split(
+            "model name")[1].split("\n")[0].strip(": "), ROUNDS))
+    rng = random.Random(7)
+    proc, c = start()
+    try:
+        # 4. generate_svg first, on a fresh session.
+        sid = c.call("session.create", {})["id"]
+        c.tool(sid, "generate_svg", {"code": SPIRAL})  # warm the page cache
+        gen = []
+        for _ in range(ROUNDS):
+            sid = c.call("session.create", {})["id"]
+            r, ms = c.tool(sid, "generate_svg", {"code": SPIRAL})
+            assert r["result"]["drawn"] == 1000, r["result"].get("refused")
+            gen.append(ms)
+        # 1 and 2. draw_paths, 1,000 at a time, to 50,000 strokes.
+        sid = c.call("session.create", {})["id"]
+        batches = [paths_1000(rng) for _ in range(5)]
+        rss0 = rss_kb(proc.pid)
+        times = []
+        for i in range(50):
+            r, ms = c.tool(sid, "draw_paths", {"paths": batches[i % 5]})
+            assert r["result"]["drawn"] == 1000
+            times.append(ms)
+        rss1 = rss_kb(proc.pid)
+        # 3. view_canvas, warm.
+        warm = [c.tool(sid, "view_canvas", {})[1] for _ in range(ROUNDS)]
+    finally:
+        proc.terminate()
+        proc.wait()
+    proc, c = start()
+    try:
+        cold = []
+        for _ in range(ROUNDS):
+            # Another session's canvas takes the cache slots' place? The
+            # cache holds 8 sessions; a restart empties it: cold each time.
+            proc.terminate()
+            proc.wait()
+            proc, c = start()
+            r, ms = c.tool(sid, "view_canvas", {})
+            assert r["result"]["strokes_total"] == 50000
+            cold.append(ms)
+    finally:
+        proc.terminate()
+        proc.wait()
+
+    first10 = times[:10]
+    print("draw_paths, 1,000 paths a call (plotter; canvas from 0 to 10,000 "
+          "strokes): p50 %.1f ms, max %.1f ms" % (
+              statistics.median(first10), max(first10)))
+    print("draw_paths, 1,000 paths a call, all 50 calls to 50,000 strokes: "
+          "p50 %.1f ms, max %.1f ms; the last ten: p50 %.1f ms, max %.1f ms"
+          % (statistics.median(times), max(times),
+             statistics.median(times[-10:]), max(times[-10:])))
+    print("atelierd RSS: %.1f MB before, %.1f MB at 50,000 strokes "
+          "(+%.1f MB)" % (rss0 / 1024, rss1 / 1024, (rss1 - rss0) / 1024))
+    print("view_canvas at 50,000 strokes: warm (cached) median %.1f ms; "
+          "cold (after a restart) median %.1f ms" % (
+              statistics.median(warm), statistics.median(cold)))
+    print("generate_svg, 1,000-path spiral, round trip with the sandbox: "
+          "median %.1f ms (min %.1f, max %.1f)" % (
+              statistics.median(gen), min(gen), max(gen)))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
