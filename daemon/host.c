@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "schema.h"
+#include "agent/agent.h"
 #include "toolcall.h"
 
 /* The daemon is a process-wide singleton; plugins reach it through their
@@ -122,12 +123,110 @@ static int host_image_put(const atl_host_t *h, const void *data, size_t len,
   return atl_store_submit(g_daemon->store, t, image_done, NULL);
 }
 
+/* A provider type's base URL and key: the first [provider.NAME] of that
+ * type, else the type's public endpoint and key variable. 0, or
+ * ATL_EINVAL for an unknown type. *key may be NULL (none set). */
+static int provider_of(const char *type, const char **base, const char **key) {
+  const char *url = NULL, *env = NULL;
+  if (atl_provider_defaults(type, &url, &env) != 0)
+    return ATL_EINVAL;
+  const atl_config_t *cfg = g_daemon->cfg;
+  for (size_t i = 0; cfg && i < cfg->n_providers; i++) {
+    const atl_provider_conf_t *p = &cfg->providers[i];
+    if (p->type && strcmp(p->type, type) == 0) {
+      if (p->base_url)
+        url = p->base_url;
+      if (p->api_key_env)
+        env = p->api_key_env;
+      break;
+    }
+  }
+  const char *k = env ? getenv(env) : NULL;
+  *base = url;
+  *key = k && *k ? k : NULL;
+  return 0;
+}
+
+static int host_provider_endpoint(const atl_host_t *h, const char *type,
+                                  char *base_out, size_t size) {
+  (void)h;
+  const char *base, *key;
+  if (provider_of(type, &base, &key) != 0)
+    return ATL_EINVAL;
+  size_t n = strlen(base);
+  while (n > 0 && base[n - 1] == '/')
+    n--;
+  if (base_out && size)
+    snprintf(base_out, size, "%.*s", (int)n, base);
+  return key != NULL;
+}
+
 static int host_http_request(const atl_host_t *h, const atl_http_request_t *req,
                              atl_http_done_cb cb, void *user) {
   (void)h;
   if (g_daemon->http == NULL)
     return ATL_ESHUTDOWN;
-  return atl_http_request(g_daemon->http, req, NULL, cb, user);
+  int has_auth = req->struct_size >=
+                     offsetof(atl_http_request_t, auth) + sizeof(req->auth) &&
+                 req->auth != NULL;
+  if (!has_auth)
+    return atl_http_request(g_daemon->http, req, NULL, cb, user);
+  /* The key goes only to the provider's own base URL: a plugin cannot
+   * have it sent elsewhere, nor read it back from a request of its own. */
+  const char *base, *key;
+  if (provider_of(req->auth, &base, &key) != 0)
+    return ATL_EINVAL;
+  if (key == NULL)
+    return ATL_EPERM;
+  size_t n = strlen(base);
+  while (n > 0 && base[n - 1] == '/')
+    n--;
+  if (req->url == NULL || strncmp(req->url, base, n) != 0 ||
+      (req->url[n] != '/' && req->url[n] != '\0'))
+    return ATL_EPERM;
+  const char *prefix = strcmp(req->auth, "gemini") == 0 ? "x-goog-api-key: "
+                       : strcmp(req->auth, "anthropic") == 0
+                           ? "x-api-key: "
+                           : "Authorization: Bearer ";
+  size_t nh = 0;
+  while (req->headers && req->headers[nh])
+    nh++;
+  const char **hdrs = calloc(nh + 2, sizeof(*hdrs));
+  char *line = NULL;
+  if (hdrs == NULL || asprintf(&line, "%s%s", prefix, key) < 0) {
+    free(hdrs);
+    return ATL_ENOMEM;
+  }
+  for (size_t i = 0; i < nh; i++)
+    hdrs[i] = req->headers[i];
+  hdrs[nh] = line;
+  atl_http_request_t copy = *req;
+  copy.headers = hdrs;
+  /* atl_http_request copies what it keeps before it returns. */
+  int rc = atl_http_request(g_daemon->http, &copy, NULL, cb, user);
+  explicit_bzero(line, strlen(line));
+  free(line);
+  free(hdrs);
+  return rc;
+}
+
+static int host_image_get(const atl_host_t *h, const char *id, void **data,
+                          size_t *len, char *mime_out, size_t mime_size) {
+  (void)h;
+  *data = NULL;
+  *len = 0;
+  if (id == NULL || strlen(id) != ATL_IMAGE_ID_LEN)
+    return ATL_EINVAL;
+  atl_store_reader_t *r = atl_daemon_reader_take(g_daemon);
+  if (r == NULL)
+    return ATL_ESTORE;
+  char *mime = NULL;
+  int rc = atl_store_image_get(r, id, &mime, data, len);
+  atl_daemon_reader_give(g_daemon, r);
+  if (rc == 0 && mime_out && mime_size)
+    snprintf(mime_out, mime_size, "%s", mime);
+  free(mime);
+  return rc;
 }
 
 static int host_call_error(atl_call_t *call, const char *fmt, ...) {
@@ -201,4 +300,6 @@ void atl_host_table_init(atl_daemon_t *d, atl_host_t *h) {
   h->schema_apply_defaults = atl_schema_apply_defaults;
   h->schema_free = atl_schema_free;
   h->call_emit = atl__call_emit;
+  h->provider_endpoint = host_provider_endpoint;
+  h->image_get = host_image_get;
 }

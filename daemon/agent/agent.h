@@ -43,6 +43,9 @@ void atl_agent_free(atl_daemon_t *d);
 void atl_agent_provider_resolve(atl_daemon_t *d, const char *name,
                                 atl_agent_provider_t *p);
 void atl_agent_provider_clear(atl_agent_provider_t *p);
+/* The public endpoint and key variable of a provider type (anthropic,
+ * gemini, openai): 0, or -1 for another type. The strings are static. */
+int atl_provider_defaults(const char *type, const char **url, const char **env);
 
 /* agent_call.c: a streamed model call (a run's turn, a summary, a provider
  * check): the turn its events are parsed into, the SSE parser,

@@ -32,6 +32,16 @@ static int default_of(const char *type) {
   return -1;
 }
 
+int atl_provider_defaults(const char *type, const char **url,
+                          const char **env) {
+  int i = type ? default_of(type) : -1;
+  if (i < 0)
+    return -1;
+  *url = defaults[i].url;
+  *env = defaults[i].env;
+  return 0;
+}
+
 /* The first model of "a, b, c". */
 static char *first_model(const char *models) {
   if (models == NULL)

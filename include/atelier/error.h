@@ -31,6 +31,7 @@
   XX(EPROTO, -EPROTO, "protocol error")                                        \
   XX(EAGAIN, -EAGAIN, "try again")                                             \
   XX(ESHUTDOWN, -ESHUTDOWN, "shutting down")                                   \
+  XX(EPERM, -EPERM, "not permitted")                                           \
   XX(EABI, -4000, "plugin ABI mismatch")                                       \
   XX(ESCHEMA, -4001, "invalid JSON schema")                                    \
   XX(ESTORE, -4002, "session store error")                                     \

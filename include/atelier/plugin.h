@@ -201,6 +201,11 @@ struct atl_http_request_s {
   size_t body_len;
   uint32_t timeout_ms; /* 0: 60 s */
   size_t max_response; /* 0: 32 MiB; a longer response fails with E2BIG */
+  /* ABI 1.3: a provider type ("gemini", "anthropic", "openai"). The host
+   * adds that provider's API key to the request's headers, in the header
+   * the provider expects, when url starts with the provider's base URL
+   * (provider_endpoint); the plugin never sees the key. NULL: none. */
+  const char *auth;
 };
 
 struct atl_http_response_s {
@@ -316,6 +321,21 @@ struct atl_host_s {
    * at most 63 characters. Takes ownership of data (may be NULL). Handler
    * thread; returns 0, ATL_EINVAL or ATL_ENOMEM. */
   int (*call_emit)(atl_call_t *call, const char *type, json_object *data);
+
+  /* Where requests to a provider of type ("gemini", ...) go: its base URL
+   * (no trailing slash) in base_out, from the first [provider.NAME] of that
+   * type in the configuration, else the provider's public endpoint. Returns
+   * 1 when the host holds a key for it (atl_http_request_t.auth then adds
+   * it), 0 when it does not, ATL_EINVAL for an unknown type. Any thread. */
+  int (*provider_endpoint)(const atl_host_t *h, const char *type,
+                           char *base_out, size_t size);
+
+  /* A stored image by id: 0 and a malloc()ed copy of its bytes in *data
+   * (*len bytes; free() it) and its MIME type in mime_out, ATL_ENOENT, or
+   * another negative ATL_E* code. It reads the store: handler threads
+   * only, never the loop. */
+  int (*image_get)(const atl_host_t *h, const char *id, void **data,
+                   size_t *len, char *mime_out, size_t mime_size);
 };
 
 /* Whether the host table h has member m (a host older than the plugin's

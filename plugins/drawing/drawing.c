@@ -72,7 +72,8 @@ json_object *drw_current(json_object *ns) {
 }
 
 json_object *drw_strokes(json_object *piece) {
-  return get(piece, "strokes");
+  json_object *s = get(piece, "strokes");
+  return json_object_is_type(s, json_type_array) ? s : NULL;
 }
 
 cv_mode_t drw_piece_mode(json_object *piece) {
@@ -449,12 +450,16 @@ static char *describe(void *state, json_object *ns) {
           json_object_get_boolean(get(piece, "done")) ? "; marked done" : "");
   json_object *pieces = get(ns, "pieces");
   size_t saved = 0;
+  if (!json_object_is_type(pieces, json_type_array))
+    pieces = NULL;
   for (size_t i = 0; pieces && i < json_object_array_length(pieces); i++)
     saved += get(json_object_array_get_idx(pieces, i), "saved_ms") != NULL;
   if (saved)
     fprintf(f, " Gallery: %zu saved piece%s.", saved, saved == 1 ? "" : "s");
   json_object *refs = get(ns, "references");
-  size_t nr = refs ? json_object_array_length(refs) : 0;
+  size_t nr = json_object_is_type(refs, json_type_array)
+                  ? json_object_array_length(refs)
+                  : 0;
   if (nr) {
     fputs(" Reference images:", f);
     for (size_t i = 0; i < nr && i < 10; i++)
@@ -534,6 +539,17 @@ static const atl_tool_t tools[] = {
      .description = DRW_SIGN_CANVAS_DESC,
      .input_schema = DRW_SIGN_CANVAS,
      .handler = drw_sign_canvas},
+    {.name = "generate_image",
+     .description = DRW_GENERATE_IMAGE_DESC,
+     .input_schema = DRW_GENERATE_IMAGE,
+     .flags = ATL_TOOL_LONG_RUNNING,
+     .timeout_ms = 75000,
+     .handler = drw_generate_image},
+    {.name = "view_reference_image",
+     .description = DRW_VIEW_REFERENCE_IMAGE_DESC,
+     .input_schema = DRW_VIEW_REFERENCE_IMAGE,
+     .flags = ATL_TOOL_READ_ONLY,
+     .handler = drw_view_reference_image},
     {.name = "name_piece",
      .description = DRW_NAME_PIECE_DESC,
      .input_schema = DRW_NAME_PIECE,

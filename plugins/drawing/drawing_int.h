@@ -101,6 +101,8 @@ int drw_new_canvas(atl_call_t *call);
 int drw_sign_canvas(atl_call_t *call);
 int drw_name_piece(atl_call_t *call);
 int drw_generate_svg(atl_call_t *call);
+int drw_generate_image(atl_call_t *call);
+int drw_view_reference_image(atl_call_t *call);
 
 /* The sandbox's set-up at init: finds bwrap and python3. */
 void drw_sandbox_init(drw_state_t *st);

@@ -184,6 +184,38 @@ OUT = [
         "required": ["title"],
         "additionalProperties": False,
     }),
+    ("GENERATE_IMAGE_DESC",
+     "Generates a reference image with Google's image model (Gemini "
+     "2.5 Flash Image) from a prompt, keeps it with the session under a "
+     "name, and shows it to you: something to look at while drawing, not "
+     "part of the canvas. Be concrete about subject, composition and style "
+     "(\"a lighthouse on a cliff at dusk, loose ink drawing\"). Needs a "
+     "Gemini API key on the server; takes up to a minute."),
+    ("GENERATE_IMAGE", {
+        "type": "object",
+        "properties": {
+            "prompt": {"type": "string", "minLength": 1, "maxLength": 4000,
+                       "description": "What the image shows."},
+            "name": {"type": "string", "minLength": 1, "maxLength": 64,
+                     "description": "A name to find it by (letters, digits, "
+                     "- and _; others become _), e.g. \"harbour-study\". "
+                     "Default: reference-N. An image of the same name is "
+                     "replaced."},
+        },
+        "required": ["prompt"],
+        "additionalProperties": False,
+    }),
+    ("VIEW_REFERENCE_IMAGE_DESC",
+     "Shows a reference image made by generate_image: the one named, or the "
+     "newest, with the list of all names."),
+    ("VIEW_REFERENCE_IMAGE", {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 64,
+                     "description": "The image's name; default the newest."},
+        },
+        "additionalProperties": False,
+    }),
 ]
 
 

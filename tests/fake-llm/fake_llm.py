@@ -79,8 +79,10 @@ TURN_KEYS = {
     "stop_reason": str, "comment": str, "anthropic_content": list,
     "stream_error": str, "stream_error_after_text": bool, "cut_last_call": bool,
     "refusal": str, "finish_message": str, "prompt_blocked": str, "thoughts_tokens": int,
-    "match": str,
+    "match": str, "image": dict,
 }
+IMAGE_KEYS = {"data": str, "mime": str, "width": int, "height": int,
+              "color": list, "none": bool}
 
 # Every stop reason of the three APIs; a turn may name any of them and each
 # API renders its own equivalent (STOP_MAP).
@@ -141,6 +143,10 @@ def check_turn(turn, where):
                 f"{', '.join(sorted(STOP_REASONS))})")
     if "prompt_blocked" in turn and turn["prompt_blocked"] not in PROMPT_BLOCK_REASONS:
         return f"{where}.prompt_blocked: one of {', '.join(PROMPT_BLOCK_REASONS)}"
+    for key, value in (turn.get("image") or {}).items():
+        if key not in IMAGE_KEYS or not isinstance(value, IMAGE_KEYS[key]) or (
+                isinstance(value, bool) and IMAGE_KEYS[key] is not bool):
+            return f"{where}.image.{key}: unknown or wrong type"
     if turn.get("thoughts_tokens", 0) < 0:
         return f"{where}.thoughts_tokens: must be at least 0"
     for i, call in enumerate(turn.get("tool_calls", [])):
@@ -255,6 +261,7 @@ class Reply:
     def __init__(self, turn, state, id_prefix, request_body, api):
         self.turn = turn
         self.api = api
+        self.image_out = False  # set by the Gemini handler for image models
         self.chunks = turn.get("chunks", DEFAULT_CHUNKS)
         self.thinking = turn.get("thinking")
         self.text = turn.get("text")
@@ -629,14 +636,51 @@ def gemini_contentless(reply):
                              reply.thinking is None)
 
 
+def solid_png(width, height, rgb):
+    """A PNG of one colour: what an image model "draws" when a turn does
+    not give its image's bytes."""
+    import base64
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff))
+    row = b"\x00" + bytes(rgb) * width
+    return base64.b64encode(
+        b"\x89PNG\r\n\x1a\n" +
+        chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) +
+        chunk(b"IDAT", zlib.compress(row * height)) + chunk(b"IEND", b"")).decode()
+
+
+def gemini_image_part(reply):
+    """The image of an image model's answer, or None: a turn's "image"
+    ({"data": base64, "mime": ...} or {"width", "height", "color"}), or a
+    64x64 grey square when the request asked for images and the turn gave
+    none."""
+    img = reply.turn.get("image")
+    if img is None and not reply.image_out:
+        return None
+    img = img if isinstance(img, dict) else {}
+    if img.get("none"):
+        return None
+    data = img.get("data") or solid_png(int(img.get("width", 64)),
+                                        int(img.get("height", 64)),
+                                        img.get("color", [128, 128, 128]))
+    return {"inlineData": {"mimeType": img.get("mime", "image/png"), "data": data}}
+
+
 def gemini_parts(reply):
     """All parts of the answer, in order, with the thought signature placed."""
     parts = []
     calls = gemini_calls(reply)
+    image = gemini_image_part(reply)
     if reply.thinking is not None:
         parts.append({"text": reply.thinking, "thought": True})
-    if reply.text or not calls:
+    if reply.text or (not calls and image is None):
         parts.append({"text": reply.text or ""})
+    if image is not None:
+        parts.append(image)
     for c in calls:
         parts.append(gemini_call_part(c))
     sig = reply.turn.get("thought_signature")
@@ -697,6 +741,9 @@ def gemini_stream(reply, model, rid):
     groups += [[{"text": p}] for p in split_text(reply.text or "", reply.chunks)]
     if calls:
         groups.append([gemini_call_part(c) for c in calls])
+    image = gemini_image_part(reply)
+    if image is not None:
+        groups.append([image])
     if not groups:
         groups.append([{"text": ""}])
     sig = reply.turn.get("thought_signature")
@@ -1226,6 +1273,9 @@ class Handler(BaseHTTPRequestHandler):
         if done is not None:
             return done
         reply = Reply(turn, self.server.state, "fc_fake_", body, "gemini")
+        # An image model asked for images answers with one.
+        reply.image_out = bool(info.get("image_output")) and \
+            "IMAGE" in rules.gemini_modalities(body)
         # Thought tokens (at most the thinking budget; -1 is unbounded) count
         # against maxOutputTokens.
         gc = body.get("generationConfig") or {}

@@ -80,7 +80,7 @@ DEFAULT_MODEL = {
     "adaptive_thinking": "yes", "xhigh_effort": True, "context_1m": False,
     "reasoning": False, "input_limit": None,
     "thinking_config": True, "budget": None, "budget_zero": True, "levels": None,
-    "signatures": False,
+    "signatures": False, "image_output": False,
 }
 
 _CLAUDE_OLD = {"adaptive_thinking": "no", "xhigh_effort": False}
@@ -156,6 +156,10 @@ MODELS = {
     "gemini-2.5-pro": dict(_GEMINI_25, budget=[128, 32_768], budget_zero=False),
     "gemini-2.5-flash": dict(_GEMINI_25, budget=[1, 24_576], budget_zero=True),
     "gemini-2.5-flash-lite": dict(_GEMINI_25, budget=[512, 24_576], budget_zero=True),
+    # The image model (Nano Banana): 32,768 tokens in and out, no thinking
+    # configuration, images out when asked for ("image_output").
+    "gemini-2.5-flash-image": {"context": 32_768, "max_output": 32_768,
+                               "thinking_config": False, "image_output": True},
     "gemini-3": dict(_GEMINI_3),
     "gemini-3-flash": dict(_GEMINI_3, levels=_ALL_LEVELS),
     "gemini-3.1-pro": dict(_GEMINI_3, levels=["low", "medium", "high"]),
@@ -168,6 +172,7 @@ MODEL_FLAG_TYPES = {
     "context_1m": bool, "reasoning": bool, "input_limit": (int, type(None)),
     "thinking_config": bool, "budget": (list, type(None)), "budget_zero": bool,
     "levels": (list, type(None)), "signatures": bool, "extended_thinking": bool,
+    "image_output": bool,
 }
 
 _NAME_BOUNDARY = "-.:@_/ "
@@ -1596,6 +1601,38 @@ def gemini_check_tools(body):
         raise Refusal(400, json_msg)
 
 
+GEMINI_MODALITIES = ("MODALITY_UNSPECIFIED", "TEXT", "IMAGE", "AUDIO")
+
+
+def gemini_modalities(body):
+    """The response modalities a request asks for, upper-case ([] if none)."""
+    gc = body.get("generationConfig", body.get("generation_config")) \
+        if isinstance(body, dict) else None
+    mods = gc.get("responseModalities", gc.get("response_modalities")) \
+        if isinstance(gc, dict) else None
+    return [m.upper() for m in mods if isinstance(m, str)] \
+        if isinstance(mods, list) else []
+
+
+def gemini_check_modalities(gc, model):
+    mods = gc.get("responseModalities", gc.get("response_modalities"))
+    if mods is None:
+        return
+    if not isinstance(mods, list):
+        raise Refusal(400, "Invalid JSON payload received. Unknown name "
+                      "\"responseModalities\" at 'generation_config': Proto field is "
+                      "repeating, cannot start object.")                    # likely
+    for i, m in enumerate(mods):
+        if not isinstance(m, str) or m.upper() not in GEMINI_MODALITIES:
+            raise Refusal(400, f"Invalid value at 'generation_config.response_modalities[{i}]' "
+                          "(type.googleapis.com/google.ai.generativelanguage.v1beta."
+                          f"GenerationConfig.Modality), {json.dumps(m)}")   # likely
+    if "IMAGE" in (m.upper() for m in mods) and not model.get("image_output"):
+        # Laisky/one-api#45 (gemini-2.0-flash asked for image, text).
+        raise Refusal(400, "Model does not support the requested response modalities: "
+                      + ",".join(m.lower() for m in mods))
+
+
 def gemini_check_generation_config(body, model):
     gc = body.get("generationConfig", body.get("generation_config"))
     if gc is None:
@@ -1615,6 +1652,7 @@ def gemini_check_generation_config(body, model):
                           f"value of {mot} but the supported range is from 1 (inclusive) to "
                           f"{model['max_output'] + 1} (exclusive). Update the value and try "
                           "again.")
+    gemini_check_modalities(gc, model)
     tc = gc.get("thinkingConfig", gc.get("thinking_config"))
     if tc is None:
         return

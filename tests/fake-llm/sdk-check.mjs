@@ -526,6 +526,31 @@ await anthropicSuite(Anthropic0, `anthropic ${sdkVersion('anthropic-sdk-0')}`);
     assert.equal(req.body.contents[0].parts[0].text, 'Build me a scene.');
   });
 
+  await check('gemini: the image model answers with an inlineData PNG the SDK returns', async () => {
+    await reset();
+    await script([{ text: 'A red square.', image: { width: 4, height: 3, color: [200, 10, 10] } }]);
+    const r = await ai.models.generateContent({
+      model: 'gemini-2.5-flash-image', contents: 'a red square',
+      config: { responseModalities: ['TEXT', 'IMAGE'] },
+    });
+    const parts = r.candidates[0].content.parts;
+    const img = parts.find((p) => p.inlineData);
+    assert.ok(img, JSON.stringify(parts));
+    assert.equal(img.inlineData.mimeType, 'image/png');
+    const png = Buffer.from(img.inlineData.data, 'base64');
+    assert.equal(png.subarray(1, 4).toString(), 'PNG');
+    assert.equal(png.readUInt32BE(16), 4);
+    assert.equal(parts.find((p) => p.text).text, 'A red square.');
+  });
+
+  await check('gemini: asking a text model for images -> 400 response modalities', async () => {
+    await reset();
+    await script([{ text: 'unused' }]);
+    await assert.rejects(
+      ai.models.generateContent({ model, contents: 'a cat', config: { responseModalities: ['TEXT', 'IMAGE'] } }),
+      (e) => statusOf(e) === 400 && /does not support the requested response modalities/.test(String(e.message)));
+  });
+
   await check('gemini: streamed text turn (alt=sse), chunks concatenate to the script', async () => {
     await script([{ text: STREAM_TEXT, chunks: 5 }]);
     const stream = await ai.models.generateContentStream({ model, contents: [user] });

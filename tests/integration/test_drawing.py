@@ -469,11 +469,77 @@ def _(ctx):
         system, system[:2000]
 
 
+@check("generate_image: the request the real Gemini API takes (the key "
+       "added by the host, images asked for), the image kept under its "
+       "sanitised name and shown to the model; view_reference_image finds "
+       "it; the key never reaches the log")
+def _(ctx):
+    d, fake = ctx["d"], ctx["fake"]
+    sid = d.session()
+    err = fail(d, sid, "view_reference_image")
+    assert "no reference images yet" in err, err
+    fake.script([{"text": "A red square.", "image": {
+        "width": 32, "height": 24, "color": [200, 10, 10]}}])
+    r = ok(d, sid, "generate_image", {"prompt": "a red square",
+                                      "name": "red square!"})
+    res = r["result"]
+    assert res["name"] == "red_square_" and res["model_notes"] == \
+        "A red square.", res
+    w, h, rows = png_pixels(image_of(d, r))
+    assert (w, h) == (32, 24) and rows[5][:3] == bytes([200, 10, 10])
+    q = fake.requests()[-1]
+    assert q["path"].endswith("/models/gemini-2.5-flash-image:"
+                              "generateContent"), q["path"]
+    assert q["body"]["generationConfig"]["responseModalities"] == \
+        ["TEXT", "IMAGE"], q["body"]
+    assert q["body"]["contents"][0]["parts"][0]["text"] == "a red square"
+    ns = canvas_ns(d, sid)
+    assert ns["references"][0]["name"] == "red_square_"
+    fake.script([{"image": {"width": 8, "height": 8}}])
+    ok(d, sid, "generate_image", {"prompt": "grey"})
+    r = ok(d, sid, "view_reference_image", {"name": "red_square_"})
+    assert r["result"]["available"] == ["reference-2", "red_square_"], r
+    w, h, _ = png_pixels(image_of(d, r))
+    assert (w, h) == (32, 24)
+    err = fail(d, sid, "view_reference_image", {"name": "nope"})
+    assert "No reference image named 'nope'. Available: 'reference-2', " \
+        "'red_square_'" in err, err
+    # A refused prompt and an answer without an image are errors that say so.
+    fake.script([{"prompt_blocked": "SAFETY"}])
+    err = fail(d, sid, "generate_image", {"prompt": "x"})
+    assert "refused the prompt (blockReason SAFETY)" in err, err
+    fake.script([{"text": "I cannot draw that.", "image": {"none": True}}])
+    err = fail(d, sid, "generate_image", {"prompt": "y"})
+    assert "No image was generated" in err and "I cannot draw that" in err, err
+    fake.script([{"status": 429}])
+    err = fail(d, sid, "generate_image", {"prompt": "z"})
+    assert "HTTP 429" in err and "rate limited" in err, err
+    with open(d.log) as f:
+        assert KEY not in f.read()
+
+
+@check("generate_image without a Gemini key: a clear error, no request")
+def _(ctx):
+    conf = ctx["conf"].replace("api_key_env = FAKE_LLM_KEY\nmodels = "
+                               "gemini", "api_key_env = NO_SUCH_KEY\nmodels "
+                               "= gemini")
+    d2 = Daemon("drawing-nokey", conf, env={"FAKE_LLM_KEY": KEY})
+    sid = d2.session()
+    n = len(ctx["fake"].requests())
+    err = fail(d2, sid, "generate_image", {"prompt": "a cat"})
+    assert "needs a Gemini API key" in err and "GEMINI_API_KEY" in err, err
+    assert len(ctx["fake"].requests()) == n
+    d2.stop()
+
+
 def main():
     fake = Fake()
     conf = ("[agent]\nprovider = fake\n"
             "[provider.fake]\ntype = openai\nbase_url = %s\n"
-            "api_key_env = FAKE_LLM_KEY\nmodels = fake-model\n" % fake.url)
+            "api_key_env = FAKE_LLM_KEY\nmodels = fake-model\n"
+            "[provider.images]\ntype = gemini\nbase_url = %s\n"
+            "api_key_env = FAKE_LLM_KEY\nmodels = gemini-2.5-flash\n"
+            % (fake.url, fake.url))
     ctx = {"fake": fake, "conf": conf,
            "d": Daemon("drawing", conf, env={
                "FAKE_LLM_KEY": KEY, "ATELIER_DRAWING_TIME_LIMIT_S": "2"})}
