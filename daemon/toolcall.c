@@ -589,6 +589,11 @@ void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
   j->d = d;
   j->s = s;
   j->tool = atl_registry_find(&d->registry, tool);
+  /* A model's call (it has an id) to a tool for people only is a call to a
+   * tool it was never offered. */
+  if (j->tool != NULL && call_id != NULL &&
+      (j->tool->tool.flags & ATL_TOOL_NOT_FOR_MODEL))
+    j->tool = NULL;
   j->tool_name = strdup(tool);
   j->call_id = call_id ? strdup(call_id) : NULL;
   memcpy(j->session_id, s->id, sizeof(j->session_id));

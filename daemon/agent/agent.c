@@ -816,12 +816,22 @@ void atl__agent_run_start(atl_agent_t *a, char *text, char *model,
             started);
   free(shown);
   a->replay = NULL;
-  if (strcmp(text, "/demo") == 0 &&
+  if ((strcmp(text, "/demo") == 0 || strncmp(text, "/demo ", 6) == 0) &&
       atl_registry_find(&a->d->registry, "demo") == NULL) {
+    /* "/demo", "/demo scene", "/demo drawing": a bundled cassette. */
+    char name[32] = "";
+    sscanf(text + 5, " %31s", name);
     free(text);
-    if ((a->replay = atl_agent_demo_turns(a->d)) == NULL) {
-      atl__agent_run_error(a, 0,
-                           "the demo cassette cannot be read (see the log)");
+    int known = 0;
+    if ((a->replay = atl_agent_demo_turns(a->d, name, &known)) == NULL) {
+      if (!known) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "there is no demo '%s'; the demos are: %s",
+                 name, atl_agent_demo_names());
+        atl__agent_run_error(a, 0, msg);
+      } else
+        atl__agent_run_error(a, 0,
+                             "the demo cassette cannot be read (see the log)");
       return;
     }
     a->replay_pos = 0;

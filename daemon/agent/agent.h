@@ -16,6 +16,10 @@
 
 /* The provider the daemon talks to, resolved once at start-up from the
  * configuration and the environment. */
+/* The bundled demos: "/demo NAME" replays conf/cassettes/FILE.json. */
+#define ATL_N_DEMOS 2
+#define ATL_DEMOS {{"scene", "snowman"}, {"drawing", "drawing"}}
+
 typedef struct atl_agent_provider_s {
   const atl_provider_ops_t *ops; /* NULL: offline, or replay */
   int replay;                    /* a [provider.*] of type replay */
@@ -26,7 +30,9 @@ typedef struct atl_agent_provider_s {
   char *why_offline;     /* what to tell a user in offline mode */
   char *prompt;          /* agent.system_prompt_file's text, or NULL */
   json_object *cassette; /* replay: the cassette's turns */
-  json_object *demo;     /* the demo cassette's turns, read on first use */
+  /* The demos' turns (conf/cassettes/NAME.json), each read on first use:
+   * ATL_DEMOS names them. */
+  json_object *demo[ATL_N_DEMOS];
   char *tools_text;      /* the request's "tools" value, or NULL for none */
 } atl_agent_provider_t;
 
@@ -136,10 +142,15 @@ void atl_agent_cancel(atl_daemon_t *d, atl_session_t *s, atl_agent_cancel_cb cb,
 /* ---- between agent.c and its helpers ---- */
 
 /* agent_setup.c: the system prompt for a session's document (CURRENT SCENE
- * from every plugin's describe hook), malloc()ed; the bundled demo
- * cassette's turns (borrowed; NULL if it cannot be read). */
+ * from every plugin's describe hook), malloc()ed; the turns of the bundled
+ * demo called name ("scene" when name is NULL or empty: "/demo" alone),
+ * borrowed, or NULL (and *known = 0 for a name that is no demo, 1 for a
+ * cassette that cannot be read). */
 char *atl_agent_system_prompt(atl_daemon_t *d, json_object *doc);
-json_object *atl_agent_demo_turns(atl_daemon_t *d);
+json_object *atl_agent_demo_turns(atl_daemon_t *d, const char *name,
+                                  int *known);
+/* The demos' names, "scene, drawing". */
+const char *atl_agent_demo_names(void);
 
 /* agent_images.c: the newest tool message's image references (a new
  * array of {id, mime}; summaries after it do not count); reading their

@@ -248,6 +248,8 @@ int atl_agent_init(atl_daemon_t *d) {
   }
   for (size_t i = 0; i < d->registry.n_tools; i++) {
     const atl_tool_entry_t *te = d->registry.tools[i];
+    if (te->tool.flags & ATL_TOOL_NOT_FOR_MODEL)
+      continue;
     json_object *t = json_object_new_object();
     json_object_object_add(t, "name", json_object_new_string(te->tool.name));
     if (te->tool.description)
@@ -274,7 +276,8 @@ void atl_agent_provider_clear(atl_agent_provider_t *p) {
   free(p->prompt);
   free(p->tools_text);
   json_object_put(p->cassette);
-  json_object_put(p->demo);
+  for (int i = 0; i < ATL_N_DEMOS; i++)
+    json_object_put(p->demo[i]);
   memset(p, 0, sizeof(*p));
 }
 
@@ -291,22 +294,41 @@ void atl_agent_free(atl_daemon_t *d) {
 
 /* The bundled demo: installed with atelierd, or in the source tree when
  * atelierd runs from its build directory. */
-json_object *atl_agent_demo_turns(atl_daemon_t *d) {
+static const struct {
+  const char *name, *file;
+} demos[ATL_N_DEMOS] = ATL_DEMOS;
+
+const char *atl_agent_demo_names(void) {
+  return "scene, drawing";
+}
+
+json_object *atl_agent_demo_turns(atl_daemon_t *d, const char *name,
+                                  int *known) {
   atl_agent_provider_t *p = d->agent;
-  if (p->demo != NULL)
-    return p->demo;
-  const char *paths[] = {ATL_DEFAULT_DEMO_CASSETTE, ATL_SOURCE_DEMO_CASSETTE};
-  for (size_t i = 0; i < 2 && p->demo == NULL; i++) {
-    if (access(paths[i], R_OK) != 0)
+  int k = -1;
+  for (int i = 0; i < ATL_N_DEMOS; i++)
+    if (strcmp(demos[i].name, name && *name ? name : "scene") == 0)
+      k = i;
+  *known = k >= 0;
+  if (k < 0)
+    return NULL;
+  if (p->demo[k] != NULL)
+    return p->demo[k];
+  /* Installed first, then the source tree's (a build run in place). */
+  const char *dirs[] = {ATL_DEFAULT_CASSETTE_DIR, ATL_SOURCE_CASSETTE_DIR};
+  for (size_t i = 0; i < 2 && p->demo[k] == NULL; i++) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s.json", dirs[i], demos[k].file);
+    if (access(path, R_OK) != 0)
       continue;
     char *err = NULL;
-    p->demo = atl_cassette_load(paths[i], &err);
-    if (p->demo == NULL)
-      atl_log_kv(ATL_LOG_ERROR, "cannot load the demo cassette", "error", err,
-                 NULL);
+    p->demo[k] = atl_cassette_load(path, &err);
+    if (p->demo[k] == NULL)
+      atl_log_kv(ATL_LOG_ERROR, "cannot load a demo cassette", "path", path,
+                 "error", err, NULL);
     free(err);
   }
-  return p->demo;
+  return p->demo[k];
 }
 
 /* ---- the system prompt ---- */

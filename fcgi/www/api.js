@@ -66,6 +66,9 @@ export const api = {
   send: (id, text, model) =>
     request('POST', sid(id) + '/messages', model ? { text, model } : { text }),
   cancel: (id) => request('POST', sid(id) + '/cancel', {}),
+  // A tool call made by the person (the Canvas view): the envelope.
+  callTool: (id, name, args) =>
+    request('POST', sid(id) + '/tools/' + encodeURIComponent(name), args || {}),
   eventsUrl: (id, after) => '/api' + sid(id) + '/events?after=' + encodeURIComponent(String(after)),
   imageUrl: (id) => '/api/images/' + encodeURIComponent(id) + '.png',
   // Called with the server's message when a request is refused for want

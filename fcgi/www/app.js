@@ -7,6 +7,7 @@
 import { api, ApiError, isSessionId } from './api.js';
 import { EventStream } from './stream.js';
 import { ChatView, imageButton } from './render.js';
+import { CanvasView } from './canvas.js';
 import { el, clear } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -33,6 +34,10 @@ const els = {
   preview: $('preview'),
   previewFrame: $('preview-frame'),
   previewProgress: $('preview-progress'),
+  tabScene: $('tab-scene'),
+  tabCanvas: $('tab-canvas'),
+  scenePanel: $('scene-panel'),
+  canvasPanel: $('canvas-panel'),
   viewer: $('image-viewer'),
   viewerImg: $('image-viewer-img'),
   viewerLink: $('image-viewer-link'),
@@ -78,8 +83,46 @@ const view = new ChatView({
     onRunStarted: rememberTitle,
     onRunEnded: () => scheduleSessionRefresh(),
     onChange: (empty) => { els.welcome.hidden = !empty; },
+    onCanvas: (ev) => canvas.apply(ev),
   },
 });
+
+// The drawing canvas (canvas.js), fed the canvas events of the session.
+const canvas = new CanvasView({
+  root: els.canvasPanel,
+  svg: $('canvas-svg'),
+  strokes: $('canvas-strokes'),
+  title: $('canvas-title'),
+  status: $('canvas-status'),
+  drawToggle: $('canvas-draw'),
+  mode: $('canvas-mode'),
+  newCanvas: $('canvas-new'),
+  replay: $('canvas-replay'),
+  exportSvg: $('canvas-export-svg'),
+  exportPng: $('canvas-export-png'),
+  back: $('canvas-back'),
+  gallery: $('canvas-gallery'),
+  galleryTitle: $('canvas-gallery-title'),
+}, {
+  callTool: (name, args) => {
+    if (!state.sessionId) return Promise.reject(new Error('no session is open'));
+    return api.callTool(state.sessionId, name, args);
+  },
+  onActivity: () => showView('canvas'),
+});
+
+// The workspace's views: the scene's pictures, or the canvas.
+function showView(which) {
+  const isCanvas = which === 'canvas';
+  els.preview.dataset.view = which;
+  els.tabScene.setAttribute('aria-selected', String(!isCanvas));
+  els.tabCanvas.setAttribute('aria-selected', String(isCanvas));
+  els.scenePanel.hidden = isCanvas;
+  els.canvasPanel.hidden = !isCanvas;
+  if (isCanvas) els.preview.dataset.empty = 'false';
+}
+els.tabScene.addEventListener('click', () => showView('scene'));
+els.tabCanvas.addEventListener('click', () => showView('canvas'));
 
 function setActive(active) {
   state.active = active;
@@ -473,6 +516,7 @@ function showPreview(id) {
     els.previewFrame.appendChild(button);
   }
   els.preview.dataset.empty = 'false';
+  showView('scene');
 }
 
 function showRenderProgress(f) {
@@ -481,6 +525,8 @@ function showRenderProgress(f) {
 }
 
 function clearPreview() {
+  canvas.reset();
+  showView('scene');
   clear(els.previewFrame);
   els.previewFrame.appendChild(el('p', { class: 'preview-empty', text: 'Images of the scene appear here.' }));
   els.preview.dataset.empty = 'true';

@@ -18,6 +18,8 @@ export const EVENT_TYPES = [
   'context.trimmed',
   'context.compacted',
   'render.progress',
+  'canvas.strokes',
+  'canvas.piece',
   'run.completed',
   'run.limit_reached',
   'run.cancelled',

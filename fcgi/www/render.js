@@ -11,6 +11,9 @@ import { parseMarkdown } from './markdown.js';
 import { diff, formatValue } from './diff.js';
 import { finishedSummary, startedSummary, toolTitle, errorHint } from './naming.js';
 import { CallMatcher, RUN_END, usageLine } from './events.js';
+
+/** Tools whose images are snapshots of the drawing canvas. */
+const CANVAS_TOOLS = new Set(['draw_paths', 'view_canvas', 'generate_svg', 'sign_canvas']);
 import { api } from './api.js';
 
 const firstLine = (s) => String(s).split('\n', 1)[0];
@@ -154,6 +157,10 @@ export class ChatView {
       case 'run.continued': this.runContinued(ev, d); break;
       case 'context.trimmed': this.contextTrimmed(ev, d); break;
       case 'context.compacted': this.contextCompacted(ev, d); break;
+      case 'canvas.strokes':
+      case 'canvas.piece':
+        if (this.hooks.onCanvas) this.hooks.onCanvas(ev);
+        break;
       case 'render.progress':
         if (typeof d.image === 'string' && d.image !== '') this.hooks.onImage(d.image);
         if (Number.isFinite(d.fraction)) {
@@ -274,9 +281,11 @@ export class ChatView {
   }
 
   toolFinished(ev, d) {
-    const run = this.current(ev.seq);
     const op = d.operation && typeof d.operation === 'object' ? d.operation : {};
     const tool = typeof op.tool === 'string' ? op.tool : '';
+    // The person's own strokes are drawn on the canvas, not logged.
+    if (tool === 'add_human_stroke') return;
+    const run = this.current(ev.seq);
     let box = run.matcher.finish(tool, typeof d.id === 'string' ? d.id : null);
     if (box === null) {
       box = el('div', { class: 'tool-call', dataset: { tool, seq: String(ev.seq) } });
@@ -301,7 +310,9 @@ export class ChatView {
       args: { name: tool, arguments: op.arguments !== undefined ? op.arguments : (box.started || {}).arguments },
       images,
     });
-    if (images.length > 0) this.hooks.onImage(images[images.length - 1]);
+    // The drawing tools' images are the canvas, which the Canvas view
+    // draws itself; the Scene view keeps showing the scene.
+    if (images.length > 0 && !CANVAS_TOOLS.has(tool)) this.hooks.onImage(images[images.length - 1]);
     if (tool === 'render_scene') this.renderEnded();
   }
 

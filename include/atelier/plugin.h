@@ -84,7 +84,12 @@ enum {
    * than 2 ms. Everything in the host table may be used as usual. A host
    * that does not know this flag (ABI 1.0 before it existed) ignores it and
    * runs the handler on a worker, so a plugin may set it unconditionally. */
-  ATL_TOOL_FAST = 1u << 3
+  ATL_TOOL_FAST = 1u << 3,
+  /* ABI 1.3: the tool is for people, not for models: the page and API
+   * clients call it (tool.call), and the host never offers it to a model
+   * (the drawing plugin's add_human_stroke: a model must not draw as the
+   * human). An older host ignores the flag and offers it. */
+  ATL_TOOL_NOT_FOR_MODEL = 1u << 4
 };
 
 typedef struct atl_host_s atl_host_t;

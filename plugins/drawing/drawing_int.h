@@ -40,6 +40,14 @@ typedef struct {
   unsigned long used;
 } drw_slot_t;
 
+/* The human's stroke rate, per session (add_human_stroke). */
+#define DRW_BUCKETS 64
+typedef struct {
+  char sid[33];
+  double tokens;
+  int64_t last_ms;
+} drw_bucket_t;
+
 typedef struct {
   const atl_host_t *host;
   pthread_mutex_t lock;
@@ -48,6 +56,7 @@ typedef struct {
   /* The sandbox of generate_svg (sandbox.c). */
   char bwrap[256], python[256];
   int time_limit_s; /* 30, or lower through ATELIER_DRAWING_TIME_LIMIT_S */
+  drw_bucket_t buckets[DRW_BUCKETS]; /* under lock */
 } drw_state_t;
 
 /* The namespace made whole (version, next_id, a first piece); returns the
@@ -102,6 +111,7 @@ int drw_sign_canvas(atl_call_t *call);
 int drw_name_piece(atl_call_t *call);
 int drw_generate_svg(atl_call_t *call);
 int drw_generate_image(atl_call_t *call);
+int drw_add_human_stroke(atl_call_t *call);
 int drw_view_reference_image(atl_call_t *call);
 
 /* The sandbox's set-up at init: finds bwrap and python3. */

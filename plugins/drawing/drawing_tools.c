@@ -1,7 +1,8 @@
-/* The drawing tools but generate_svg (sandbox.c): draw_paths, view_canvas
- * and the pieces' tools (mark_piece_done, new_canvas, sign_canvas,
- * name_piece). */
+/* The drawing tools but generate_svg (sandbox.c) and the reference images
+ * (images.c): draw_paths, view_canvas, the pieces' tools (mark_piece_done,
+ * new_canvas, sign_canvas, name_piece) and the human's add_human_stroke. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,5 +364,89 @@ int drw_name_piece(atl_call_t *call) {
   json_object_object_add(result, "title", json_object_new_string(title));
   free(title);
   piece_event(call, piece, "named");
+  return call->host->call_result(call, result);
+}
+
+/* ---- the human's strokes ---- */
+
+/* A token bucket per session: a burst of HUMAN_BURST strokes, then
+ * HUMAN_RATE a second. A person drawing never comes near it; a script
+ * flooding the canvas through the API does. */
+#define HUMAN_BURST 30.0
+#define HUMAN_RATE 5.0
+
+static int human_allowed(drw_state_t *st, const char *sid) {
+  int64_t now = drw_now_ms();
+  pthread_mutex_lock(&st->lock);
+  drw_bucket_t *b = NULL, *oldest = &st->buckets[0];
+  for (int i = 0; i < DRW_BUCKETS; i++) {
+    if (strcmp(st->buckets[i].sid, sid) == 0) {
+      b = &st->buckets[i];
+      break;
+    }
+    if (st->buckets[i].last_ms < oldest->last_ms)
+      oldest = &st->buckets[i];
+  }
+  if (b == NULL) {
+    b = oldest;
+    snprintf(b->sid, sizeof(b->sid), "%s", sid);
+    b->tokens = HUMAN_BURST;
+    b->last_ms = now;
+  }
+  b->tokens += (double)(now - b->last_ms) / 1000.0 * HUMAN_RATE;
+  if (b->tokens > HUMAN_BURST)
+    b->tokens = HUMAN_BURST;
+  b->last_ms = now;
+  int ok = b->tokens >= 1;
+  if (ok)
+    b->tokens -= 1;
+  pthread_mutex_unlock(&st->lock);
+  return ok;
+}
+
+int drw_add_human_stroke(atl_call_t *call) {
+  if (!human_allowed(call->plugin_state, call->session_id))
+    return call->host->call_error(call,
+                                  "Drawing too fast: at most %.0f strokes a "
+                                  "second after a burst of %.0f. Slow down a "
+                                  "little.",
+                                  HUMAN_RATE, HUMAN_BURST);
+  json_object *pts = get(call->args, "points");
+  json_object *path = json_object_new_object();
+  json_object_object_add(path, "type", json_object_new_string("polyline"));
+  json_object *copy = json_object_new_array();
+  size_t n = json_object_array_length(pts);
+  for (size_t i = 0; i < n; i++)
+    json_object_array_add(copy,
+                          json_object_get(json_object_array_get_idx(pts, i)));
+  /* A tap is a dot: a line of no length, which round caps draw. */
+  if (n == 1)
+    json_object_array_add(copy,
+                          json_object_get(json_object_array_get_idx(pts, 0)));
+  json_object_object_add(path, "points", copy);
+  static const char *const style[] = {"color", "stroke_width", "opacity"};
+  json_object *piece = drw_ns_ready(call->ns);
+  for (size_t i = 0; i < 3 && drw_piece_mode(piece) == CV_PAINT; i++) {
+    json_object *v = get(call->args, style[i]);
+    if (v)
+      json_object_object_add(path, style[i], json_object_get(v));
+  }
+  json_object *paths = json_object_new_array();
+  json_object_array_add(paths, path);
+  json_object *result = json_object_new_object();
+  long drawn = drw_add_paths(call, paths, 'h', result, "stroke");
+  json_object_put(paths);
+  if (drawn < 0) {
+    json_object_put(result);
+    return ATL_ENOMEM;
+  }
+  if (drawn == 0) {
+    char *why = refusals(result);
+    call->host->call_error(call, "%s", why ? why : "the stroke was refused");
+    free(why);
+    json_object_put(result);
+    return 0;
+  }
+  drw_piece_summary(piece, result);
   return call->host->call_result(call, result);
 }

@@ -216,6 +216,22 @@ OUT = [
         },
         "additionalProperties": False,
     }),
+    ("ADD_HUMAN_STROKE_DESC",
+     "A stroke the person draws on the page (pointer, pen or touch), as a "
+     "polyline of canvas points; a single point is a dot. Paint mode takes "
+     "color, stroke_width and opacity. Not offered to models."),
+    ("ADD_HUMAN_STROKE", {
+        "type": "object",
+        "properties": {
+            "points": {"type": "array", "items": POINT, "minItems": 1,
+                       "maxItems": 5000},
+            "color": {"type": "string"},
+            "stroke_width": {"type": "number"},
+            "opacity": {"type": "number"},
+        },
+        "required": ["points"],
+        "additionalProperties": False,
+    }),
 ]
 
 

@@ -532,6 +532,30 @@ def _(ctx):
     d2.stop()
 
 
+@check("/demo drawing replays the bundled cassette offline through the real "
+       "tools: a signed, named, saved piece; an unknown demo lists the demos")
+def _(ctx):
+    d2 = Daemon("drawing-demo", "", env={"ATELIER_DRAWING_TIME_LIMIT_S": "20"})
+    sid = d2.session()
+    ev = d2.run(sid, "/demo drawing", timeout=60)
+    assert ev[-1]["type"] == "run.completed", [e["type"] for e in ev]
+    failed = [e["data"] for e in ev if e["type"] == "tool.finished" and
+              not e["data"]["success"]]
+    assert not failed, failed
+    tools = [e["data"]["operation"]["tool"] for e in ev
+             if e["type"] == "tool.finished"]
+    assert tools == ["draw_paths", "generate_svg", "view_canvas",
+                     "sign_canvas", "name_piece", "mark_piece_done"], tools
+    piece = canvas_ns(d2, sid)["pieces"][0]
+    assert piece["title"] == "Harbour at Noon" and piece["done"], piece
+    assert len(piece["strokes"]) == 5 + 3 + 8, len(piece["strokes"])
+    ev = d2.run(sid, "/demo nope")
+    assert ev[-1]["type"] == "run.error", ev[-1]
+    assert "there is no demo 'nope'; the demos are: scene, drawing" in \
+        ev[-1]["data"]["message"], ev[-1]
+    d2.stop()
+
+
 def main():
     fake = Fake()
     conf = ("[agent]\nprovider = fake\n"

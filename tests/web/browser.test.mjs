@@ -438,6 +438,68 @@ async function noFurtherCall(fake, until) {
 
 const SLOW = Array.from({ length: 30 }, (_, i) => `slow${i + 1}`).join(' ') + '.';
 
+check('the Canvas view: the agent\'s strokes drawn with the pen, the person\'s own strokes, a new canvas and the gallery, replay, SVG export, the same after a reload', async ({ browser, stack, fake }) => {
+  const LINE = { type: 'line', points: [{ x: 100, y: 100 }, { x: 700, y: 500 }] };
+  const ARC = { type: 'svg', d: 'M 300 300 A 80 80 0 1 1 460 300', color: 'teal' };
+  await fake.script([
+    { tool_calls: [{ name: 'draw_paths', arguments: { paths: [LINE, ARC] } }] },
+    { tool_calls: [{ name: 'name_piece', arguments: { title: 'Two lines' } }] },
+    { text: 'Drawn.' },
+  ]);
+  const page = await open(browser, stack);
+  await send(page, 'Draw two lines');
+  await runEnds(page);
+  // The workspace turned to the canvas, and the strokes are there, drawn
+  // by the pen animation (which ends).
+  await page.waitForSelector('#preview[data-view="canvas"] #canvas-panel:not([hidden])');
+  await page.waitForFunction(() => document.querySelectorAll('#canvas-strokes g[data-author="agent"]').length === 2);
+  await page.waitForSelector('#canvas-panel[data-animating="false"]');
+  eq(await page.locator('#canvas-strokes g path').first().getAttribute('d'), 'M100 100 L700 500', 'the first stroke');
+  eq(await page.locator('#canvas-title').textContent(), 'Piece 1 “Two lines” · plotter · 2 strokes', 'the title line');
+  // The draw_paths line keeps its canvas image in its details; the Scene
+  // view does not take it.
+  eq(await page.locator('#preview-frame .image-button').count(), 0, 'scene images');
+  // The person draws a stroke with the mouse.
+  await page.locator('#canvas-draw').click();
+  const box = await page.locator('#canvas-svg').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.2, box.y + box.height * 0.8);
+  await page.mouse.down();
+  for (let i = 1; i <= 10; i++) await page.mouse.move(box.x + box.width * (0.2 + i * 0.05), box.y + box.height * 0.8);
+  await page.mouse.up();
+  await page.waitForFunction(() => document.querySelectorAll('#canvas-strokes g[data-author="human"]').length === 1);
+  eq(await page.locator('#canvas-strokes .pen-temp').count(), 0, 'the temporary stroke is gone');
+  const human = await page.locator('#canvas-strokes g[data-author="human"] path').getAttribute('stroke');
+  eq(human, '#0066cc', 'a human stroke in plotter mode');
+  // Export as SVG: the strokes with their colours.
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.locator('#canvas-export-svg').click()]);
+  const svg = fs.readFileSync(await dl.path(), 'utf8');
+  assert(svg.includes('d="M100 100 L700 500" stroke="#1a1a2e"'), 'the exported SVG: ' + svg.slice(0, 400));
+  assert(svg.includes('stroke="#0066cc"'), 'the human stroke in the SVG');
+  // A new canvas in paint mode: the piece goes to the gallery.
+  await page.locator('#canvas-mode').selectOption('paint');
+  await page.locator('#canvas-new').click();
+  await page.waitForSelector('#canvas-gallery .gallery-item[data-piece="1"]');
+  await page.waitForFunction(() => document.querySelectorAll('#canvas-strokes g').length === 0);
+  eq(await page.locator('#canvas-title').textContent(), 'Piece 2 · paint · 0 strokes', 'the new piece');
+  // The gallery piece shows, and replays stroke by stroke.
+  await page.locator('#canvas-gallery .gallery-item[data-piece="1"]').click();
+  await page.waitForFunction(() => document.querySelectorAll('#canvas-strokes g').length === 3);
+  await page.locator('#canvas-replay').click();
+  await page.waitForSelector('#canvas-panel[data-animating="true"]');
+  await page.waitForSelector('#canvas-panel[data-animating="false"]');
+  eq(await page.locator('#canvas-strokes g[data-pending]').count(), 0, 'every stroke drawn after the replay');
+  await shot(page, 'canvas.png');
+  // A reload draws the same, without animating history.
+  await page.reload();
+  await page.waitForSelector('#model-select:not([disabled])');
+  await page.waitForSelector('#preview[data-view="canvas"]');
+  await page.waitForSelector('#canvas-gallery .gallery-item[data-piece="1"]');
+  eq(await page.locator('#canvas-title').textContent(), 'Piece 2 · paint · 0 strokes', 'after the reload');
+  eq(await page.locator('#canvas-panel').getAttribute('data-animating'), null, 'no animation of history');
+  noErrors(page);
+  await page.context().close();
+});
+
 check('stop a run while it streams: the text is cut, "Stopped.", no further model call', async ({ browser, stack, fake }) => {
   // Were the stop ignored, the stream would end in a tool call, then a second turn.
   await fake.script([
