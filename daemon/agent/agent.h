@@ -18,7 +18,12 @@
  * configuration and the environment. */
 /* The bundled demos: "/demo NAME" replays conf/cassettes/FILE.json. */
 #define ATL_N_DEMOS 2
-#define ATL_DEMOS {{"scene", "snowman"}, {"drawing", "drawing"}}
+#define ATL_DEMOS                                                              \
+  {                                                                            \
+    {"scene", "snowman"}, {                                                    \
+      "drawing", "drawing"                                                     \
+    }                                                                          \
+  }
 
 typedef struct atl_agent_provider_s {
   const atl_provider_ops_t *ops; /* NULL: offline, or replay */
@@ -33,7 +38,7 @@ typedef struct atl_agent_provider_s {
   /* The demos' turns (conf/cassettes/NAME.json), each read on first use:
    * ATL_DEMOS names them. */
   json_object *demo[ATL_N_DEMOS];
-  char *tools_text;      /* the request's "tools" value, or NULL for none */
+  char *tools_text; /* the request's "tools" value, or NULL for none */
 } atl_agent_provider_t;
 
 typedef struct atl_agent_s atl_agent_t;

@@ -294,9 +294,7 @@ void atl_agent_free(atl_daemon_t *d) {
 
 /* The bundled demo: installed with atelierd, or in the source tree when
  * atelierd runs from its build directory. */
-static const struct {
-  const char *name, *file;
-} demos[ATL_N_DEMOS] = ATL_DEMOS;
+static const struct { const char *name, *file; } demos[ATL_N_DEMOS] = ATL_DEMOS;
 
 const char *atl_agent_demo_names(void) {
   return "scene, drawing";
