@@ -249,6 +249,10 @@ static void m_tool_list(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
                            json_object_get(atl_schema_json(t->input)));
     json_object_object_add(o, "plugin",
                            json_object_new_string(t->plugin->desc.name));
+    /* A tool for people only: listed for the page and clients, never in
+     * what a model is offered (the wire form). */
+    if (t->tool.flags & ATL_TOOL_NOT_FOR_MODEL)
+      json_object_object_add(o, "for_model", json_object_new_boolean(0));
     json_object_array_add(r, o);
   }
   atl_rpc_reply(d, c, r);

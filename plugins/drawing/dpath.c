@@ -341,6 +341,17 @@ typedef struct {
 } pen_t;
 
 static int emit(lex_t *l, dp_path_t *out, dp_op_t op, const double *v) {
+  /* Relative numbers and reflected control points are sums, which can
+   * overflow though every number read was finite. */
+  for (int i = 0; i < dp_op_arity[op]; i++)
+    if (!isfinite(v[i])) {
+      l->err->offset = l->i;
+      snprintf(l->err->msg, sizeof(l->err->msg),
+               "the command ending at offset %zu reaches a coordinate out of "
+               "range (relative numbers add up past 1.8e308)",
+               l->i);
+      return -1;
+    }
   if (dp_path_add(out, op, v) != 0)
     return fail(l, "the path has more than %u commands, or memory ran out",
                 DP_MAX_OPS);

@@ -162,6 +162,8 @@ Test(dpath, errors_say_where_and_what) {
   expect_error("M 1 2 L 3 4 --5 6", 13, "expected a digit after '-'");
   expect_error("M1 2 \xc3\xa9", 5, "byte 0xc3");
   expect_error("M1,,2", 3, "expected a number after ','");
+  /* Every number is finite, but their sum is not. */
+  expect_error("M1e308 0 l1e308 0", 17, "out of range (relative numbers");
 }
 
 Test(dpath, length_limits) {
