@@ -106,8 +106,10 @@ static int pool_start(atl_daemon_t *d, unsigned n) {
 }
 
 /* Stops the pool once its queue is empty. A handler stuck past its timeout
- * would keep its thread; we detach rather than wait forever for it. */
-static void pool_stop(atl_daemon_t *d) {
+ * would keep its thread; we detach rather than wait forever for it, and
+ * return how many were left so. */
+static unsigned pool_stop(atl_daemon_t *d) {
+  unsigned left = 0;
   pthread_mutex_lock(&d->pool_mu);
   d->pool_stop = 1;
   pthread_cond_broadcast(&d->pool_cv);
@@ -120,11 +122,13 @@ static void pool_stop(atl_daemon_t *d) {
       atl_log_kv(ATL_LOG_WARN, "a tool handler did not return; leaving it",
                  NULL);
       pthread_detach(d->pool_threads[i]);
+      left++;
     }
   }
   free(d->pool_threads);
   d->pool_threads = NULL;
   d->pool_n = 0;
+  return left;
 }
 
 /* ---- store readers ---- */
@@ -341,9 +345,17 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
 }
 
 void atl_daemon_free(atl_daemon_t *d) {
-  pool_stop(d);
+  /* Long handlers (a render, a sandboxed run, an image request) poll
+   * call_cancelled(): asked now, they return within the pool's wait. */
+  for (size_t b = 0; b < d->n_buckets; b++)
+    for (atl_session_t *s = d->buckets[b]; s != NULL; s = s->hnext)
+      atl_toolcall_cancel_long(s);
+  unsigned left = pool_stop(d);
   atl_agent_free(d);
-  atl_registry_unload(&d->registry);
+  /* A handler still running would run code of an unloaded plugin: then
+   * the plugins stay loaded (the process is ending anyway). */
+  if (left == 0)
+    atl_registry_unload(&d->registry);
   atl_sessions_free_all(d);
   /* Whatever is still posted belongs to work that will never finish; the
    * functions are not run, but the queue cells are freed. */

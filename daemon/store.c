@@ -42,7 +42,7 @@
  * session_list, which is rare and cheap to sort.
  */
 /* Documents are stored in chunks of DOC_CHUNK bytes (doc_chunks), each
- * with the first 8 bytes of its SHA-256, and a write rewrites only the
+ * with its SHA-256, and a write rewrites only the
  * chunks whose hash changed. A document lived in its sessions row until
  * migration 4, where every call rewrote all of it, twice (the row is
  * rewritten again for last_seq): a drawing of 50,000 strokes is a 3 MB
@@ -79,12 +79,12 @@ static const char *const migrations[] = {
     " ts_ms INTEGER NOT NULL);"
     "CREATE INDEX queue_by_session ON queue (session, id);",
     /* 4: documents in chunks of their own table (doc_chunks below). Each
-     * moved document becomes one chunk whose hash (0) matches nothing, so
-     * its first write rewrites it in chunks. */
+     * moved document becomes one chunk whose hash (empty) matches nothing,
+     * so its first write rewrites it in chunks. */
     "CREATE TABLE doc_chunks (session TEXT NOT NULL, idx INTEGER NOT NULL,"
-    " hash INTEGER NOT NULL, text BLOB NOT NULL, UNIQUE (session, idx));"
+    " hash BLOB NOT NULL, text BLOB NOT NULL, UNIQUE (session, idx));"
     "INSERT INTO doc_chunks (session, idx, hash, text)"
-    " SELECT id, 0, 0, CAST(document AS BLOB) FROM sessions;"
+    " SELECT id, 0, x'', CAST(document AS BLOB) FROM sessions;"
     "UPDATE sessions SET document = '';",
 };
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -456,18 +456,13 @@ static int step_op(atl_store_t *st, enum wstmt w, const op_t *op,
   return 0;
 }
 
-/* The first 8 bytes of a chunk's SHA-256, as SQLite's integer. A hash,
- * not a cheaper checksum: the document holds what models and users
- * write, and a crafted chunk that matched its predecessor's checksum
- * would not be written. */
-static int64_t chunk_hash(const void *data, size_t len) {
-  unsigned char md[EVP_MAX_MD_SIZE];
+/* A chunk's SHA-256, all 32 bytes: the document holds what models and
+ * users write, and a chunk crafted to match its predecessor's hash would
+ * not be written (64 bits would take 2^32 work to collide). */
+#define DOC_HASH 32
+static void chunk_hash(const void *data, size_t len, unsigned char out[32]) {
   unsigned int mdlen = 0;
-  EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
-  uint64_t h = 0;
-  for (int i = 0; i < 8; i++)
-    h = h << 8 | md[i];
-  return (int64_t)h;
+  EVP_Digest(data, len, out, &mdlen, EVP_sha256(), NULL);
 }
 
 /* Writes the document text (len bytes) of session id: the chunks whose
@@ -475,7 +470,7 @@ static int64_t chunk_hash(const void *data, size_t len) {
 static int doc_write(atl_store_t *st, const char *id, const void *text,
                      size_t len) {
   size_t n = len == 0 ? 1 : (len + DOC_CHUNK - 1) / DOC_CHUNK;
-  int64_t *old = calloc(n, sizeof(*old));
+  unsigned char(*old)[DOC_HASH] = calloc(n, DOC_HASH);
   bool *have = calloc(n, sizeof(*have));
   if (old == NULL || have == NULL) {
     free(old);
@@ -487,8 +482,8 @@ static int doc_write(atl_store_t *st, const char *id, const void *text,
   int rc;
   while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
     int64_t idx = sqlite3_column_int64(q, 0);
-    if (idx >= 0 && (size_t)idx < n) {
-      old[idx] = sqlite3_column_int64(q, 1);
+    if (idx >= 0 && (size_t)idx < n && sqlite3_column_bytes(q, 1) == DOC_HASH) {
+      memcpy(old[idx], sqlite3_column_blob(q, 1), DOC_HASH);
       have[idx] = true;
     }
   }
@@ -499,12 +494,13 @@ static int doc_write(atl_store_t *st, const char *id, const void *text,
     size_t off = i * DOC_CHUNK;
     size_t cl = len - off < DOC_CHUNK ? len - off : DOC_CHUNK;
     const char *p = (const char *)text + off;
-    int64_t h = chunk_hash(p, cl);
-    if (have[i] && old[i] == h)
+    unsigned char h[DOC_HASH];
+    chunk_hash(p, cl, h);
+    if (have[i] && memcmp(old[i], h, DOC_HASH) == 0)
       continue;
     bind_id(put, id);
     sqlite3_bind_int64(put, 2, (int64_t)i);
-    sqlite3_bind_int64(put, 3, h);
+    sqlite3_bind_blob(put, 3, h, DOC_HASH, SQLITE_TRANSIENT);
     sqlite3_bind_blob(put, 4, cl ? p : "", (int)cl, SQLITE_STATIC);
     if (run(put) != SQLITE_OK)
       out = ATL_ESTORE;
@@ -1116,7 +1112,6 @@ int atl_store_session_load(atl_store_reader_t *r, const char *id,
   sqlite3_reset(s);
   if (rc == 0)
     rc = doc_read(r, id, &row->document);
-  exec(r->db, "COMMIT");
   row->run_open = 0;
   sqlite3_stmt *lr = rc == 0 ? reader_stmt(r, R_LAST_RUN) : NULL;
   if (lr != NULL) {
@@ -1127,6 +1122,7 @@ int atl_store_session_load(atl_store_reader_t *r, const char *id,
     }
     sqlite3_reset(lr);
   }
+  exec(r->db, "COMMIT");
   return rc;
 }
 

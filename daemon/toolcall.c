@@ -102,7 +102,9 @@ static void set_error(atl_call_job_t *j, const char *fmt, ...) {
   j->outcome = ATL_OUTCOME_ERROR;
 }
 
-static char *available_tools(const atl_registry_t *reg) {
+/* The tools a caller may be told of: a model (for_model) is never told
+ * of the tools for people only. */
+static char *available_tools(const atl_registry_t *reg, bool for_model) {
   size_t len = 1;
   for (size_t i = 0; i < reg->n_tools; i++)
     len += strlen(reg->tools[i]->tool.name) + 2;
@@ -111,7 +113,9 @@ static char *available_tools(const atl_registry_t *reg) {
     return NULL;
   out[0] = '\0';
   for (size_t i = 0; i < reg->n_tools; i++) {
-    if (i > 0)
+    if (for_model && (reg->tools[i]->tool.flags & ATL_TOOL_NOT_FOR_MODEL))
+      continue;
+    if (out[0])
       strcat(out, ", ");
     strcat(out, reg->tools[i]->tool.name);
   }
@@ -305,7 +309,7 @@ static void job_work(void *arg) {
   atl_call_job_t *j = arg;
   uint64_t t0 = atl_mono_ns();
   if (j->tool == NULL) {
-    char *names = available_tools(&j->d->registry);
+    char *names = available_tools(&j->d->registry, j->call_id != NULL);
     set_error(j, "unknown tool '%s'; available tools: %s", j->tool_name,
               names && names[0] ? names : "(none)");
     free(names);

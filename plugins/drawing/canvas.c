@@ -208,6 +208,8 @@ void cv_stroke_ink(const cv_stroke_t *s, cv_mode_t mode, int highlight_human,
 
 /* ---- brushes ---- */
 
+#define BRISTLE_POINTS 2000
+
 /* splitmix64: a small, well-mixed generator, so that a stroke's id alone
  * fixes its bristles. */
 static uint64_t mix(uint64_t *s) {
@@ -272,6 +274,12 @@ int cv_stroke_parts(const cv_stroke_t *s, const dp_path_t *p, cv_mode_t mode,
     free(pts.starts);
     return -1;
   }
+  /* A bristle follows the stroke at most BRISTLE_POINTS points: the
+   * events and the page get every bristle's path, and 20 bristles of a
+   * 100,000-point polyline would be 35 MB. */
+  size_t every = pts.n > BRISTLE_POINTS
+                     ? (pts.n + BRISTLE_POINTS - 1) / BRISTLE_POINTS
+                     : 1;
   uint64_t seed = 0x5eed0000ull ^ s->id;
   dp_path_t bp = {0};
   int rc = 0;
@@ -281,6 +289,10 @@ int cv_stroke_parts(const cv_stroke_t *s, const dp_path_t *p, cv_mode_t mode,
     double op = b->bristle_opacity * (0.8 + 0.4 * uniform(&seed));
     dp_path_clear(&bp);
     for (size_t i = 0; i < pts.n && rc == 0; i++) {
+      /* Subpath starts and ends are always kept. */
+      if (every > 1 && i % every != 0 && !pts.starts[i] &&
+          !(i + 1 == pts.n || pts.starts[i + 1]))
+        continue;
       /* The normal from the neighbours within the subpath. */
       size_t a = i > 0 && !pts.starts[i] ? i - 1 : i;
       size_t c = i + 1 < pts.n && !pts.starts[i + 1] ? i + 1 : i;
@@ -538,5 +550,12 @@ int cv_path_from_json(json_object *obj, cv_mode_t mode, cv_stroke_t *out,
   out->d = dp_format(path);
   if (out->d == NULL)
     return bad(err, size, "out of memory");
+  /* The stored form is absolute and explicit, so short relative data
+   * ("v1v-1h1h-1") grows; it must still be data the parser takes. */
+  if (strlen(out->d) > DP_MAX_BYTES)
+    return bad(err, size,
+               "is %zu bytes once made absolute, more than a stroke may "
+               "hold (%u): split it into several paths",
+               strlen(out->d), DP_MAX_BYTES);
   return 0;
 }

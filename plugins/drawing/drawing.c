@@ -208,19 +208,27 @@ int drw_canvas_png(drw_state_t *st, const char *sid, json_object *piece,
   cv_mode_t mode = drw_piece_mode(piece);
   const char *last =
       n ? json_object_get_string(json_object_array_get_idx(strokes, n - 1))
-        : "";
+        : NULL;
+  if (last == NULL)
+    last = "";
 
   /* Take this session's raster out of the cache (no other handler of the
    * session runs meanwhile, so nobody else wants it), draw on it outside
    * the lock, and put it back. */
-  drw_slot_t mine = {0};
+  drw_slot_t mine = {0}, extra = {0};
   pthread_mutex_lock(&st->lock);
   for (int i = 0; i < DRW_CACHE; i++)
     if (st->slots[i].r && strcmp(st->slots[i].sid, sid) == 0) {
-      mine = st->slots[i];
+      /* One slot per session; a second (a timed-out handler of the
+       * session put one back meanwhile) is dropped. */
+      if (mine.r == NULL)
+        mine = st->slots[i];
+      else
+        extra = st->slots[i];
       memset(&st->slots[i], 0, sizeof(st->slots[i]));
     }
   pthread_mutex_unlock(&st->lock);
+  slot_clear(&extra);
 
   /* Usable when it shows a prefix of this piece's strokes: same piece and
    * mode, no more strokes than now, and its last stroke is still there. */
@@ -229,7 +237,8 @@ int drw_canvas_png(drw_state_t *st, const char *sid, json_object *piece,
       (mine.drawn == 0 ||
        strcmp(mine.last ? mine.last : "",
               json_object_get_string(
-                  json_object_array_get_idx(strokes, mine.drawn - 1))) == 0)) {
+                  json_object_array_get_idx(strokes, mine.drawn - 1))
+                  ?: "") == 0)) {
     from = mine.drawn;
   } else {
     slot_clear(&mine);
@@ -267,14 +276,18 @@ int drw_canvas_png(drw_state_t *st, const char *sid, json_object *piece,
   }
 
   pthread_mutex_lock(&st->lock);
-  int slot = 0;
-  for (int i = 0; i < DRW_CACHE; i++) {
-    if (st->slots[i].r == NULL) {
+  int slot = -1;
+  for (int i = 0; i < DRW_CACHE && slot < 0; i++)
+    if (st->slots[i].r && strcmp(st->slots[i].sid, sid) == 0)
+      slot = i; /* the session's own, put back meanwhile: replaced */
+  for (int i = 0; i < DRW_CACHE && slot < 0; i++)
+    if (st->slots[i].r == NULL)
       slot = i;
-      break;
-    }
-    if (st->slots[i].used < st->slots[slot].used)
-      slot = i;
+  if (slot < 0) {
+    slot = 0;
+    for (int i = 1; i < DRW_CACHE; i++)
+      if (st->slots[i].used < st->slots[slot].used)
+        slot = i;
   }
   drw_slot_t old = st->slots[slot];
   mine.used = ++st->clock;
@@ -465,7 +478,8 @@ static char *describe(void *state, json_object *ns) {
     for (size_t i = 0; i < nr && i < 10; i++)
       fprintf(f, "%s %s", i ? "," : "",
               json_object_get_string(
-                  get(json_object_array_get_idx(refs, i), "name")));
+                  get(json_object_array_get_idx(refs, i), "name"))
+                  ?: "?");
     if (nr > 10)
       fprintf(f, " and %zu more", nr - 10);
     fputc('.', f);

@@ -142,7 +142,7 @@ int drw_view_canvas(atl_call_t *call) {
   for (size_t i = 0; i < n; i++) {
     const char *s =
         json_object_get_string(json_object_array_get_idx(strokes, i));
-    const char *a = strchr(s, ';');
+    const char *a = s ? strchr(s, ';') : NULL;
     human += a && a[1] == 'h';
   }
   json_object_object_add(result, "by_agent",

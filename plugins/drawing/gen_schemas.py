@@ -115,7 +115,7 @@ OUT = [
                      "additionalProperties": False}),
     ("GENERATE_SVG_DESC",
      "Runs Python 3 code that makes paths, in a sandbox (no network, no "
-     "files but a private /tmp, 30 s, 256 MB), and draws them. The code "
+     "files but a private /tmp, 30 s, 512 MB), and draws them. The code "
      "has math, random and json, canvas_width (800), canvas_height (600), "
      "existing_strokes (the canvas's strokes: dicts with id, author, d and "
      "style) and helpers that return path dicts: line(x1, y1, x2, y2), "

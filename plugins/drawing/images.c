@@ -402,7 +402,8 @@ int drw_generate_image(atl_call_t *call) {
   int replaced = 0;
   for (size_t i = 0; i < json_object_array_length(refs); i++)
     if (strcmp(json_object_get_string(
-                   get(json_object_array_get_idx(refs, i), "name")),
+                   get(json_object_array_get_idx(refs, i), "name"))
+                   ?: "",
                name) == 0) {
       json_object_array_del_idx(refs, i, 1);
       replaced = 1;
@@ -457,6 +458,8 @@ int drw_view_reference_image(atl_call_t *call) {
     for (size_t i = 0; i < n && !entry; i++) {
       json_object *e = json_object_array_get_idx(refs, i);
       const char *en = json_object_get_string(get(e, "name"));
+      if (en == NULL)
+        continue;
       if (strcmp(en, json_object_get_string(want)) == 0 ||
           strcmp(en, name) == 0)
         entry = e;

@@ -187,9 +187,46 @@ static int seccomp_fd(void) {
   rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
   rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
                          SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+  /* A thread may not take new namespaces either: one rule per flag, as
+   * a filter compares a masked value with one constant. */
+  static const unsigned long newns[] = {
+      CLONE_NEWNS,  CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET,
+      CLONE_NEWIPC, CLONE_NEWUTS,  CLONE_NEWCGROUP};
+  for (size_t i = 0; i < sizeof(newns) / sizeof(newns[0]); i++)
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                           SCMP_A0(SCMP_CMP_MASKED_EQ, newns[i], newns[i]));
   /* No network exists in the sandbox; no socket may be made either. */
   rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 0);
   rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 0);
+  /* The kernel's attack surface a drawing never needs: new namespaces and
+   * mounts (bwrap's --disable-userns covers user namespaces too), tracing,
+   * BPF, io_uring, userfaultfd, perf and the keyrings. */
+  static const int denied[] = {
+      SCMP_SYS(unshare),
+      SCMP_SYS(setns),
+      SCMP_SYS(mount),
+      SCMP_SYS(umount2),
+      SCMP_SYS(pivot_root),
+      SCMP_SYS(chroot),
+      SCMP_SYS(ptrace),
+      SCMP_SYS(process_vm_readv),
+      SCMP_SYS(process_vm_writev),
+      SCMP_SYS(bpf),
+      SCMP_SYS(io_uring_setup),
+      SCMP_SYS(io_uring_enter),
+      SCMP_SYS(io_uring_register),
+      SCMP_SYS(userfaultfd),
+      SCMP_SYS(perf_event_open),
+      SCMP_SYS(keyctl),
+      SCMP_SYS(add_key),
+      SCMP_SYS(request_key),
+      SCMP_SYS(open_tree),
+      SCMP_SYS(move_mount),
+      SCMP_SYS(fsopen),
+      SCMP_SYS(fsmount),
+  };
+  for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++)
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), denied[i], 0);
   int fd = rc == 0 ? memfd_create("drawing-seccomp", MFD_CLOEXEC) : -1;
   if (fd >= 0 && seccomp_export_bpf(ctx, fd) != 0) {
     close(fd);
@@ -222,31 +259,31 @@ static int64_t mono_ms(void) {
 }
 
 typedef struct {
-  capture_t out, err, paths;
-  int status;    /* from waitpid */
-  int timed_out; /* killed at the deadline */
-  int cancelled; /* killed because the call was cancelled */
-  int too_much;  /* killed for output past RUN_OUT_BYTES */
+  capture_t out, err, paths, bwst; /* bwst: bwrap's status JSON */
+  int status;                      /* from waitpid */
+  int timed_out;                   /* killed at the deadline */
+  int cancelled;                   /* killed because the call was cancelled */
+  int too_much;                    /* killed for output past RUN_OUT_BYTES */
   int64_t ms;
 } run_t;
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
-static void child(const char *const argv[], const int fds[8], int secs) {
+static void child(const char *const argv[], const int fds[9], int secs) {
   static char *const envp[] = {"PATH=/usr/bin", "LANG=C.UTF-8", NULL};
   setsid();
   /* fds: 0 stdin, 1 stdout, 2 stderr, 3 output, 4 runner, 5 code,
-   * 6 strokes, 7 seccomp; moved into place above 8 first so that no dup2
-   * overwrites a descriptor still to be moved. */
-  int hi[8];
-  for (int i = 0; i < 8; i++) {
+   * 6 strokes, 7 seccomp, 8 bwrap's status; moved into place above 16
+   * first so that no dup2 overwrites a descriptor still to be moved. */
+  int hi[9];
+  for (int i = 0; i < 9; i++) {
     hi[i] = fcntl(fds[i], F_DUPFD, 16);
     if (hi[i] < 0)
       _exit(126);
   }
-  for (int i = 0; i < 8; i++)
+  for (int i = 0; i < 9; i++)
     if (dup2(hi[i], i) < 0)
       _exit(126);
-  closefrom(8);
+  closefrom(9);
   struct rlimit r;
   r.rlim_cur = (rlim_t)secs;
   r.rlim_max = (rlim_t)secs + 1;
@@ -259,8 +296,6 @@ static void child(const char *const argv[], const int fds[8], int secs) {
   setrlimit(RLIMIT_NOFILE, &r);
   r.rlim_cur = r.rlim_max = 0;
   setrlimit(RLIMIT_CORE, &r);
-  r.rlim_cur = r.rlim_max = 64;
-  setrlimit(RLIMIT_NPROC, &r);
   execve(argv[0], (char *const *)argv, envp);
   _exit(127);
 }
@@ -272,14 +307,17 @@ static int run(drw_state_t *st, atl_call_t *call, const char *code,
   memset(r, 0, sizeof(*r));
   r->out.cap = r->err.cap = RUN_TEXT_KEEP;
   r->paths.cap = RUN_OUT_BYTES;
+  r->bwst.cap = 4096;
   r->out.buf = malloc(r->out.cap);
   r->err.buf = malloc(r->err.cap);
+  r->bwst.buf = malloc(r->bwst.cap);
   r->paths.buf = malloc(4096);
   size_t paths_alloc = 4096;
-  int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  int fds[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
   int pout[2] = {-1, -1}, perr[2] = {-1, -1}, ppaths[2] = {-1, -1};
+  int pstat[2] = {-1, -1};
   int rc = -1;
-  if (!r->out.buf || !r->err.buf || !r->paths.buf) {
+  if (!r->out.buf || !r->err.buf || !r->paths.buf || !r->bwst.buf) {
     snprintf(why, wsize, "out of memory");
     goto out;
   }
@@ -289,8 +327,8 @@ static int run(drw_state_t *st, atl_call_t *call, const char *code,
   fds[6] = memfd_text("drawing-strokes", strokes_json, strlen(strokes_json));
   fds[7] = seccomp_fd();
   if (pipe2(pout, O_CLOEXEC) != 0 || pipe2(perr, O_CLOEXEC) != 0 ||
-      pipe2(ppaths, O_CLOEXEC) != 0 || fds[0] < 0 || fds[4] < 0 || fds[5] < 0 ||
-      fds[6] < 0 || fds[7] < 0) {
+      pipe2(ppaths, O_CLOEXEC) != 0 || pipe2(pstat, O_CLOEXEC) != 0 ||
+      fds[0] < 0 || fds[4] < 0 || fds[5] < 0 || fds[6] < 0 || fds[7] < 0) {
     snprintf(why, wsize, "the sandbox's files could not be made: %s",
              strerror(errno));
     goto out;
@@ -298,67 +336,32 @@ static int run(drw_state_t *st, atl_call_t *call, const char *code,
   fds[1] = pout[1];
   fds[2] = perr[1];
   fds[3] = ppaths[1];
-  const char *argv[] = {st->bwrap,
-                        "--unshare-all",
-                        "--die-with-parent",
-                        "--new-session",
-                        "--cap-drop",
-                        "ALL",
-                        "--uid",
-                        "65534",
-                        "--gid",
-                        "65534",
-                        "--ro-bind",
-                        "/usr",
-                        "/usr",
-                        "--symlink",
-                        "usr/lib",
-                        "/lib",
-                        "--symlink",
-                        "usr/lib64",
-                        "/lib64",
-                        "--symlink",
-                        "usr/bin",
-                        "/bin",
-                        "--proc",
-                        "/proc",
-                        "--dev",
-                        "/dev",
-                        "--size",
-                        "16777216",
-                        "--tmpfs",
-                        "/tmp",
-                        "--dir",
-                        "/in",
-                        "--ro-bind-data",
-                        "4",
-                        "/in/runner.py",
-                        "--ro-bind-data",
-                        "5",
-                        "/in/code.py",
-                        "--ro-bind-data",
-                        "6",
-                        "/in/strokes.json",
-                        "--seccomp",
-                        "7",
-                        "--chdir",
-                        "/tmp",
-                        "--clearenv",
-                        "--setenv",
-                        "HOME",
-                        "/tmp",
-                        "--setenv",
-                        "LANG",
-                        "C.UTF-8",
-                        "--setenv",
-                        "PATH",
-                        "/usr/bin",
-                        st->python,
-                        "-I",
-                        "-S",
-                        "-B",
-                        "/in/runner.py",
-                        NULL};
+  fds[8] = pstat[1];
+  const char *argv[] = {
+      st->bwrap,
+      /* {"child-pid": N} once the sandbox is made: what
+       * tells bwrap's own failure from code that writes
+       * "bwrap: ..." and exits 1. */
+      "--json-status-fd", "8", "--unshare-all", "--unshare-user",
+      "--disable-userns", "--assert-userns-disabled", "--die-with-parent",
+      "--new-session", "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534",
+      "--ro-bind", "/usr", "/usr",
+      /* /usr/local may hold a deployment's own files
+       * (its keys.env when installed there), which the
+       * sandbox's uid can read when the daemon runs as
+       * root: an empty, read-only /usr/local instead. */
+      "--size", "4096", "--tmpfs", "/usr/local", "--remount-ro", "/usr/local",
+      "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+      "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev",
+      /* /dev and /dev/shm would be tmpfs without a
+       * size: host memory outside every limit. */
+      "--size", "1048576", "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+      "--size", "16777216", "--tmpfs", "/tmp", "--dir", "/in", "--ro-bind-data",
+      "4", "/in/runner.py", "--ro-bind-data", "5", "/in/code.py",
+      "--ro-bind-data", "6", "/in/strokes.json", "--seccomp", "7", "--chdir",
+      "/tmp", "--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "LANG",
+      "C.UTF-8", "--setenv", "PATH", "/usr/bin", st->python, "-I", "-S", "-B",
+      "/in/runner.py", NULL};
   int64_t t0 = mono_ms();
   pid_t pid = fork();
   if (pid < 0) {
@@ -367,16 +370,18 @@ static int run(drw_state_t *st, atl_call_t *call, const char *code,
   }
   if (pid == 0)
     child(argv, fds, st->time_limit_s);
-  for (int i = 0; i < 8; i++) {
+  for (int i = 0; i < 9; i++) {
     if (fds[i] >= 0)
       close(fds[i]);
     fds[i] = -1;
   }
-  pout[1] = perr[1] = ppaths[1] = -1;
+  pout[1] = perr[1] = ppaths[1] = pstat[1] = -1;
 
-  struct pollfd pf[3] = {
-      {pout[0], POLLIN, 0}, {perr[0], POLLIN, 0}, {ppaths[0], POLLIN, 0}};
-  int open_fds = 3, killed = 0;
+  struct pollfd pf[4] = {{pout[0], POLLIN, 0},
+                         {perr[0], POLLIN, 0},
+                         {ppaths[0], POLLIN, 0},
+                         {pstat[0], POLLIN, 0}};
+  int open_fds = 4, killed = 0;
   char chunk[65536];
   while (open_fds > 0) {
     int64_t left = st->time_limit_s * 1000 - (mono_ms() - t0);
@@ -389,12 +394,12 @@ static int run(drw_state_t *st, atl_call_t *call, const char *code,
       kill(pid, SIGKILL);
       killed = 1;
     }
-    int n = poll(pf, 3, killed ? 1000 : (int)(left < 100 ? left : 100));
+    int n = poll(pf, 4, killed ? 1000 : (int)(left < 100 ? left : 100));
     if (n < 0 && errno != EINTR)
       break;
     if (n == 0 && killed)
       break; /* a grandchild holds a pipe: do not wait for it */
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
       if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
         continue;
       ssize_t got = read(pf[i].fd, chunk, sizeof(chunk));
@@ -431,14 +436,17 @@ static int run(drw_state_t *st, atl_call_t *call, const char *code,
         memcpy(r->paths.buf + r->paths.len, chunk, (size_t)got);
         r->paths.len += (size_t)got;
       } else {
-        cap_add(i == 0 ? &r->out : &r->err, chunk, (size_t)got);
+        cap_add(i == 0   ? &r->out
+                : i == 1 ? &r->err
+                         : &r->bwst,
+                chunk, (size_t)got);
       }
     }
   }
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 4; i++)
     if (pf[i].fd >= 0)
       close(pf[i].fd);
-  pout[0] = perr[0] = ppaths[0] = -1;
+  pout[0] = perr[0] = ppaths[0] = pstat[0] = -1;
   if (!killed)
     kill(-pid, SIGKILL); /* anything left of the group */
   while (waitpid(pid, &r->status, 0) < 0 && errno == EINTR)
@@ -446,17 +454,19 @@ static int run(drw_state_t *st, atl_call_t *call, const char *code,
   r->ms = mono_ms() - t0;
   rc = 0;
 out:
-  for (int i = 0; i < 8; i++)
-    if (fds[i] >= 0 && i != 1 && i != 2 && i != 3)
+  for (int i = 0; i < 9; i++)
+    if (fds[i] >= 0 && i != 1 && i != 2 && i != 3 && i != 8)
       close(fds[i]);
-  int pipes[6] = {pout[0], pout[1], perr[0], perr[1], ppaths[0], ppaths[1]};
-  for (int i = 0; i < 6; i++)
+  int pipes[8] = {pout[0],   pout[1],   perr[0],  perr[1],
+                  ppaths[0], ppaths[1], pstat[0], pstat[1]};
+  for (int i = 0; i < 8; i++)
     if (pipes[i] >= 0)
       close(pipes[i]);
   return rc;
 }
 
 static void run_free(run_t *r) {
+  free(r->bwst.buf);
   free(r->out.buf);
   free(r->err.buf);
   free(r->paths.buf);
@@ -548,9 +558,10 @@ int drw_generate_svg(atl_call_t *call) {
   int exited = WIFEXITED(r.status),
       code_rc = exited ? WEXITSTATUS(r.status) : -1;
   /* bwrap's own failures (no user namespaces, a mount refused) come as
-   * "bwrap: ..." on stderr with status 1, before any Python ran. */
-  if (exited && code_rc != 0 && r.err.len >= 6 &&
-      memcmp(r.err.buf, "bwrap:", 6) == 0) {
+   * "bwrap: ..." on stderr with status 1, before any Python ran: before
+   * bwrap reported its child on the status descriptor. */
+  int started = memmem(r.bwst.buf, r.bwst.len, "child-pid", 9) != NULL;
+  if (!started && exited && code_rc != 0) {
     char *msg = python_error(&r.err);
     call->host->log(call->host, ATL_LOG_ERROR,
                     "generate_svg sandbox failed: %s", msg ? msg : "");
