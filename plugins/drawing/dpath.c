@@ -358,6 +358,29 @@ static int emit(lex_t *l, dp_path_t *out, dp_op_t op, const double *v) {
   return 0;
 }
 
+/* A curve's first control point into v[0..1]: given in a (C and Q, which
+ * then go on past it), or for S and T the reflection of the last curve's
+ * second control point when that curve was of the same kind (a C before
+ * an S, a Q before a T), else the current point. Returns where the rest
+ * of the numbers start. */
+static const double *first_control(const pen_t *p, int given, int kind,
+                                   const double *a, double ox, double oy,
+                                   double *v) {
+  if (given) {
+    v[0] = a[0] + ox;
+    v[1] = a[1] + oy;
+    return a + 2;
+  }
+  if (p->last == kind) {
+    v[0] = 2 * p->cx - p->lcx;
+    v[1] = 2 * p->cy - p->lcy;
+  } else {
+    v[0] = p->cx;
+    v[1] = p->cy;
+  }
+  return a;
+}
+
 /* Applies one group of command cmd (its numbers in a) to the pen and the
  * canonical path. */
 static int apply(lex_t *l, dp_path_t *out, pen_t *p, char cmd,
@@ -397,17 +420,7 @@ static int apply(lex_t *l, dp_path_t *out, pen_t *p, char cmd,
     break;
   case 'c':
   case 's':
-    if (kind == 'c') {
-      v[0] = a[0] + ox;
-      v[1] = a[1] + oy;
-      a += 2;
-    } else if (p->last == 'c') {
-      v[0] = 2 * p->cx - p->lcx;
-      v[1] = 2 * p->cy - p->lcy;
-    } else {
-      v[0] = p->cx;
-      v[1] = p->cy;
-    }
+    a = first_control(p, kind == 'c', 'c', a, ox, oy, v);
     v[2] = a[0] + ox;
     v[3] = a[1] + oy;
     v[4] = a[2] + ox;
@@ -422,17 +435,7 @@ static int apply(lex_t *l, dp_path_t *out, pen_t *p, char cmd,
     return 0;
   case 'q':
   case 't':
-    if (kind == 'q') {
-      v[0] = a[0] + ox;
-      v[1] = a[1] + oy;
-      a += 2;
-    } else if (p->last == 'q') {
-      v[0] = 2 * p->cx - p->lcx;
-      v[1] = 2 * p->cy - p->lcy;
-    } else {
-      v[0] = p->cx;
-      v[1] = p->cy;
-    }
+    a = first_control(p, kind == 'q', 'q', a, ox, oy, v);
     v[2] = a[0] + ox;
     v[3] = a[1] + oy;
     if (emit(l, out, DP_QUAD, v) != 0)
