@@ -1056,7 +1056,7 @@ static void fill_row(sqlite3_stmt *s, atl_session_row_t *row) {
 
 /* The document of session id, its chunks joined, as a malloc()ed
  * NUL-terminated string in *out. One statement reads every chunk, so they
- * are all of one version. */
+ * are all of one commit. */
 static int doc_read(atl_store_reader_t *r, const char *id, char **out) {
   *out = NULL;
   sqlite3_stmt *s = reader_stmt(r, R_DOC_CHUNKS);
@@ -1097,10 +1097,12 @@ int atl_store_session_load(atl_store_reader_t *r, const char *id,
   sqlite3_stmt *s = reader_stmt(r, R_SESSION_LOAD);
   if (s == NULL)
     return ATL_ESTORE;
-  /* One read transaction for the row and the document's chunks, so that
-   * both are of the same commit. */
-  if (exec(r->db, "BEGIN") != SQLITE_OK)
-    return ATL_ESTORE;
+  /* The row, the document's chunks and the last run are read by three
+   * statements, each its own snapshot, with no transaction around them: a
+   * session is written only once it is loaded, through its one in-memory
+   * object, so nothing writes it between them. An explicit read
+   * transaction would be one more thing that could be left open on a
+   * pooled connection, which would then read a stale snapshot for good. */
   bind_id(s, id);
   int rc = sqlite3_step(s);
   if (rc == SQLITE_ROW) {
@@ -1122,7 +1124,6 @@ int atl_store_session_load(atl_store_reader_t *r, const char *id,
     }
     sqlite3_reset(lr);
   }
-  exec(r->db, "COMMIT");
   return rc;
 }
 
