@@ -9,7 +9,11 @@
   3. view_canvas on that canvas, right after the last draw_paths (the
      canvas's raster and PNG are cached) and after a restart (cold);
   4. generate_svg: a 1,000-path spiral, the whole round trip with the
-     sandbox's start; median of ROUNDS.
+     sandbox's start; median of ROUNDS;
+  5. view_canvas on a paint canvas of 10,000 mixed paths (as
+     bench/drawing-core draws from nothing), drawn 1,000 a call: right
+     after the last call, and after a restart (the canvas is brought back
+     from its kept image, the session loaded from the store).
 
   bench/drawing-daemon.py BUILD_DIR [ROUNDS]
 
@@ -120,6 +124,40 @@ def paths_1000(rng):
     return out
 
 
+COLORS = ["#1a1a2e", "#e94560", "#7b68ee", "#4ecdc4", "#ffd93d",
+          "#ff6b6b", "#4ade80", "#3b82f6", "#f97316"]
+
+
+def paint_1000(rng, base):
+    """1,000 short paint paths near a centre each (lines, polylines,
+    curves, arcs), widths 1-12, opacities 0.3-1: drawing-core's mix."""
+    out = []
+    for i in range(1000):
+        cx, cy = 60 + rng.random() * 680, 60 + rng.random() * 480
+
+        def p():
+            return "%.2f %.2f" % (cx + rng.uniform(-38, 38),
+                                  cy + rng.uniform(-28, 28))
+        k = (base + i) % 5
+        if k == 0:
+            d = "M %s L %s" % (p(), p())
+        elif k == 1:
+            d = "M %s" % p() + "".join(" l%.2f,%.2f" % (
+                rng.uniform(-20, 20), rng.uniform(-20, 20)) for _ in range(7))
+        elif k == 2:
+            d = "M %s Q %s %s T %s" % (p(), p(), p(), p())
+        elif k == 3:
+            d = "M %s C %s %s %s" % (p(), p(), p(), p())
+        else:
+            d = "M %s a%.1f %.1f %.0f 0 1 %.1f %.1f" % (
+                p(), 10 + rng.random() * 20, 10 + rng.random() * 20,
+                rng.random() * 90, rng.uniform(-30, 30), rng.uniform(-30, 30))
+        out.append({"type": "svg", "d": d, "color": COLORS[i % 9],
+                    "stroke_width": 1 + (i % 12),
+                    "opacity": round(0.3 + 0.7 * rng.random(), 2)})
+    return out
+
+
 SPIRAL = """paths = []
 cx, cy = canvas_width / 2, canvas_height / 2
 for i in range(1000):
@@ -160,6 +198,13 @@ def main():
         rss1 = rss_kb(proc.pid)
         # 3. view_canvas, warm.
         warm = [c.tool(sid, "view_canvas", {})[1] for _ in range(ROUNDS)]
+        # 5. a paint canvas of 10,000 mixed paths.
+        psid = c.call("session.create", {})["id"]
+        c.tool(psid, "new_canvas", {"mode": "paint"})
+        for k in range(10):
+            r, _ = c.tool(psid, "draw_paths", {"paths": paint_1000(rng, k)})
+            assert r["result"]["drawn"] == 1000, r["result"].get("refused")
+        pwarm = [c.tool(psid, "view_canvas", {})[1] for _ in range(ROUNDS)]
     finally:
         proc.terminate()
         proc.wait()
@@ -175,6 +220,14 @@ def main():
             r, ms = c.tool(sid, "view_canvas", {})
             assert r["result"]["strokes_total"] == 50000
             cold.append(ms)
+        pcold = []
+        for _ in range(ROUNDS):
+            proc.terminate()
+            proc.wait()
+            proc, c = start()
+            r, ms = c.tool(psid, "view_canvas", {})
+            assert r["result"]["strokes_total"] == 10000
+            pcold.append(ms)
     finally:
         proc.terminate()
         proc.wait()
@@ -192,6 +245,10 @@ def main():
     print("view_canvas at 50,000 strokes: warm (cached) median %.1f ms; "
           "cold (after a restart) median %.1f ms" % (
               statistics.median(warm), statistics.median(cold)))
+    print("view_canvas, paint canvas of 10,000 mixed paths: right after "
+          "drawing median %.1f ms; after a restart median %.1f ms (min %.1f,"
+          " max %.1f)" % (statistics.median(pwarm), statistics.median(pcold),
+                          min(pcold), max(pcold)))
     print("generate_svg, 1,000-path spiral, round trip with the sandbox: "
           "median %.1f ms (min %.1f, max %.1f)" % (
               statistics.median(gen), min(gen), max(gen)))

@@ -377,9 +377,13 @@ static void commit_loop(void *arg) {
     j->pool_ref = 0;
     job_release(j);
   }
+  json_object *old_doc = NULL;
   if (j->commit_status == 0) {
     if (j->new_doc) {
-      json_object_put(s->doc);
+      /* The old document is freed after the answer: tens of thousands of
+       * strings in a big canvas take milliseconds the caller need not
+       * wait for. */
+      old_doc = s->doc;
       s->doc = j->new_doc;
       j->new_doc = NULL;
       s->updated_ms = atl_now_ms();
@@ -404,6 +408,7 @@ static void commit_loop(void *arg) {
   s->busy = 0;
   s->running = NULL;
   atl_toolcall_next(d, s);
+  json_object_put(old_doc);
   atl_session_unref(d, s);
   uv_close((uv_handle_t *)&j->timer, timer_closed);
 }

@@ -36,11 +36,15 @@ static void flush_mem(png_structp png) {
   (void)png;
 }
 
-static int encode(const uint8_t *rgb, int w, int h, int level, int filter,
-                  void **out, size_t *out_len) {
+/* Writes a PNG of w * h pixels: from rgb, compressed here at level with
+ * filter, or, when rgb is NULL, around z, a zlib stream of the scanlines
+ * the caller compressed itself. */
+static int write_png(const uint8_t *rgb, const void *z, size_t z_len, int w,
+                     int h, int level, int filter, void **out,
+                     size_t *out_len) {
   *out = NULL;
   *out_len = 0;
-  if (rgb == NULL || w < 1 || h < 1)
+  if ((rgb == NULL && (z == NULL || z_len == 0)) || w < 1 || h < 1)
     return -EINVAL;
   png_structp png =
       png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
@@ -72,9 +76,22 @@ static int encode(const uint8_t *rgb, int w, int h, int level, int filter,
   /* The pixels are sRGB-encoded (atl_render_resolve): say so. */
   png_set_sRGB_gAMA_and_cHRM(png, info, PNG_sRGB_INTENT_PERCEPTUAL);
   png_write_info(png, info);
-  for (int y = 0; y < h; y++)
-    png_write_row(png, (png_const_bytep)(rgb + (size_t)y * (size_t)w * 3));
-  png_write_end(png, NULL);
+  if (rgb != NULL) {
+    for (int y = 0; y < h; y++)
+      png_write_row(png, (png_const_bytep)(rgb + (size_t)y * (size_t)w * 3));
+    png_write_end(png, NULL);
+  } else {
+    /* The stream in IDAT chunks of at most 256 KiB, as encoders write
+     * them (the format allows 2^31 - 1; some streaming readers buffer a
+     * chunk whole), then IEND; libpng computes each chunk's CRC. */
+    const unsigned char *p = z;
+    for (size_t off = 0; off < z_len;) {
+      size_t n = z_len - off < (256u << 10) ? z_len - off : (256u << 10);
+      png_write_chunk(png, (png_const_bytep) "IDAT", p + off, n);
+      off += n;
+    }
+    png_write_chunk(png, (png_const_bytep) "IEND", NULL, 0);
+  }
   png_destroy_write_struct(&png, &info);
   *out = m->data;
   *out_len = m->len;
@@ -84,10 +101,12 @@ static int encode(const uint8_t *rgb, int w, int h, int level, int filter,
 
 int atl_png_encode(const uint8_t *rgb, int w, int h, int level, void **out,
                    size_t *out_len) {
-  return encode(rgb, w, h, level, PNG_FILTER_PAETH, out, out_len);
+  if (rgb == NULL)
+    return -EINVAL;
+  return write_png(rgb, NULL, 0, w, h, level, PNG_FILTER_PAETH, out, out_len);
 }
 
-int atl_png_encode_flat(const uint8_t *rgb, int w, int h, int level, void **out,
-                        size_t *out_len) {
-  return encode(rgb, w, h, level, PNG_FILTER_NONE, out, out_len);
+int atl_png_wrap_zlib(const void *z, size_t z_len, int w, int h, void **out,
+                      size_t *out_len) {
+  return write_png(NULL, z, z_len, w, h, -1, PNG_FILTER_NONE, out, out_len);
 }

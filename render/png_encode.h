@@ -13,11 +13,13 @@
 int atl_png_encode(const uint8_t *rgb, int w, int h, int level, void **out,
                    size_t *out_len);
 
-/* The same for flat-colour images such as drawings, with no row filter:
- * on a canvas of 1,000 pen strokes zlib level 1 takes 10 ms for 230 kB
- * this way, against 19 ms for 390 kB with the Paeth filter, which only
- * pays on photographic noise. */
-int atl_png_encode_flat(const uint8_t *rgb, int w, int h, int level, void **out,
-                        size_t *out_len);
+/* A PNG (8-bit RGB, w * h, sRGB) around z, a complete zlib stream of its
+ * scanlines (each row a filter byte and w * 3 bytes) that the caller
+ * compressed itself, e.g. in bands on several threads (raw deflate
+ * segments ended with Z_FULL_FLUSH, joined, with adler32_combine()'s
+ * checksum): libpng writes the chunks and their CRCs. Returns 0 and a
+ * malloc()ed buffer in *out of *out_len bytes, or -EINVAL / -ENOMEM. */
+int atl_png_wrap_zlib(const void *z, size_t z_len, int w, int h, void **out,
+                      size_t *out_len);
 
 #endif

@@ -552,14 +552,19 @@ static void sb_reserve(sbuf_t *b, size_t more) {
   b->cap = n;
 }
 
-/* A number to 1/1000 without trailing zeros ("12", "-0.5", "3.142"). */
+/* A number to 1/1000 without trailing zeros ("12", "-0.5", "3.142").
+ * The canonical text must be a fixed point: formatting what it parses to
+ * gives the same text. That holds while v * 1000 is computed with an error
+ * well under half a unit, i.e. |v * 1000| far below 2^52; beyond 1e12
+ * (far outside any canvas) the number is written in full with %.17g,
+ * which round-trips exactly, rather than rounded twice. */
 static void sb_num(sbuf_t *b, double v) {
   sb_reserve(b, 32);
   if (b->failed)
     return;
   char *o = b->buf + b->len;
   double r = round(v * 1000);
-  if (!(fabs(r) < 9e15)) {
+  if (!(fabs(r) < 1e12)) {
     b->len += (size_t)snprintf(o, 32, "%.17g", v);
     return;
   }

@@ -29,12 +29,25 @@ typedef struct cv_raster_s cv_raster_t;
 /* A white canvas for view (copied); NULL when out of memory. */
 cv_raster_t *cv_raster_new(const cv_view_t *view);
 void cv_raster_free(cv_raster_t *r);
-/* Draws strokes[from..] (host owns strokes) on r. Unreadable strokes are
- * skipped and counted in *skipped (may be NULL). 0, or -ENOMEM. */
+/* Draws strokes[from..] (host owns strokes) on r, in bands on every core
+ * (raster.c says how). Unreadable strokes are skipped; to count them in
+ * *skipped, pass it: the strokes are then drawn in one piece on this
+ * thread (a pixel on a band's edge may differ by one level). 0, or
+ * -ENOMEM. */
 int cv_raster_draw(cv_raster_t *r, json_object *strokes, size_t from,
                    size_t *skipped);
-/* r's pixels as a PNG: a malloc()ed buffer in *png of *len bytes. */
-int cv_raster_encode(const cv_raster_t *r, void **png, size_t *len);
+/* Draws strokes[from..] (host owns strokes) on r and encodes the result
+ * as a PNG, both on every core (raster.c says how): a malloc()ed buffer
+ * in *png of *len bytes. Unreadable strokes are skipped. 0, or -ENOMEM. */
+int cv_raster_update(cv_raster_t *r, json_object *strokes, size_t from,
+                     void **png, size_t *len);
+/* r's pixels as a PNG, the same way (r is only read, but its surface is
+ * flushed). */
+int cv_raster_encode(cv_raster_t *r, void **png, size_t *len);
+/* Replaces r's pixels with a PNG of r's size that cv_raster_update or
+ * cv_raster_encode made (a canvas kept in the store): 0, or -EINVAL when
+ * png is not such an image. */
+int cv_raster_load_png(cv_raster_t *r, const void *png, size_t len);
 /* r's pixels as a new RGB buffer (width × height × 3, the caller frees). */
 uint8_t *cv_raster_rgb_of(const cv_raster_t *r);
 

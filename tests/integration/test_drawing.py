@@ -450,12 +450,15 @@ def _running(marker):
     return False
 
 
-@check("the canvas survives a killed daemon")
+@check("the canvas survives a killed daemon, and its picture is brought "
+       "back from the kept image rather than drawn again; strokes drawn on "
+       "it afterwards give the picture of a canvas drawn in one go")
 def _(ctx):
     conf = ctx["conf"]
     d2 = Daemon("drawing-crash", conf, env={"FAKE_LLM_KEY": KEY})
     sid = d2.session()
-    ok(d2, sid, "draw_paths", {"paths": [LINE, ARC]})
+    r = ok(d2, sid, "draw_paths", {"paths": [LINE, ARC]})
+    drawn_id = r["images"][0]["id"]
     ok(d2, sid, "name_piece", {"title": "Kept"})
     data = d2.data
     d2.kill()
@@ -464,6 +467,16 @@ def _(ctx):
     r = ok(d3, sid, "view_canvas")
     assert r["result"]["strokes_total"] == 2 and r["result"]["title"] == \
         "Kept", r
+    assert r["images"][0]["id"] == drawn_id, (r["images"], drawn_id)
+    with open(d3.log) as f:
+        assert "canvas brought back from its kept image: 2 of 2 strokes" in \
+            f.read()
+    third = {"type": "svg", "d": "M 100 500 Q 400 100 700 500"}
+    after = ok(d3, sid, "draw_paths", {"paths": [third]})["images"][0]["id"]
+    other = d3.session()
+    once = ok(d3, other, "draw_paths",
+              {"paths": [LINE, ARC, third]})["images"][0]["id"]
+    assert after == once, (after, once)
     d3.stop()
 
 

@@ -4,7 +4,9 @@
  * model (colours, packing, path checks, brushes) and the rasteriser
  * (pixels of decoded images: caps, curves, colours, opacity). */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <math.h>
+#include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -614,6 +616,112 @@ Test(raster, png_and_svg) {
     paths++;
   cr_expect_eq(paths, 6, "the stroke and its 5 bristles");
   free(svg);
+  json_object_put(arr);
+}
+
+/* A canvas of n mixed strokes all over it: curves, arcs, translucent
+ * paint with brushes. */
+static json_object *busy_canvas(int n) {
+  json_object *arr = json_object_new_array();
+  const char *brush[] = {"", "oil_round", "", "watercolor", "", "pencil"};
+  for (int i = 0; i < n; i++) {
+    double x = 20 + (i * 37) % 760, y = 20 + (i * 53) % 560;
+    char buf[256];
+    snprintf(buf, sizeof(buf),
+             "%d;a;#%02x%02x%02x;%d;%.2f;%s;M%.1f %.1f C%.1f %.1f %.1f %.1f "
+             "%.1f %.1f A20 10 30 0 1 %.1f %.1f",
+             i + 1, (i * 40) % 256, (i * 90) % 256, (i * 150) % 256, 1 + i % 12,
+             0.3 + 0.7 * (i % 7) / 6.0, brush[i % 6], x, y, x + 30, y - 20,
+             x + 10, y + 40, x + 45, y + 5, x + 10, y + 30);
+    json_object_array_add(arr, json_object_new_string(buf));
+  }
+  return arr;
+}
+
+static uint8_t *png_rgb(const void *png, size_t len, int w, int h) {
+  png_image im;
+  memset(&im, 0, sizeof(im));
+  im.version = PNG_IMAGE_VERSION;
+  cr_assert(png_image_begin_read_from_memory(&im, png, len), "%s", im.message);
+  cr_assert_eq((int)im.width, w);
+  cr_assert_eq((int)im.height, h);
+  im.format = PNG_FORMAT_RGB;
+  uint8_t *rgb = malloc(PNG_IMAGE_SIZE(im));
+  cr_assert(png_image_finish_read(&im, NULL, rgb, 0, NULL), "%s", im.message);
+  return rgb;
+}
+
+/* Drawn and encoded in bands on several threads, the canvas is the one
+ * drawn in one piece on one thread but for a level here and there on the
+ * bands' edges, and the joined deflate segments make one valid zlib
+ * stream (libpng checks its Adler-32 and every chunk's CRC). A canvas
+ * brought up to date in two steps, and one brought back from its PNG,
+ * give the very same file. */
+Test(raster, bands_match_one_piece) {
+  json_object *arr = busy_canvas(700);
+  cv_view_t view = {CV_PAINT, 0, 0, 0};
+  uint8_t *whole = NULL;
+  size_t skipped = 0, inked = 0;
+  cr_assert_eq(cv_raster_rgb(arr, &view, &whole, &skipped), 0);
+  cr_assert_eq(skipped, 0);
+  for (size_t i = 0; i < 800 * 600 * 3; i++)
+    inked += whole[i] != 255;
+  cr_assert_gt(inked, 800 * 600, "the canvas is busy (%zu)", inked);
+
+  cv_raster_t *r = cv_raster_new(&view);
+  void *png = NULL;
+  size_t len = 0;
+  cr_assert_eq(cv_raster_update(r, arr, 0, &png, &len), 0);
+  uint8_t *banded = png_rgb(png, len, 800, 600);
+  /* Off by at most one level, on the bands' edges only (rows 150, 300
+   * and 450 and their neighbours), and rarely. */
+  size_t differ = 0;
+  for (size_t i = 0; i < 800 * 600 * 3; i++) {
+    if (banded[i] == whole[i])
+      continue;
+    size_t y = i / 2400;
+    differ++;
+    cr_expect_leq(abs(banded[i] - whole[i]), 1, "at (%zu, %zu)", i % 2400 / 3,
+                  y);
+    cr_expect(y % 150 <= 1 || y % 150 == 149, "away from an edge: row %zu", y);
+  }
+  cr_expect_lt(differ, 200, "%zu bytes differ", differ);
+  cv_raster_free(r);
+
+  /* 400, then the other 300. */
+  json_object *first = json_object_new_array();
+  for (size_t i = 0; i < 400; i++)
+    json_object_array_add(first,
+                          json_object_get(json_object_array_get_idx(arr, i)));
+  r = cv_raster_new(&view);
+  void *png2 = NULL;
+  size_t len2 = 0;
+  cr_assert_eq(cv_raster_update(r, first, 0, &png2, &len2), 0);
+  free(png2);
+  cr_assert_eq(cv_raster_update(r, arr, 400, &png2, &len2), 0);
+  cr_expect(len2 == len && memcmp(png2, png, len) == 0,
+            "two steps give another PNG");
+  cv_raster_free(r);
+  free(png2);
+
+  /* Brought back from the PNG: the same pixels, so the same file. */
+  r = cv_raster_new(&view);
+  cr_assert_eq(cv_raster_load_png(r, png, len), 0);
+  cr_assert_eq(cv_raster_encode(r, &png2, &len2), 0);
+  cr_expect(len2 == len && memcmp(png2, png, len) == 0,
+            "the reloaded canvas encodes to another PNG");
+  free(png2);
+  cr_expect_eq(cv_raster_load_png(r, "\x89PNG\r\n\x1a\nbroken", 16), -EINVAL);
+  cv_view_t small = {CV_PAINT, 0, 400, 300};
+  cv_raster_t *r2 = cv_raster_new(&small);
+  cr_expect_eq(cv_raster_load_png(r2, png, len), -EINVAL,
+               "an image of another size is refused");
+  cv_raster_free(r2);
+  cv_raster_free(r);
+  free(png);
+  free(banded);
+  free(whole);
+  json_object_put(first);
   json_object_put(arr);
 }
 
