@@ -538,7 +538,8 @@ static void call_got(atl_daemon_t *d, atl_session_t *s, int status,
     atl_rpc_reply_error(d, cr->c, ATL_RPC_SHUTTING_DOWN,
                         "the daemon is shutting down", NULL);
   } else {
-    atl_toolcall_start(d, s, cr->tool, NULL, cr->args, call_done, cr->c);
+    atl_toolcall_start(d, s, cr->tool, NULL, cr->args, 1, call_done, cr->c);
+    cr->args = NULL;
   }
   json_object_put(cr->args);
   free(cr->tool);
@@ -573,7 +574,11 @@ static void m_tool_call(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   cr->c = c;
   snprintf(cr->id, sizeof(cr->id), "%s", id);
   cr->tool = strdup(json_object_get_string(name));
+  /* Detached from the request, so that the call's reference is the only
+   * one (atl_toolcall_start takes it over). */
   cr->args = args ? json_object_get(args) : NULL;
+  if (args)
+    json_object_object_del(p, "arguments");
   atl_session_get(d, id, call_got, cr);
 }
 

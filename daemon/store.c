@@ -136,6 +136,7 @@ struct atl_txn_s {
   char *cur; /* arena: next free byte and bytes left */
   size_t left;
   struct chunk *chunks;
+  char *owned; /* a document handed over (atl_txn_document_take) */
   op_t inline_ops[TXN_INLINE_OPS];
   char inline_bytes[TXN_INLINE_BYTES];
 };
@@ -163,6 +164,7 @@ void atl_txn_free(atl_txn_t *t) {
   }
   if (t->ops != t->inline_ops)
     free(t->ops);
+  free(t->owned);
   free(t);
 }
 
@@ -254,6 +256,31 @@ void atl_txn_document_set(atl_txn_t *t, const char *id,
                           const char *document_json, int64_t updated_ms) {
   size_t n = len_of(t, document_json);
   txn_add(t, OP_DOCUMENT_SET, id, document_json, n, NULL, 0, updated_ms, 0);
+}
+
+void atl_txn_document_take(atl_txn_t *t, const char *id, char *document_json,
+                           int64_t updated_ms) {
+  if (t == NULL || t->error != 0 || t->owned != NULL || document_json == NULL) {
+    /* Copied (or refused) the usual way: one handed over is enough for
+     * the one document a transaction writes. */
+    atl_txn_document_set(t, id, document_json, updated_ms);
+    free(document_json);
+    return;
+  }
+  size_t n = strlen(document_json);
+  if (n >= INT_MAX) {
+    t->error = ATL_E2BIG;
+    free(document_json);
+    return;
+  }
+  txn_add(t, OP_DOCUMENT_SET, id, NULL, 0, NULL, 0, updated_ms, 0);
+  if (t->error != 0) {
+    free(document_json);
+    return;
+  }
+  t->owned = document_json;
+  t->ops[t->nops - 1].p[0] = document_json;
+  t->ops[t->nops - 1].n[0] = (int)n;
 }
 
 void atl_txn_history_append(atl_txn_t *t, const char *id, int64_t idx,

@@ -61,6 +61,11 @@ void atl_txn_session_delete(atl_txn_t *t, const char *id);
 /* Replaces the document and sets updated_ms. */
 void atl_txn_document_set(atl_txn_t *t, const char *id,
                           const char *document_json, int64_t updated_ms);
+/* The same, taking over document_json (a malloc()ed NUL-terminated
+ * string, freed with the transaction, or at once on failure) instead of
+ * copying it: a session's document can be megabytes. */
+void atl_txn_document_take(atl_txn_t *t, const char *id, char *document_json,
+                           int64_t updated_ms);
 /* Appends history entry number idx (0-based; history_len becomes idx+1). */
 void atl_txn_history_append(atl_txn_t *t, const char *id, int64_t idx,
                             const char *role, const char *content_json,

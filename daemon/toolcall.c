@@ -427,7 +427,8 @@ static void commit(atl_call_job_t *j) {
   }
   int64_t now = atl_now_ms();
   if (j->doc_text) {
-    atl_txn_document_set(t, s->id, j->doc_text, now);
+    atl_txn_document_take(t, s->id, j->doc_text, now);
+    j->doc_text = NULL;
     /* The worker's copy becomes the session's document after the commit;
      * nothing touches it any more but the loop. */
     j->new_doc = json_object_get(j->doc);
@@ -582,15 +583,17 @@ void atl_toolcall_drain(atl_daemon_t *d, atl_session_t *s, int rpc_status) {
 #define ATL_SESSION_QUEUE_MAX 256
 
 void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
-                        const char *call_id, json_object *args,
+                        const char *call_id, json_object *args, int take_args,
                         atl_call_done_cb done, void *user) {
-  if (s->queued >= ATL_SESSION_QUEUE_MAX) {
-    done(d, ATL_RPC_QUEUE_FULL, NULL, user);
-    return;
-  }
-  atl_call_job_t *j = calloc(1, sizeof(*j));
+  atl_call_job_t *j =
+      s->queued < ATL_SESSION_QUEUE_MAX ? calloc(1, sizeof(*j)) : NULL;
   if (j == NULL) {
-    done(d, ATL_RPC_INTERNAL_ERROR, NULL, user);
+    if (take_args)
+      json_object_put(args);
+    done(d,
+         s->queued >= ATL_SESSION_QUEUE_MAX ? ATL_RPC_QUEUE_FULL
+                                            : ATL_RPC_INTERNAL_ERROR,
+         NULL, user);
     return;
   }
   atomic_init(&j->refs, 1);
@@ -608,7 +611,9 @@ void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
   memcpy(j->session_id, s->id, sizeof(j->session_id));
   /* The arguments are the job's own: defaults are filled in place. */
   j->args = NULL;
-  if (args == NULL || json_object_deep_copy(args, &j->args, NULL) != 0)
+  if (take_args && args != NULL)
+    j->args = args;
+  else if (args == NULL || json_object_deep_copy(args, &j->args, NULL) != 0)
     j->args = json_object_new_object();
   j->done = done;
   j->user = user;

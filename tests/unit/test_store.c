@@ -501,6 +501,33 @@ Test(store, documents_in_chunks) {
   atl_store_close(st);
 }
 
+/* A document handed over rather than copied is written the same, freed
+ * with its transaction (ASan and valgrind would see a leak or a double
+ * free), and a second one in the same transaction is copied. */
+Test(store, a_document_handed_over) {
+  atl_store_t *st = open_store();
+  char a[33];
+  mkid(a, 6, 1);
+  create_session(st, a, 1, "{}");
+  atl_txn_t *t = atl_txn_new();
+  atl_txn_document_take(t, a, strdup("{\"first\":1}"), 20);
+  atl_txn_document_take(t, a, strdup("{\"second\":2}"), 21);
+  cr_assert_eq(atl_store_submit_wait(st, t), 0);
+  char *got = doc_of(st, a);
+  cr_expect_str_eq(got, "{\"second\":2}");
+  free(got);
+  /* Handed over to a transaction that fails: freed all the same. */
+  char missing[33];
+  mkid(missing, 6, 2);
+  t = atl_txn_new();
+  atl_txn_document_take(t, missing, strdup("{}"), 22);
+  cr_assert_eq(atl_store_submit_wait(st, t), ATL_ESTORE);
+  t = atl_txn_new();
+  atl_txn_document_take(t, NULL, strdup("{}"), 23);
+  cr_assert_eq(atl_store_submit_wait(st, t), ATL_EINVAL);
+  atl_store_close(st);
+}
+
 /* ---- Versions and reopening --------------------------------------------- */
 
 Test(store, newer_schema_version_is_refused) {
