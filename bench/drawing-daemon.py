@@ -210,24 +210,20 @@ def main():
         proc.wait()
     proc, c = start()
     try:
-        cold = []
-        for _ in range(ROUNDS):
-            # Another session's canvas takes the cache slots' place? The
-            # cache holds 8 sessions; a restart empties it: cold each time.
-            proc.terminate()
-            proc.wait()
-            proc, c = start()
-            r, ms = c.tool(sid, "view_canvas", {})
-            assert r["result"]["strokes_total"] == 50000
-            cold.append(ms)
-        pcold = []
-        for _ in range(ROUNDS):
-            proc.terminate()
-            proc.wait()
-            proc, c = start()
-            r, ms = c.tool(psid, "view_canvas", {})
-            assert r["result"]["strokes_total"] == 10000
-            pcold.append(ms)
+        # A restart empties the cache (8 sessions): cold each time.
+        def cold_views(session, strokes):
+            nonlocal proc, c
+            out = []
+            for _ in range(ROUNDS):
+                proc.terminate()
+                proc.wait()
+                proc, c = start()
+                r, ms = c.tool(session, "view_canvas", {})
+                assert r["result"]["strokes_total"] == strokes
+                out.append(ms)
+            return out
+        cold = cold_views(sid, 50000)
+        pcold = cold_views(psid, 10000)
     finally:
         proc.terminate()
         proc.wait()

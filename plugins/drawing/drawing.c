@@ -220,8 +220,8 @@ static void text_hash(const char *t, char out[17]) {
  * after eight other sessions drew) is brought back from that image and
  * its later strokes drawn on top, rather than drawn again from nothing:
  * 50,000 strokes cost cairo most of a second, the image a few ms.
- * Returns the strokes r now shows (0: none, r untouched); when that is
- * all of them, the image itself is handed over in *png (else freed). */
+ * Returns the strokes r now shows (0: none, r white as before); when that
+ * is all of them, the image itself is handed over in *png (else freed). */
 static size_t restore(drw_state_t *st, json_object *piece, json_object *strokes,
                       size_t n, cv_raster_t *r, void **png, size_t *png_len) {
   json_object *ra = get(piece, "raster");
@@ -229,6 +229,7 @@ static size_t restore(drw_state_t *st, json_object *piece, json_object *strokes,
   int64_t k = json_object_get_int64(get(ra, "strokes"));
   const char *last = json_object_get_string(get(ra, "last"));
   if (id == NULL || last == NULL || k <= 0 || (uint64_t)k > n ||
+      json_object_get_int64(get(ra, "version")) != CV_RASTER_VERSION ||
       !ATL_HOST_HAS(st->host, image_get))
     return 0;
   char h[17];
@@ -259,19 +260,28 @@ static size_t restore(drw_state_t *st, json_object *piece, json_object *strokes,
   return rc == 0 ? (size_t)k : 0;
 }
 
-/* Names png, the view of the piece's first n strokes, in the piece. */
+/* Names png, the view of the piece's first n strokes, in the piece,
+ * unless the piece names it already. */
 static void remember(json_object *piece, json_object *strokes, size_t n,
                      const void *png, size_t len) {
+  char h[17];
+  text_hash(json_object_get_string(json_object_array_get_idx(strokes, n - 1))
+                ?: "",
+            h);
+  json_object *old = get(piece, "raster");
+  const char *old_last = json_object_get_string(get(old, "last"));
+  if (json_object_get_int64(get(old, "strokes")) == (int64_t)n &&
+      json_object_get_int64(get(old, "version")) == CV_RASTER_VERSION &&
+      old_last != NULL && strcmp(old_last, h) == 0)
+    return;
   unsigned char md[SHA256_DIGEST_LENGTH];
   SHA256(png, len, md);
   char id[2 * SHA256_DIGEST_LENGTH + 1];
   for (size_t i = 0; i < sizeof(md); i++)
     snprintf(id + 2 * i, 3, "%02x", md[i]);
-  char h[17];
-  text_hash(json_object_get_string(json_object_array_get_idx(strokes, n - 1))
-                ?: "",
-            h);
   json_object *ra = json_object_new_object();
+  json_object_object_add(ra, "version",
+                         json_object_new_int64(CV_RASTER_VERSION));
   json_object_object_add(ra, "image", json_object_new_string(id));
   json_object_object_add(ra, "strokes", json_object_new_int64((int64_t)n));
   json_object_object_add(ra, "last", json_object_new_string(h));
@@ -344,9 +354,11 @@ int drw_canvas_png(drw_state_t *st, const char *sid, json_object *piece,
     free(mine.last);
     mine.last = strdup(last);
     mine.drawn = n;
-    if (rc == 0 && n > 0)
-      remember(piece, strokes, n, mine.png, mine.png_len);
   }
+  /* Also when the PNG was kept (a call retried after a timeout finds it
+   * drawn): the piece must name the image this call attaches. */
+  if (rc == 0 && n > 0 && mine.png != NULL)
+    remember(piece, strokes, n, mine.png, mine.png_len);
   if (rc == 0 && mine.last != NULL && mine.png != NULL) {
     *png = malloc(mine.png_len);
     if (*png != NULL) {

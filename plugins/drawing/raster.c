@@ -155,7 +155,8 @@ static int draw_range(cairo_t *cr, const cv_view_t *view, double sy,
  * drawn in one piece (cairo rounds the coverage of a clipped polygon a
  * little differently), so the bands are always the same four, whatever
  * the number of cores and however the strokes arrived: the picture, and
- * so its PNG and image id, depend on the strokes alone.
+ * so its PNG and image id, depend on the strokes alone (for the same
+ * builds of cairo, pixman and zlib).
  *
  * A thread that has drawn a band compresses it too, as a raw deflate
  * segment of the PNG's scanlines ended on a byte boundary (Z_FULL_FLUSH),
@@ -344,8 +345,9 @@ int cv_raster_update(cv_raster_t *r, json_object *strokes, size_t from,
     size_t off = 2;
     unsigned long adler = adler32(0L, Z_NULL, 0);
     for (int k = 0; k < BANDS; k++) {
-      if (b.seg[k].len)
-        memcpy(z + off, b.seg[k].z, b.seg[k].len);
+      if (b.seg[k].raw == 0) /* an empty band (a canvas under 4 rows) */
+        continue;
+      memcpy(z + off, b.seg[k].z, b.seg[k].len);
       off += b.seg[k].len;
       adler = adler32_combine(adler, b.seg[k].adler, (z_off_t)b.seg[k].raw);
     }
@@ -380,9 +382,21 @@ int cv_raster_load_png(cv_raster_t *r, const void *png, size_t len) {
   cairo_surface_flush(r->sf);
   unsigned char *px = cairo_image_surface_get_data(r->sf);
   int stride = cairo_image_surface_get_stride(r->sf);
-  int ok = png_image_finish_read(&im, NULL, px, stride, NULL);
+  /* libpng's simplified API reads straight into the surface and only
+   * warns of a bad Adler-32: an image that failed or warned is no canvas,
+   * and what it left is painted over. */
+  int ok = png_image_finish_read(&im, NULL, px, stride, NULL) &&
+           im.warning_or_error == 0;
   cairo_surface_mark_dirty(r->sf);
   png_image_free(&im);
+  if (!ok) {
+    cairo_save(r->cr);
+    cairo_identity_matrix(r->cr);
+    cairo_set_source_rgb(r->cr, 1, 1, 1);
+    cairo_paint(r->cr);
+    cairo_restore(r->cr);
+    cairo_surface_flush(r->sf);
+  }
   return ok ? 0 : -EINVAL;
 }
 

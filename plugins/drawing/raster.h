@@ -24,8 +24,14 @@ typedef struct {
 
 /* A canvas being drawn: a white surface with strokes drawn on it so far.
  * Strokes only ever add on top, so a canvas that grew is brought up to
- * date by drawing its new strokes (cv_raster_draw from the old count). */
+ * date by drawing its new strokes (cv_raster_update from the old
+ * count). */
 typedef struct cv_raster_s cv_raster_t;
+/* The version of the drawing: raise it whenever a change here, in the
+ * brushes or in the bands changes the pixels of the same strokes. A
+ * canvas kept as an image (drawing.c) is only brought back by the same
+ * version, so that old and new drawing never mix on one picture. */
+#define CV_RASTER_VERSION 1
 /* A white canvas for view (copied); NULL when out of memory. */
 cv_raster_t *cv_raster_new(const cv_view_t *view);
 void cv_raster_free(cv_raster_t *r);
@@ -38,7 +44,8 @@ int cv_raster_draw(cv_raster_t *r, json_object *strokes, size_t from,
                    size_t *skipped);
 /* Draws strokes[from..] (host owns strokes) on r and encodes the result
  * as a PNG, both on every core (raster.c says how): a malloc()ed buffer
- * in *png of *len bytes. Unreadable strokes are skipped. 0, or -ENOMEM. */
+ * in *png of *len bytes. Unreadable strokes are skipped. 0, -ENOMEM, or
+ * -EINVAL for a raster libpng cannot write. */
 int cv_raster_update(cv_raster_t *r, json_object *strokes, size_t from,
                      void **png, size_t *len);
 /* r's pixels as a PNG, the same way (r is only read, but its surface is
@@ -46,7 +53,7 @@ int cv_raster_update(cv_raster_t *r, json_object *strokes, size_t from,
 int cv_raster_encode(cv_raster_t *r, void **png, size_t *len);
 /* Replaces r's pixels with a PNG of r's size that cv_raster_update or
  * cv_raster_encode made (a canvas kept in the store): 0, or -EINVAL when
- * png is not such an image. */
+ * png is not such an image (r is then white again). */
 int cv_raster_load_png(cv_raster_t *r, const void *png, size_t len);
 /* r's pixels as a new RGB buffer (width × height × 3, the caller frees). */
 uint8_t *cv_raster_rgb_of(const cv_raster_t *r);

@@ -20,6 +20,7 @@ Standard library only.
 import base64
 import os
 import struct
+import subprocess
 import sys
 import time
 import zlib
@@ -478,6 +479,57 @@ def _(ctx):
               {"paths": [LINE, ARC, third]})["images"][0]["id"]
     assert after == once, (after, once)
     d3.stop()
+
+
+@check("a kept picture behind the strokes (a human stroke adds none) is "
+       "brought back and the newer strokes drawn on it; a kept image that is "
+       "gone from the store, or made by other drawing code, is not used, and "
+       "the canvas is drawn from nothing, the same")
+def _(ctx):
+    conf = ctx["conf"]
+    d2 = Daemon("drawing-kept", conf, env={"FAKE_LLM_KEY": KEY})
+    human = {"points": [{"x": 50, "y": 550}, {"x": 150, "y": 520},
+                        {"x": 250, "y": 560}]}
+    sid = d2.session()
+    ok(d2, sid, "draw_paths", {"paths": [LINE, ARC]})
+    ok(d2, sid, "add_human_stroke", human)
+    raster = canvas_ns(d2, sid)["pieces"][-1]["raster"]
+    assert raster["strokes"] == 2 and raster["version"] == 1, raster
+    # The same canvas drawn in one go, for comparison.
+    other = d2.session()
+    ok(d2, other, "draw_paths", {"paths": [LINE, ARC]})
+    ok(d2, other, "add_human_stroke", human)
+    want = ok(d2, other, "view_canvas")["images"][0]["id"]
+    data = d2.data
+    d2.stop()
+
+    def view_after_restart():
+        d = Daemon("drawing-kept", conf, data_dir=data,
+                   env={"FAKE_LLM_KEY": KEY})
+        with open(d.log) as f:
+            before = f.read().count("canvas brought back")
+        got = ok(d, sid, "view_canvas")["images"][0]["id"]
+        with open(d.log) as f:
+            log = f.read()
+        d.stop()
+        return got, log, log.count("canvas brought back") - before
+
+    got, log, brought = view_after_restart()
+    assert got == want, (got, want)
+    assert brought == 1 and \
+        "canvas brought back from its kept image: 2 of 3 strokes" in log
+    # view_canvas is read-only: the piece still names the 2-stroke image.
+    # Made by other drawing code: not used.
+    db = os.path.join(data, "atelier.db")
+    subprocess.run(["sqlite3", db, "UPDATE doc_chunks SET text = replace("
+                    "text, '\"version\":1,', '\"version\":0,'), hash = "
+                    "zeroblob(32) WHERE session = '%s'" % sid], check=True)
+    got, log, brought = view_after_restart()
+    assert got == want and brought == 0, (got, want, brought)
+    # Gone from the store: not used either.
+    subprocess.run(["sqlite3", db, "DELETE FROM images"], check=True)
+    got, log, brought = view_after_restart()
+    assert got == want and brought == 0, (got, want, brought)
 
 
 @check("the agent draws: the model's tool call is drawn, it gets the "

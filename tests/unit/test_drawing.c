@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "canvas.h"
 #include "dpath.h"
@@ -648,7 +649,64 @@ static uint8_t *png_rgb(const void *png, size_t len, int w, int h) {
   im.format = PNG_FORMAT_RGB;
   uint8_t *rgb = malloc(PNG_IMAGE_SIZE(im));
   cr_assert(png_image_finish_read(&im, NULL, rgb, 0, NULL), "%s", im.message);
+  /* libpng only warns of a bad Adler-32: a warning fails the test. */
+  cr_assert_eq(im.warning_or_error, 0, "%s", im.message);
   return rgb;
+}
+
+/* The zlib stream of a PNG's IDAT chunks, inflated by zlib itself, which
+ * checks the Adler-32 strictly: the scanlines, or NULL. */
+static uint8_t *png_inflate(const uint8_t *png, size_t len, size_t raw) {
+  uint8_t *z = malloc(len), *out = malloc(raw + 1);
+  size_t zn = 0;
+  for (size_t off = 8; off + 12 <= len;) {
+    size_t n = (size_t)png[off] << 24 | png[off + 1] << 16 | png[off + 2] << 8 |
+               png[off + 3];
+    if (memcmp(png + off + 4, "IDAT", 4) == 0) {
+      memcpy(z + zn, png + off + 8, n);
+      zn += n;
+    }
+    off += n + 12;
+  }
+  uLongf out_len = raw + 1;
+  int zr = uncompress(out, &out_len, z, zn);
+  free(z);
+  if (zr != Z_OK || out_len != raw) {
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+/* Canvases of every small height, some with empty bands, and the full
+ * one: the joined stream inflates, checksum and all, to the scanlines. */
+Test(raster, the_joined_stream_is_valid_zlib) {
+  json_object *arr = busy_canvas(50);
+  const int heights[] = {1, 2, 3, 5, 6, 9, 13, 600};
+  for (size_t k = 0; k < sizeof(heights) / sizeof(heights[0]); k++) {
+    int h = heights[k], w = h == 600 ? 800 : 40;
+    cv_view_t view = {CV_PAINT, 0, w, h};
+    cv_raster_t *r = cv_raster_new(&view);
+    void *png = NULL;
+    size_t len = 0;
+    cr_assert_eq(cv_raster_update(r, arr, 0, &png, &len), 0);
+    size_t raw = (size_t)h * (1 + 3 * (size_t)w);
+    uint8_t *lines = png_inflate(png, len, raw);
+    cr_expect(lines != NULL, "height %d: zlib refuses the stream", h);
+    uint8_t *rgb = png_rgb(png, len, w, h);
+    for (int y = 0; lines && y < h; y++) {
+      const uint8_t *row = lines + (size_t)y * (1 + 3 * (size_t)w);
+      cr_expect_eq(row[0], 0, "height %d row %d: filter %d", h, y, row[0]);
+      cr_expect(
+          memcmp(row + 1, rgb + (size_t)y * 3 * (size_t)w, 3 * (size_t)w) == 0,
+          "height %d row %d", h, y);
+    }
+    free(lines);
+    free(rgb);
+    free(png);
+    cv_raster_free(r);
+  }
+  json_object_put(arr);
 }
 
 /* Drawn and encoded in bands on several threads, the canvas is the one
@@ -711,7 +769,15 @@ Test(raster, bands_match_one_piece) {
   cr_expect(len2 == len && memcmp(png2, png, len) == 0,
             "the reloaded canvas encodes to another PNG");
   free(png2);
-  cr_expect_eq(cv_raster_load_png(r, "\x89PNG\r\n\x1a\nbroken", 16), -EINVAL);
+  cr_expect_eq(cv_raster_load_png(r, "\x89PNG\r\n\x1a\nbroken", 14), -EINVAL);
+  /* A truncated image is refused, and leaves the canvas white. */
+  cr_expect_eq(cv_raster_load_png(r, png, len - 100), -EINVAL);
+  uint8_t *white = cv_raster_rgb_of(r);
+  size_t not_white = 0;
+  for (size_t i = 0; i < 800 * 600 * 3; i++)
+    not_white += white[i] != 255;
+  cr_expect_eq(not_white, 0, "%zu bytes left by a failed load", not_white);
+  free(white);
   cv_view_t small = {CV_PAINT, 0, 400, 300};
   cv_raster_t *r2 = cv_raster_new(&small);
   cr_expect_eq(cv_raster_load_png(r2, png, len), -EINVAL,
