@@ -193,8 +193,8 @@ class Stack {
 
 /** A page whose uncaught exceptions and console errors are collected; a
  *  check fails on any it did not expect. */
-async function newPage(browser, viewport = DESKTOP, { colorScheme = 'light' } = {}) {
-  const context = await browser.newContext({ viewport, colorScheme });
+async function newPage(browser, viewport = DESKTOP, { colorScheme = 'light', hasTouch = false } = {}) {
+  const context = await browser.newContext({ viewport, colorScheme, hasTouch });
   const page = await context.newPage();
   page.setDefaultTimeout(TIMEOUT);
   page.errors = [];
@@ -498,6 +498,98 @@ check('the Canvas view: the agent\'s strokes drawn with the pen, the person\'s o
   await page.waitForSelector('#canvas-gallery .gallery-item[data-piece="1"]');
   eq(await page.locator('#canvas-title').textContent(), 'Piece 2 · paint · 0 strokes', 'after the reload');
   eq(await page.locator('#canvas-panel').getAttribute('data-animating'), null, 'no animation of history');
+  noErrors(page);
+  await page.context().close();
+});
+
+check('/demo drawing ends with the picture on the page; the saved piece has its thumbnail; a pen and a finger draw as the mouse does; the PNG export is the picture', async ({ browser, stack }) => {
+  const cassette = JSON.parse(fs.readFileSync(path.join(SRCDIR, 'conf/cassettes/drawing.json'), 'utf8'));
+  const named = cassette.turns.flatMap((t) => t.parts || [])
+    .find((p) => p.type === 'tool_call' && p.name === 'name_piece');
+  const page = await open(browser, stack, { hasTouch: true });
+  await send(page, '/demo drawing');
+  await runEnds(page);
+  // The Canvas view shows the harbour, drawn with the pen animation, named
+  // and done; the chat has view_canvas's picture in its tool line.
+  await page.waitForSelector('#preview[data-view="canvas"] #canvas-panel:not([hidden])');
+  // The pen draws about 300 px a second, and the waves are long.
+  const t0 = Date.now();
+  await page.waitForSelector('#canvas-panel[data-animating="false"]', { timeout: 60000 });
+  diag(`the demo's strokes drawn on the page ${Date.now() - t0} ms after the run ended`);
+  const drawn = await page.locator('#canvas-strokes g[data-author="agent"]').count();
+  assert(drawn >= 10, `only ${drawn} strokes on the page after the demo`);
+  const title = await page.locator('#canvas-title').textContent();
+  assert(title.startsWith(`Piece 1 “${named.arguments.title}” · plotter · done · `), 'the title: ' + title);
+  eq(await page.locator('#messages .tool-call[data-tool="view_canvas"] .tool-images img').count(), 1, 'the picture in the chat');
+  await shot(page, 'demo-drawing.png');
+
+  // A new canvas: the harbour goes to the gallery as a thumbnail of all
+  // its strokes.
+  await page.locator('#canvas-mode').selectOption('paint');
+  await page.locator('#canvas-new').click();
+  await page.waitForSelector('#canvas-gallery .gallery-item[data-piece="1"] .canvas-thumb');
+  await page.waitForFunction(() => document.querySelectorAll('#canvas-strokes g').length === 0);
+  eq(await page.locator('#canvas-gallery .gallery-item[data-piece="1"] .canvas-thumb g > g').count(), drawn,
+    'the thumbnail\'s strokes');
+
+  // A pen, then a finger, through Chromium's own input pipeline (the
+  // DevTools protocol), so that the page gets real pointer events of
+  // those types.
+  await page.locator('#canvas-draw').click();
+  await page.evaluate(() => {
+    window.pointerTypes = [];
+    document.querySelector('#canvas-svg').addEventListener('pointerdown', (e) => window.pointerTypes.push(e.pointerType));
+  });
+  const box = await page.locator('#canvas-svg').boundingBox();
+  const at = (fx, fy) => ({ x: box.x + box.width * fx, y: box.y + box.height * fy });
+  const cdp = await page.context().newCDPSession(page);
+  let p = at(0.2, 0.3);
+  await cdp.send('Input.dispatchMouseEvent', { type: 'mousePressed', ...p, button: 'left', buttons: 1, clickCount: 1, pointerType: 'pen' });
+  for (let i = 1; i <= 8; i++) {
+    p = at(0.2 + i * 0.05, 0.3 + i * 0.02);
+    await cdp.send('Input.dispatchMouseEvent', { type: 'mouseMoved', ...p, button: 'left', buttons: 1, pointerType: 'pen' });
+  }
+  await cdp.send('Input.dispatchMouseEvent', { type: 'mouseReleased', ...p, button: 'left', buttons: 0, clickCount: 1, pointerType: 'pen' });
+  await page.waitForFunction(() => document.querySelectorAll('#canvas-strokes g[data-author="human"]').length === 1);
+  p = at(0.3, 0.7);
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [{ ...p, id: 1 }] });
+  for (let i = 1; i <= 8; i++) {
+    p = at(0.3 + i * 0.04, 0.7 - i * 0.03);
+    await cdp.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [{ ...p, id: 1 }] });
+  }
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+  await page.waitForFunction(() => document.querySelectorAll('#canvas-strokes g[data-author="human"]').length === 2);
+  eq(JSON.stringify(await page.evaluate(() => window.pointerTypes)), '["pen","touch"]', 'the pointer types');
+  // Each kept as a polyline of its moves (canvas units, 800 x 600).
+  const ds = await page.locator('#canvas-strokes g[data-author="human"] path').evaluateAll((ps) => ps.map((e) => e.getAttribute('d')));
+  for (const d of ds) {
+    const n = (d.match(/L/g) || []).length;
+    assert(n >= 5, 'a stroke of too few points: ' + d);
+  }
+  eq(await page.locator('#canvas-strokes .pen-temp').count(), 0, 'temporary strokes left');
+  eq(await page.locator('#canvas-title').textContent(), 'Piece 2 · paint · 2 strokes', 'the new piece');
+
+  // The PNG export: an 800 x 600 picture with the strokes on white.
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.locator('#canvas-export-png').click()]);
+  const png = fs.readFileSync(await dl.path());
+  eq(png.subarray(1, 4).toString(), 'PNG', 'the file\'s signature');
+  eq(`${png.readUInt32BE(16)}x${png.readUInt32BE(20)}`, '800x600', 'its size');
+  const inked = await page.evaluate(async (b64) => {
+    const img = new Image();
+    img.src = 'data:image/png;base64,' + b64;
+    await img.decode();
+    const c = document.createElement('canvas');
+    c.width = 800;
+    c.height = 600;
+    const g = c.getContext('2d');
+    g.drawImage(img, 0, 0);
+    const px = g.getImageData(0, 0, 800, 600).data;
+    let n = 0;
+    for (let i = 0; i < px.length; i += 4) if (px[i] < 200 || px[i + 1] < 200 || px[i + 2] < 200) n++;
+    return { n, corner: [px[0], px[1], px[2]] };
+  }, png.toString('base64'));
+  assert(inked.n > 200, `the exported PNG has ${inked.n} inked pixels`);
+  eq(JSON.stringify(inked.corner), '[255,255,255]', 'a white corner');
   noErrors(page);
   await page.context().close();
 });
