@@ -100,8 +100,8 @@ int main(int argc, char **argv) {
    * of free memory at the top of each arena's heap was kept
    * (bench/README.md, drawing). Either setting alone gained nothing:
    * setting one turns off glibc's own adjustment of both. The price is
-   * memory kept: atelierd's RSS at 50,000 strokes grew by 67 MB instead
-   * of 34.5. A refusal (a 32-bit build takes no 32 MiB threshold) only
+   * memory kept: atelierd's RSS at 50,000 strokes grew by 50 MB instead
+   * of 33. A refusal (a 32-bit build takes no 32 MiB threshold) only
    * leaves the defaults. */
   (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
   (void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
