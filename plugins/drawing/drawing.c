@@ -213,6 +213,24 @@ static void text_hash(const char *t, char out[17]) {
   snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
+/* How many strokes the image a piece's "raster" record names shows: k
+ * when the record is of this drawing code and stroke k - 1 is still the
+ * one it was made with, else 0 (no usable record). */
+static int64_t raster_strokes(json_object *ra, json_object *strokes) {
+  int64_t k = json_object_get_int64(get(ra, "strokes"));
+  const char *last = json_object_get_string(get(ra, "last"));
+  if (last == NULL || k <= 0 ||
+      (uint64_t)k > json_object_array_length(strokes) ||
+      json_object_get_int64(get(ra, "version")) != CV_RASTER_VERSION)
+    return 0;
+  char h[17];
+  text_hash(
+      json_object_get_string(json_object_array_get_idx(strokes, (size_t)k - 1))
+          ?: "",
+      h);
+  return strcmp(h, last) == 0 ? k : 0;
+}
+
 /* The model's view of a piece is attached to each call that changes it,
  * and so kept in the store with the call; the piece names the last one
  * ("raster": its image id, how many strokes it shows and a hash of the
@@ -226,18 +244,8 @@ static size_t restore(drw_state_t *st, json_object *piece, json_object *strokes,
                       size_t n, cv_raster_t *r, void **png, size_t *png_len) {
   json_object *ra = get(piece, "raster");
   const char *id = json_object_get_string(get(ra, "image"));
-  int64_t k = json_object_get_int64(get(ra, "strokes"));
-  const char *last = json_object_get_string(get(ra, "last"));
-  if (id == NULL || last == NULL || k <= 0 || (uint64_t)k > n ||
-      json_object_get_int64(get(ra, "version")) != CV_RASTER_VERSION ||
-      !ATL_HOST_HAS(st->host, image_get))
-    return 0;
-  char h[17];
-  text_hash(
-      json_object_get_string(json_object_array_get_idx(strokes, (size_t)k - 1))
-          ?: "",
-      h);
-  if (strcmp(h, last) != 0)
+  int64_t k = raster_strokes(ra, strokes);
+  if (id == NULL || k == 0 || !ATL_HOST_HAS(st->host, image_get))
     return 0;
   void *data = NULL;
   size_t len = 0;
@@ -264,16 +272,12 @@ static size_t restore(drw_state_t *st, json_object *piece, json_object *strokes,
  * unless the piece names it already. */
 static void remember(json_object *piece, json_object *strokes, size_t n,
                      const void *png, size_t len) {
+  if (raster_strokes(get(piece, "raster"), strokes) == (int64_t)n)
+    return;
   char h[17];
   text_hash(json_object_get_string(json_object_array_get_idx(strokes, n - 1))
                 ?: "",
             h);
-  json_object *old = get(piece, "raster");
-  const char *old_last = json_object_get_string(get(old, "last"));
-  if (json_object_get_int64(get(old, "strokes")) == (int64_t)n &&
-      json_object_get_int64(get(old, "version")) == CV_RASTER_VERSION &&
-      old_last != NULL && strcmp(old_last, h) == 0)
-    return;
   unsigned char md[SHA256_DIGEST_LENGTH];
   SHA256(png, len, md);
   char id[2 * SHA256_DIGEST_LENGTH + 1];
