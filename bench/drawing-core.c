@@ -153,6 +153,97 @@ static void time_view(json_object *strokes, int rounds, const char *what) {
          png_len);
 }
 
+/* One draw_paths call's worth of pen strokes, as bench/drawing-daemon.py
+ * sends them (plotter mode): lines, 6-point polylines, cubics and
+ * quadratics within 60 px of a centre. Appended packed to strokes, with
+ * ids from *next_id. */
+static void pen_batch(json_object *strokes, uint32_t *next_id) {
+  dp_path_t scratch = {0};
+  for (int i = 0; i < 1000; i++) {
+    double px = 40 + rnd() * 720, py = 40 + rnd() * 520;
+    char *d = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&d, &len);
+    int n = i % 4 == 1 ? 6 : i % 4 == 0 ? 2 : i % 4 == 2 ? 4 : 3;
+    static const char cmd[] = {'L', 'L', 'C', 'Q'};
+    for (int k = 0; k < n; k++) {
+      fprintf(f, "%s%.2f %.2f",
+              k == 0   ? "M "
+              : k == 1 ? " "
+                       : " ",
+              px + (rnd() - 0.5) * 60, py + (rnd() - 0.5) * 60);
+      if (k == 0)
+        fprintf(f, " %c", cmd[i % 4]);
+    }
+    fclose(f);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "type", json_object_new_string("svg"));
+    json_object_object_add(o, "d", json_object_new_string(d));
+    cv_stroke_t st;
+    int clipped, styled;
+    dp_box_t box;
+    char err[256];
+    if (cv_path_from_json(o, CV_PLOTTER, &st, &scratch, &clipped, &box, &styled,
+                          err, sizeof(err)) != 0) {
+      fprintf(stderr, "drawing-core: pen path %d: %s (%s)\n", i, err, d);
+      exit(2);
+    }
+    st.id = (*next_id)++;
+    char *packed = cv_stroke_pack(&st);
+    json_object_array_add(strokes, json_object_new_string(packed));
+    free(packed);
+    cv_stroke_clear(&st);
+    json_object_put(o);
+    free(d);
+  }
+  dp_path_free(&scratch);
+}
+
+/* The plugin's share of a draw_paths of 1,000 pen paths: the new strokes
+ * drawn on the session's cached raster and the canvas encoded, as the
+ * call does it; and the two halves apart. */
+static void time_pen_call(int rounds) {
+  double ms[64], draw_ms[64], enc_ms[64];
+  cv_view_t view = {CV_PLOTTER, 1, 0, 0};
+  cv_raster_t *ras = cv_raster_new(&view);
+  json_object *strokes = json_object_new_array();
+  uint32_t id = 1;
+  seed = 99;
+  /* A canvas that already has some drawing on it. */
+  for (int k = 0; k < 5; k++)
+    pen_batch(strokes, &id);
+  void *png = NULL;
+  size_t png_len = 0;
+  cv_raster_update(ras, strokes, 0, &png, &png_len);
+  free(png);
+  for (int r = 0; r < rounds; r++) {
+    size_t from = json_object_array_length(strokes);
+    pen_batch(strokes, &id);
+    uint64_t t0 = bench_now_ns();
+    cv_raster_update(ras, strokes, from, &png, &png_len);
+    ms[r] = (double)(bench_now_ns() - t0) / 1e6;
+    free(png);
+    /* The halves, on another batch. */
+    from = json_object_array_length(strokes);
+    pen_batch(strokes, &id);
+    t0 = bench_now_ns();
+    cv_raster_draw(ras, strokes, from, NULL);
+    uint64_t t1 = bench_now_ns();
+    cv_raster_encode(ras, &png, &png_len);
+    uint64_t t2 = bench_now_ns();
+    free(png);
+    draw_ms[r] = (double)(t1 - t0) / 1e6;
+    enc_ms[r] = (double)(t2 - t1) / 1e6;
+  }
+  printf("draw_paths' drawing, 1,000 pen paths onto a canvas of 5,000+, "
+         "plotter; median of %d: %.1f ms drawn and encoded (apart: drawing "
+         "%.1f ms, encoding %.1f ms; %zu bytes)\n",
+         rounds, bench_median(ms, rounds), bench_median(draw_ms, rounds),
+         bench_median(enc_ms, rounds), png_len);
+  json_object_put(strokes);
+  cv_raster_free(ras);
+}
+
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 5;
   const char *out = argc > 2 ? argv[2] : NULL;
@@ -201,6 +292,8 @@ int main(int argc, char **argv) {
          (double)total / 1e6, ops, rounds, bench_median(mbps, rounds));
   for (int c = 0; c < n_chunks; c++)
     free(chunks[c]);
+
+  time_pen_call(rounds > 64 ? 64 : rounds);
 
   json_object *strokes = NULL;
   static const double spreads[2] = {1, 0.1};

@@ -109,6 +109,12 @@ int opx_db_functions(sqlite3 *c, opx_db_t *db);
  * error code. */
 int opx_db_rays_register(sqlite3 *c, opx_db_t *db);
 
+/* Replaces printf() and format() on c (opx_db_printf.c) with a guard that
+ * refuses a '%c' repeated past c's SQLITE_LIMIT_LENGTH (set it first) and
+ * runs every other call through SQLite's own printf. The guard is freed
+ * when c closes. SQLITE_OK or an SQLite error code. */
+int opx_db_printf_register(sqlite3 *c);
+
 /* CLOCK_MONOTONIC in milliseconds. */
 double opx_db_now_ms(void);
 

@@ -252,6 +252,15 @@ int opx_db_open_reader(opx_db_t *db, const char *uri, const char *joins_uri,
   sqlite3_limit(ro, SQLITE_LIMIT_VARIABLE_NUMBER, 10);
   sqlite3_limit(ro, SQLITE_LIMIT_TRIGGER_DEPTH, 1);
   sqlite3_limit(ro, SQLITE_LIMIT_WORKER_THREADS, 0);
+  /* printf's '%c' repeated past the length limit runs for seconds inside
+   * one opcode, out of the progress handler's reach (opx_db_printf.c). */
+  if (opx_db_printf_register(ro) != SQLITE_OK) {
+    if (asprintf(err, "ray database: the reader's printf: %s",
+                 sqlite3_errmsg(ro)) < 0)
+      *err = NULL;
+    sqlite3_close(ro);
+    return -EIO;
+  }
   /* The rays virtual table is connected on its first use: done here,
    * before the authorizer that refuses every schema change, so that no
    * query pays for it or is refused for it. */

@@ -47,7 +47,7 @@ sources() {
         plugins/optics/opx_geom_index.c plugins/optics/opx_lineage.c \
         plugins/optics/opx_db.c plugins/optics/opx_db_query.c \
         plugins/optics/opx_db_schema.c plugins/optics/opx_db_rays.c \
-        plugins/optics/opx_db_vfs.c ;;
+        plugins/optics/opx_db_vfs.c plugins/optics/opx_db_printf.c ;;
     optics_module) echo optics/fail.c optics/jsnum.c optics/mathexpr.c \
       optics/mathexpr_eval.c optics/mathexpr_tex.c optics/module.c ;;
     drawing_path) echo plugins/drawing/dpath.c ;;
