@@ -57,11 +57,32 @@ static const char *const usage_text =
     "                                   print a session's events\n"
     "  raw METHOD [PARAMS-JSON|-]       send any request, print the result\n"
     "\n"
+    "Admin socket (admin.sock: the daemon's user or root; doc/admin.md):\n"
+    "  admin info|stats|plugins|metrics the daemon, its counters and\n"
+    "                                   latencies, its plugins, Prometheus\n"
+    "                                   text\n"
+    "  admin sessions|clients [--json]  every session / connection\n"
+    "  admin session ID                 one session in depth\n"
+    "  admin cancel ID | rm ID          cancel a session's run / delete it\n"
+    "  admin kill CLIENT-ID             close a connection\n"
+    "  admin log-level [LEVEL]          show or set the log level\n"
+    "  admin drain | undrain            refuse / accept new sessions and\n"
+    "                                   messages (before an upgrade)\n"
+    "  admin shutdown [SECONDS]         stop the daemon gracefully\n"
+    "  trace [SESSION] [--kinds K,...] [--seconds N] [--level L] [--json]\n"
+    "                                   follow what happens, live: rpc, run,\n"
+    "                                   turn, tool, commit, render, event,\n"
+    "                                   log\n"
+    "\n"
     "Options:\n"
     "  --socket-dir DIR   directory of api.sock (default: $ATELIER_SOCKET_DIR\n"
     "                     or /run/atelier)\n"
     "  --socket PATH      the API socket itself (overrides --socket-dir)\n"
     "  --timeout MS       how long to wait for each answer (default 60000)\n"
+    "  --admin-socket PATH  the admin socket (default: admin.sock beside\n"
+    "                     api.sock)\n"
+    "  --secret-file FILE the admin secret, when the daemon has one\n"
+    "                     (default: $ATELIER_ADMIN_SECRET_FILE)\n"
     "  -h, --help         print this help\n"
     "  --version          print the version\n"
     "\n"
@@ -78,9 +99,14 @@ typedef struct {
   int after_set;
   int follow;
   int json;
-  const char *model; /* session new --model, provider check --model */
-  const char *wire;  /* tools --wire */
-  int timeout_given; /* --timeout was on the command line */
+  const char *model;        /* session new --model, provider check --model */
+  const char *wire;         /* tools --wire */
+  int timeout_given;        /* --timeout was on the command line */
+  const char *admin_socket; /* --admin-socket */
+  const char *secret_file;  /* --secret-file */
+  const char *kinds;        /* trace --kinds */
+  double seconds;           /* trace --seconds */
+  const char *level;        /* trace --level */
 } options;
 
 static options opt = {.timeout_ms = 60000};
@@ -211,18 +237,25 @@ static json_object *parse_arg(const char *what, const char *arg) {
   return obj;
 }
 
+/* The socket named name in the socket directory, or given (path): into
+ * out. */
+static void socket_path(const char *given, const char *name, char *out,
+                        size_t len) {
+  if (given != NULL) {
+    snprintf(out, len, "%s", given);
+    return;
+  }
+  const char *dir = opt.socket_dir;
+  if (dir == NULL)
+    dir = getenv("ATELIER_SOCKET_DIR");
+  if (dir == NULL || *dir == '\0')
+    dir = "/run/atelier";
+  snprintf(out, len, "%s/%s", dir, name);
+}
+
 static int connect_daemon(void) {
   char path[PATH_MAX];
-  if (opt.socket_path != NULL) {
-    snprintf(path, sizeof(path), "%s", opt.socket_path);
-  } else {
-    const char *dir = opt.socket_dir;
-    if (dir == NULL)
-      dir = getenv("ATELIER_SOCKET_DIR");
-    if (dir == NULL || *dir == '\0')
-      dir = "/run/atelier";
-    snprintf(path, sizeof(path), "%s/api.sock", dir);
-  }
+  socket_path(opt.socket_path, "api.sock", path, sizeof(path));
   if (ctl_rpc_connect(&rpc, path) != 0) {
     fprintf(stderr, "atelierctl: %s\n", rpc.errmsg);
     return -1;
@@ -283,6 +316,47 @@ int ctl_json_output(void) {
 
 int ctl_connect(void) {
   return connect_daemon();
+}
+
+int ctl_connect_admin(void) {
+  char path[PATH_MAX];
+  socket_path(opt.admin_socket, "admin.sock", path, sizeof(path));
+  if (ctl_rpc_connect(&rpc, path) != 0) {
+    fprintf(stderr, "atelierctl: %s\n", rpc.errmsg);
+    return -1;
+  }
+  const char *file = opt.secret_file;
+  if (file == NULL)
+    file = getenv("ATELIER_ADMIN_SECRET_FILE");
+  if (file == NULL || *file == '\0')
+    return 0;
+  FILE *f = fopen(file, "r");
+  char secret[256];
+  if (f == NULL || fgets(secret, sizeof(secret), f) == NULL) {
+    fprintf(stderr, "atelierctl: cannot read the secret file %s: %s\n", file,
+            f ? "it is empty" : strerror(errno));
+    if (f)
+      fclose(f);
+    return -1;
+  }
+  fclose(f);
+  secret[strcspn(secret, "\r\n")] = '\0';
+  json_object *p = json_object_new_object();
+  json_object_object_add(p, "secret", json_object_new_string(secret));
+  memset(secret, 0, sizeof(secret));
+  json_object *r = NULL;
+  if (request("auth", p, NULL, opt.timeout_ms, &r) != 0)
+    return -1;
+  json_object_put(r);
+  return 0;
+}
+
+int ctl_read_line(int timeout_ms, char **line) {
+  return ctl_rpc_read_line(&rpc, timeout_ms, line);
+}
+
+const char *ctl_last_error(void) {
+  return rpc.errmsg;
 }
 
 int ctl_request(const char *method, json_object *params, json_object **out) {
@@ -821,7 +895,12 @@ int main(int argc, char **argv) {
     O_VERSION,
     O_AFTER,
     O_MODEL,
-    O_WIRE
+    O_WIRE,
+    O_ADMIN_SOCKET,
+    O_SECRET_FILE,
+    O_KINDS,
+    O_SECONDS,
+    O_LEVEL
   };
   static const struct option longopts[] = {
       {"socket-dir", required_argument, NULL, O_SOCKET_DIR},
@@ -835,6 +914,11 @@ int main(int argc, char **argv) {
       {"output", required_argument, NULL, 'o'},
       {"model", required_argument, NULL, O_MODEL},
       {"wire", required_argument, NULL, O_WIRE},
+      {"admin-socket", required_argument, NULL, O_ADMIN_SOCKET},
+      {"secret-file", required_argument, NULL, O_SECRET_FILE},
+      {"kinds", required_argument, NULL, O_KINDS},
+      {"seconds", required_argument, NULL, O_SECONDS},
+      {"level", required_argument, NULL, O_LEVEL},
       {NULL, 0, NULL, 0},
   };
   /* The daemon going away mid-write must be an error message, not a
@@ -868,6 +952,27 @@ int main(int argc, char **argv) {
     case O_WIRE:
       opt.wire = optarg;
       break;
+    case O_ADMIN_SOCKET:
+      opt.admin_socket = optarg;
+      break;
+    case O_SECRET_FILE:
+      opt.secret_file = optarg;
+      break;
+    case O_KINDS:
+      opt.kinds = optarg;
+      break;
+    case O_SECONDS: {
+      char *end = NULL;
+      opt.seconds = strtod(optarg, &end);
+      if (*end != '\0' || !(opt.seconds > 0 && opt.seconds <= 86400))
+        return ctl_usage_error("--seconds must be a number above 0 and at "
+                               "most 86400, got '%s'",
+                               optarg);
+      break;
+    }
+    case O_LEVEL:
+      opt.level = optarg;
+      break;
     case 'f':
       opt.follow = 1;
       break;
@@ -900,10 +1005,14 @@ int main(int argc, char **argv) {
   if ((opt.follow || opt.after_set) && !is_events)
     return ctl_usage_error(
         "--after and --follow are options of events, not of %s", cmd);
-  if (opt.json && !is_events && !is_provider)
-    return ctl_usage_error("--json is an option of events and provider check, "
-                           "not of %s",
+  int is_admin = strcmp(cmd, "admin") == 0, is_trace = !strcmp(cmd, "trace");
+  if (opt.json && !is_events && !is_provider && !is_admin && !is_trace)
+    return ctl_usage_error("--json is an option of events, provider check, "
+                           "admin and trace, not of %s",
                            cmd);
+  if ((opt.kinds || opt.seconds > 0 || opt.level) && !is_trace)
+    return ctl_usage_error(
+        "--kinds, --seconds and --level are options of trace, not of %s", cmd);
   if (opt.wire != NULL && strcmp(cmd, "tools") != 0)
     return ctl_usage_error("--wire is an option of tools, not of %s", cmd);
 
@@ -920,6 +1029,10 @@ int main(int argc, char **argv) {
     status = cmd_raw(cargc, cargv);
   else if (is_provider)
     status = ctl_cmd_provider(cargc, cargv);
+  else if (is_admin)
+    status = ctl_cmd_admin(cargc, cargv);
+  else if (is_trace)
+    status = ctl_cmd_trace(cargc, cargv, opt.kinds, opt.seconds, opt.level);
   else
     status = ctl_usage_error("unknown command '%s'", cmd);
   ctl_rpc_close(&rpc);

@@ -33,4 +33,18 @@ void ctl_print_json(FILE *f, json_object *o);
 /* ctl_provider.c: "provider check [NAME]". */
 int ctl_cmd_provider(int argc, char **argv);
 
+/* Connects to admin.sock (beside api.sock, or --admin-socket) and, with a
+ * secret file (--secret-file or $ATELIER_ADMIN_SECRET_FILE), gives its
+ * first line (auth); 0, or -1 after printing why. */
+int ctl_connect_admin(void);
+/* The next line of a stream (ctl_rpc_read_line): 1 with *line (free it),
+ * 0 at its end, -1 on a time-out (ctl_last_error() "") or an error. */
+int ctl_read_line(int timeout_ms, char **line);
+const char *ctl_last_error(void);
+
+/* ctl_admin.c: "admin ..." and "trace [SESSION]". */
+int ctl_cmd_admin(int argc, char **argv);
+int ctl_cmd_trace(int argc, char **argv, const char *kinds, double seconds,
+                  const char *level);
+
 #endif

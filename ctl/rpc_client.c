@@ -323,6 +323,52 @@ int ctl_rpc_call(ctl_rpc *c, const char *method, json_object *params,
   }
 }
 
+int ctl_rpc_read_line(ctl_rpc *c, int timeout_ms, char **line) {
+  *line = NULL;
+  c->errmsg[0] = '\0';
+  int64_t deadline = timeout_ms < 0 ? INT64_MAX : mono_ms() + timeout_ms;
+  size_t scanned = 0;
+  for (;;) {
+    char *nl = c->len > scanned
+                   ? memchr(c->buf + scanned, '\n', c->len - scanned)
+                   : NULL;
+    if (nl != NULL) {
+      size_t n = (size_t)(nl - c->buf);
+      *line = malloc(n + 1);
+      if (*line == NULL) {
+        set_errmsg(c, "out of memory");
+        return -1;
+      }
+      memcpy(*line, c->buf, n);
+      (*line)[n] = '\0';
+      memmove(c->buf, nl + 1, c->len - n - 1);
+      c->len -= n + 1;
+      return 1;
+    }
+    scanned = c->len;
+    if (c->len > CTL_MAX_RESPONSE) {
+      set_errmsg(c, "a line exceeds %zu bytes", CTL_MAX_RESPONSE);
+      return -1;
+    }
+    ssize_t n = fill(c);
+    if (n > 0) {
+      c->len += (size_t)n;
+      continue;
+    }
+    if (n == 0)
+      return 0;
+    if (errno == EINTR)
+      continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      set_errmsg(c, "cannot read from atelierd: %s", strerror(errno));
+      return -1;
+    }
+    int w = wait_fd(c, POLLIN, deadline);
+    if (w <= 0)
+      return -1;
+  }
+}
+
 json_object *ctl_json_parse(const char *text, size_t len, char *err,
                             size_t errlen) {
   if (len > INT32_MAX - 1) {

@@ -66,6 +66,13 @@ int ctl_rpc_call(ctl_rpc *c, const char *method, json_object *params,
 
 void ctl_rpc_close(ctl_rpc *c);
 
+/* After a request that turned the connection into a stream (the admin
+ * socket's trace): waits at most timeout_ms (-1: for ever) for the next
+ * line. Returns 1 with a malloc()ed, NUL-terminated line (no newline) in
+ * *line, 0 when the daemon closed the connection, -1 on a time-out
+ * (errmsg empty) or an error (errmsg says what). */
+int ctl_rpc_read_line(ctl_rpc *c, int timeout_ms, char **line);
+
 /* Parses a whole JSON text (surrounding whitespace allowed). On failure
  * returns NULL and writes json-c's reason and the byte offset into err. */
 json_object *ctl_json_parse(const char *text, size_t len, char *err,

@@ -88,12 +88,13 @@ static const key_def_t keys[] = {
     {"render", "workers", T_U32, OFF(render_workers), 0, 256, "processes"},
     {"render", "worker", T_OPTPATH, OFF(render_worker), 0, 0, NULL},
     {"http", "auth", T_BOOL, OFF(http_auth), 0, 0, NULL},
+    {"admin", "secret_file", T_OPTPATH, OFF(admin_secret_file), 0, 0, NULL},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
-static const char *const sections[] = {"daemon",  "log",    "api",
-                                       "plugins", "tools",  "store",
-                                       "agent",   "render", "http"};
+static const char *const sections[] = {"daemon", "log",   "api",   "plugins",
+                                       "tools",  "store", "agent", "render",
+                                       "http",   "admin"};
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 const char *const atl_config_keys[] = {
@@ -125,6 +126,7 @@ const char *const atl_config_keys[] = {
     "render.workers",
     "render.worker",
     "http.auth",
+    "admin.secret_file",
     NULL,
 };
 

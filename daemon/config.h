@@ -84,6 +84,8 @@ typedef struct {
                               render/farm.h says */
   /* [http] */
   int http_auth; /* /api/ requests need the token (daemon/token.h); 1 */
+  /* [admin] */
+  char *admin_secret_file; /* NULL: admin.sock needs no secret */
   /* [provider.NAME] sections, in file order; owned by the configuration. */
   atl_provider_conf_t *providers;
   size_t n_providers;

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin.h"
 #include "daemon.h"
 #include "token.h"
+#include "trace.h"
 #include "render_host.h"
 #include "agent/agent.h"
 #include "log.h"
@@ -180,6 +182,11 @@ static void shutdown_finish(atl_daemon_t *d) {
     atl_server_close(d->api);
     d->api = NULL;
   }
+  atl_trace_end_all();
+  if (d->admin) {
+    atl_server_close(d->admin);
+    d->admin = NULL;
+  }
   if (d->http) {
     atl_http_close(d->http);
     d->http = NULL;
@@ -259,6 +266,7 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
   d->loop = loop;
   d->cfg = cfg;
   d->started_ms = atl_now_ms();
+  d->started_ns = atl_mono_ns();
   pthread_mutex_init(&d->post_mu, NULL);
   pthread_mutex_init(&d->pool_mu, NULL);
   pthread_cond_init(&d->pool_cv, NULL);
@@ -280,6 +288,12 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
   uv_signal_start(&d->sig_int, signal_cb, SIGINT);
   uv_signal_start(&d->sig_hup, signal_cb, SIGHUP);
   signal(SIGPIPE, SIG_IGN);
+
+  /* Before anything is listening: a secret file others may read is a
+   * mistake to stop at, not to run with. */
+  rc = atl_admin_load_secret(d);
+  if (rc != 0)
+    return rc;
 
   atl_store_options_t so = {.data_dir = cfg->data_dir,
                             .synchronous = cfg->store_synchronous,
@@ -333,7 +347,13 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
   }
   char path[4096];
   snprintf(path, sizeof(path), "%s/api.sock", cfg->socket_dir);
-  rc = atl_server_start(d, path, &d->api);
+  rc = atl_server_start(d, path, &atl_api_kind, &d->api);
+  if (rc != 0)
+    return rc;
+  atl_trace_init(d);
+  char admin_path[4096];
+  snprintf(admin_path, sizeof(admin_path), "%s/admin.sock", cfg->socket_dir);
+  rc = atl_server_start(d, admin_path, &atl_admin_kind, &d->admin);
   if (rc != 0)
     return rc;
   atl_sessions_resume(d);
@@ -351,6 +371,7 @@ void atl_daemon_free(atl_daemon_t *d) {
     for (atl_session_t *s = d->buckets[b]; s != NULL; s = s->hnext)
       atl_toolcall_cancel_long(s);
   unsigned left = pool_stop(d);
+  atl_trace_init(NULL);
   atl_agent_free(d);
   /* A handler still running would run code of an unloaded plugin: then
    * the plugins stay loaded (the process is ending anyway). */

@@ -58,9 +58,10 @@ void atl_daemon_reader_give(atl_daemon_t *d, atl_store_reader_t *r);
 struct atl_tool_entry_s {
   atl_tool_t tool; /* copied from the plugin (zero-extended) */
   atl_plugin_entry_t *plugin;
-  atl_schema_t *input;  /* compiled input schema */
-  atl_schema_t *result; /* compiled result schema or NULL */
-  uint32_t timeout_ms;  /* effective timeout */
+  atl_schema_t *input;        /* compiled input schema */
+  atl_schema_t *result;       /* compiled result schema or NULL */
+  uint32_t timeout_ms;        /* effective timeout */
+  struct atl_series_s *stats; /* its calls (stats.h); NULL: not counted */
 };
 
 struct atl_plugin_entry_s {
@@ -218,17 +219,77 @@ void atl_toolcall_drain(atl_daemon_t *d, atl_session_t *s, int rpc_status);
 /* The host API table given to plugins. */
 void atl_host_table_init(atl_daemon_t *d, atl_host_t *h);
 
-/* ---- the API server ---- */
+/* ---- the API and admin servers ---- */
 
 typedef struct atl_server_s atl_server_t;
-int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out);
+typedef struct atl_rpc_call_s atl_rpc_call_t;
+typedef void (*atl_dispatch_fn)(atl_daemon_t *d, atl_rpc_call_t *c,
+                                atl_rpc_request_t *req);
+/* What makes a server the API's or the admin's. Static; borrowed. */
+typedef struct {
+  const char *name;         /* "api" or "admin", for logs and clients */
+  unsigned umask;           /* the socket file's: 0117 (0660) or 0177 (0600) */
+  int check_peer;           /* refuse a peer whose uid is not ours or root */
+  int needs_auth;           /* connections start unauthenticated */
+  atl_dispatch_fn dispatch; /* takes ownership of req */
+} atl_server_kind_t;
+extern const atl_server_kind_t atl_api_kind;   /* rpc.c */
+extern const atl_server_kind_t atl_admin_kind; /* admin.c */
+
+int atl_server_start(atl_daemon_t *d, const char *path,
+                     const atl_server_kind_t *kind, atl_server_t **out);
 /* Stops accepting; open connections stay until atl_server_close. */
 void atl_server_stop_accepting(atl_server_t *srv);
 void atl_server_close(atl_server_t *srv);
 unsigned atl_server_clients(const atl_server_t *srv);
 
+/* One connection as the admin socket shows it; strings are borrowed for
+ * the callback's duration. */
+typedef struct {
+  uint64_t id; /* never reused while the daemon runs */
+  int fd;
+  long pid, uid; /* SO_PEERCRED's, -1 if unknown */
+  int64_t created_ms;
+  uint64_t requests;
+  unsigned pending; /* requests not answered yet */
+  uint64_t bytes_in, bytes_out;
+  const char *last_method; /* "" before the first request */
+  int streaming;           /* an admin trace */
+  const char *kind;        /* "api" or "admin" */
+} atl_conn_info_t;
+void atl_server_each(const atl_server_t *srv,
+                     void (*fn)(const atl_conn_info_t *info, void *user),
+                     void *user);
+/* Closes connection id: 0, or ATL_ENOENT if it is not one of srv's. */
+int atl_server_kill(atl_server_t *srv, uint64_t id);
+
+/* A request's connection, and what the admin socket needs of it. Loop
+ * thread. */
+atl_conn_t *atl_rpc_conn(const atl_rpc_call_t *c);
+uint64_t atl_conn_id(const atl_conn_t *c);
+int atl_conn_authed(const atl_conn_t *c);
+void atl_conn_set_authed(atl_conn_t *c);
+/* Counts a wrong secret; returns how many c has given. */
+int atl_conn_auth_failed(atl_conn_t *c);
+void atl_conn_peer(const atl_conn_t *c, long *pid, long *uid);
+unsigned atl_conn_pending(const atl_conn_t *c);
+/* Turns c into a stream (an admin trace): it reads nothing more, and
+ * on_close(arg) runs when it closes (the client left, client.kill, the
+ * daemon stopping). */
+void atl_conn_stream_start(atl_conn_t *c, void (*on_close)(void *arg),
+                           void *arg);
+/* Writes line and a newline on a streaming c, unless c already has more
+ * than cap bytes waiting for its reader: then ATL_EAGAIN and nothing is
+ * written (the caller counts what it dropped). 0, ATL_EAGAIN, ATL_EIO
+ * (closing) or ATL_ENOMEM; line is copied. */
+int atl_conn_stream_write(atl_conn_t *c, const char *line, size_t len,
+                          size_t cap);
+void atl_conn_close(atl_conn_t *c);
+/* Closes c once what it has queued is written. */
+void atl_conn_end(atl_conn_t *c);
+
 /* A request being answered: the server owns it; rpc fills the answer. */
-typedef struct atl_rpc_call_s {
+struct atl_rpc_call_s {
   atl_conn_t *conn;
   json_object *id; /* owned reference, may be NULL */
   int notification;
@@ -236,7 +297,14 @@ typedef struct atl_rpc_call_s {
   size_t response_len;
   int ready;
   struct atl_rpc_call_s *next;
-} atl_rpc_call_t;
+  /* Its latency goes to series (stats.h) when answered, from t0_ns;
+   * failed: the answer was an error. */
+  uint64_t t0_ns;
+  struct atl_series_s *series;
+  int failed;
+};
+/* Counts c's latency, when it is answered, in s. */
+void atl_rpc_call_measure(atl_rpc_call_t *c, struct atl_series_s *s);
 
 /* Answers a request (loop thread). result is borrowed. */
 void atl_rpc_reply(atl_daemon_t *d, atl_rpc_call_t *c, json_object *result);
@@ -244,6 +312,16 @@ void atl_rpc_reply_text(atl_daemon_t *d, atl_rpc_call_t *c,
                         const char *result_json);
 void atl_rpc_reply_error(atl_daemon_t *d, atl_rpc_call_t *c, int code,
                          const char *message, json_object *data);
+/* Answers an "Invalid params: ..." error (both sockets' methods). */
+void atl_rpc_invalid(atl_daemon_t *d, atl_rpc_call_t *c, const char *fmt, ...)
+    ATL_PRINTF(3, 4);
+/* 1 if params (may be NULL) is an object with only the named members;
+ * else answers the error and returns 0. */
+int atl_rpc_only(atl_daemon_t *d, atl_rpc_call_t *c, json_object *params,
+                 const char *const *names);
+/* daemon.info's answer (a new object), which the admin socket's info
+ * extends. */
+json_object *atl_rpc_daemon_info(atl_daemon_t *d);
 /* Dispatches a parsed request (takes ownership of req). */
 void atl_rpc_dispatch(atl_daemon_t *d, atl_rpc_call_t *c,
                       atl_rpc_request_t *req);
@@ -259,7 +337,14 @@ struct atl_daemon_s {
   atl_registry_t registry;
   atl_host_t host_template;
   atl_server_t *api;
+  atl_server_t *admin;
   int64_t started_ms;
+  uint64_t started_ns; /* atl_mono_ns() at start, for uptime */
+  /* [admin] secret_file's contents; "" when none is set. */
+  char admin_secret[129];
+  /* accept_sessions false: session.create and session.send are refused
+   * (a drain before an upgrade). */
+  int refuse_sessions;
   /* The HTTP API's token (token.h); "" when [http] auth is off. */
   char http_token[65];
 

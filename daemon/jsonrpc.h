@@ -20,6 +20,9 @@ enum {
   ATL_RPC_NO_IMAGE = -32002,
   ATL_RPC_SHUTTING_DOWN = -32003,
   ATL_RPC_QUEUE_FULL = -32004,
+  ATL_RPC_UNAUTHORIZED = -32005, /* admin.sock: auth first, or wrong secret */
+  ATL_RPC_NO_CLIENT = -32006,    /* admin.sock: client.kill of no client */
+  ATL_RPC_REFUSED = -32007,      /* accept_sessions is false (a drain) */
   ATL_RPC_STORE_ERROR = -32010
 };
 

@@ -38,6 +38,11 @@
 #define SECRET_MIN_LEN 4
 
 static atomic_int g_level = ATL_LOG_INFO;
+/* The tap (the admin socket's trace of log lines) and the level it wants,
+ * -1 when off: lines at that level are formatted even when the file does
+ * not get them. */
+static atomic_int g_tap_level = -1;
+static _Atomic(atl_log_tap_fn) g_tap;
 static atomic_int g_fd = STDERR_FILENO;
 
 /* Serializes open, reopen and close with each other. */
@@ -87,7 +92,13 @@ atl_log_level_t atl_log_get_level(void) {
 }
 
 int atl_log_enabled(atl_log_level_t level) {
-  return (int)level <= atomic_load(&g_level);
+  return (int)level <= atomic_load(&g_level) ||
+         (int)level <= atomic_load(&g_tap_level);
+}
+
+void atl_log_set_tap(atl_log_tap_fn fn, int level) {
+  atomic_store(&g_tap, fn);
+  atomic_store(&g_tap_level, fn != NULL ? level : -1);
 }
 
 static int open_log_file(const char *path) {
@@ -454,6 +465,11 @@ void atl_log_kvv(atl_log_level_t level, const char *msg, va_list ap) {
     return;
   char buf[LINE_MAX_BYTES];
   size_t len = format_line(buf, level, msg, ap);
+  atl_log_tap_fn tap = atomic_load(&g_tap);
+  if (tap != NULL && (int)level <= atomic_load(&g_tap_level))
+    tap(level, buf, len);
+  if ((int)level > atomic_load(&g_level))
+    return;
   buf[len++] = '\n';
   write_line(buf, len);
 }

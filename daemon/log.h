@@ -30,6 +30,14 @@ void atl_log_set_level(atl_log_level_t level);
 atl_log_level_t atl_log_get_level(void);
 int atl_log_enabled(atl_log_level_t level);
 
+/* A tap sees every line at or above its level as the file would get it
+ * (secrets already scrubbed, no newline), on the logging thread, whatever
+ * the file's level: the admin socket's trace of log lines. It must not
+ * log. fn NULL turns it off. */
+typedef void (*atl_log_tap_fn)(atl_log_level_t level, const char *line,
+                               size_t len);
+void atl_log_set_tap(atl_log_tap_fn fn, int level);
+
 /* "error", "warn", "info", "debug", "trace"; parse returns -1 if unknown. */
 const char *atl_log_level_name(atl_log_level_t level);
 int atl_log_level_parse(const char *name);

@@ -19,6 +19,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "providers/wire_schema.h"
+#include "stats.h"
 
 /* The sizes of the ABI 1.0 structs: a plugin's struct may be larger (built
  * against a newer minor) but never smaller. */
@@ -179,6 +180,9 @@ static int check_tools(const atl_registry_t *reg, atl_plugin_entry_t *p,
     e->timeout_ms = t->timeout_ms                        ? t->timeout_ms
                     : (t->flags & ATL_TOOL_LONG_RUNNING) ? opt->long_timeout_ms
                                                          : opt->timeout_ms;
+    /* Series outlive a plugin unloaded and loaded again: the same tool
+     * keeps counting. */
+    e->stats = atl_stats_series(ATL_FAM_TOOL, tname);
   }
   *out = tools;
   return 0;

@@ -11,19 +11,21 @@
 
 #include <openssl/evp.h>
 
+#include "admin.h"
 #include "agent/agent.h"
 #include "daemon.h"
-#include "render_host.h"
 #include "log.h"
+#include "redact.h"
+#include "render_host.h"
+#include "stats.h"
+#include "trace.h"
 
 typedef void (*method_fn)(atl_daemon_t *d, atl_rpc_call_t *c,
                           json_object *params);
 
 /* ---- params ---- */
 
-static void invalid(atl_daemon_t *d, atl_rpc_call_t *c, const char *fmt, ...)
-    ATL_PRINTF(3, 4);
-static void invalid(atl_daemon_t *d, atl_rpc_call_t *c, const char *fmt, ...) {
+void atl_rpc_invalid(atl_daemon_t *d, atl_rpc_call_t *c, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -33,13 +35,12 @@ static void invalid(atl_daemon_t *d, atl_rpc_call_t *c, const char *fmt, ...) {
   atl_rpc_reply_error(d, c, ATL_RPC_INVALID_PARAMS, msg, NULL);
 }
 
-/* Checks that params has only the named members. */
-static int only(atl_daemon_t *d, atl_rpc_call_t *c, json_object *params,
-                const char *const *names) {
+int atl_rpc_only(atl_daemon_t *d, atl_rpc_call_t *c, json_object *params,
+                 const char *const *names) {
   if (params == NULL)
     return 1;
   if (!json_object_is_type(params, json_type_object)) {
-    invalid(d, c, "params must be an object");
+    atl_rpc_invalid(d, c, "params must be an object");
     return 0;
   }
   json_object_object_foreach(params, key, val) {
@@ -55,8 +56,8 @@ static int only(atl_daemon_t *d, atl_rpc_call_t *c, json_object *params,
         if (n[1])
           strcat(allowed, ", ");
       }
-      invalid(d, c, "unknown member '%s' (allowed: %s)", key,
-              allowed[0] ? allowed : "none");
+      atl_rpc_invalid(d, c, "unknown member '%s' (allowed: %s)", key,
+                      allowed[0] ? allowed : "none");
       return 0;
     }
   }
@@ -67,15 +68,15 @@ static const char *session_param(atl_daemon_t *d, atl_rpc_call_t *c,
                                  json_object *params) {
   json_object *v = NULL;
   if (params == NULL || !json_object_object_get_ex(params, "session", &v)) {
-    invalid(d, c, "missing \"session\" (a 32-digit hex session id)");
+    atl_rpc_invalid(d, c, "missing \"session\" (a 32-digit hex session id)");
     return NULL;
   }
   if (!json_object_is_type(v, json_type_string) ||
       !atl_is_session_id(json_object_get_string(v))) {
-    invalid(d, c,
-            "\"session\" must be a 32-digit lowercase hex session id, "
-            "got %s",
-            json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+    atl_rpc_invalid(d, c,
+                    "\"session\" must be a 32-digit lowercase hex session id, "
+                    "got %s",
+                    json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
     return NULL;
   }
   return json_object_get_string(v);
@@ -89,9 +90,10 @@ static int int_param(atl_daemon_t *d, atl_rpc_call_t *c, json_object *params,
     return 1;
   if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < lo ||
       json_object_get_int64(v) > hi) {
-    invalid(d, c, "\"%s\" must be an integer between %lld and %lld, got %s",
-            name, (long long)lo, (long long)hi,
-            json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+    atl_rpc_invalid(d, c,
+                    "\"%s\" must be an integer between %lld and %lld, got %s",
+                    name, (long long)lo, (long long)hi,
+                    json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
     return 0;
   }
   *out = json_object_get_int64(v);
@@ -122,8 +124,14 @@ static json_object *time_json(int64_t ms) {
 
 static void m_daemon_info(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   static const char *const names[] = {NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
+  json_object *r = atl_rpc_daemon_info(d);
+  atl_rpc_reply(d, c, r);
+  json_object_put(r);
+}
+
+json_object *atl_rpc_daemon_info(atl_daemon_t *d) {
   json_object *r = json_object_new_object();
   json_object_object_add(r, "version", json_object_new_string(PACKAGE_VERSION));
   json_object *abi = json_object_new_object();
@@ -163,23 +171,8 @@ static void m_daemon_info(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   json_object_object_add(
       r, "clients",
       json_object_new_int((int)(d->api ? atl_server_clients(d->api) : 0)));
-  atl_store_stats_t st;
-  atl_store_stats(d->store, &st);
-  json_object *so = json_object_new_object();
-  json_object_object_add(so, "commits",
-                         json_object_new_int64((int64_t)st.commits));
-  json_object_object_add(so, "transactions",
-                         json_object_new_int64((int64_t)st.transactions));
-  json_object_object_add(so, "failures",
-                         json_object_new_int64((int64_t)st.failures));
-  json_object_object_add(so, "checkpoints",
-                         json_object_new_int64((int64_t)st.checkpoints));
-  json_object_object_add(so, "writer_checkpoints",
-                         json_object_new_int64((int64_t)st.writer_checkpoints));
-  json_object_object_add(so, "wal_pages", json_object_new_int64(st.wal_pages));
-  json_object_object_add(r, "store", so);
-  atl_rpc_reply(d, c, r);
-  json_object_put(r);
+  json_object_object_add(r, "store", atl_admin_store_json(d));
+  return r;
 }
 
 /* http.auth: what the web bridge needs to check /api/ requests (doc/api.md).
@@ -188,7 +181,7 @@ static void m_daemon_info(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
  * its authentication. */
 static void m_http_auth(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   static const char *const names[] = {NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
   json_object *r = json_object_new_object();
   int required = d->http_token[0] != '\0';
@@ -210,10 +203,11 @@ static void tool_list_wire(atl_daemon_t *d, atl_rpc_call_t *c,
                                       ? atl_provider_find(name)
                                       : NULL;
   if (ops == NULL) {
-    invalid(d, c,
-            "\"wire\" must be \"anthropic\", \"openai\" or \"gemini\", "
-            "got %s",
-            json_object_to_json_string_ext(wire, JSON_C_TO_STRING_PLAIN));
+    atl_rpc_invalid(
+        d, c,
+        "\"wire\" must be \"anthropic\", \"openai\" or \"gemini\", "
+        "got %s",
+        json_object_to_json_string_ext(wire, JSON_C_TO_STRING_PLAIN));
     return;
   }
   char *text = d->tools_json && json_object_array_length(d->tools_json) > 0
@@ -231,7 +225,7 @@ static void tool_list_wire(atl_daemon_t *d, atl_rpc_call_t *c,
 
 static void m_tool_list(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   static const char *const names[] = {"wire", NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
   json_object *wire = NULL;
   if (p != NULL && json_object_object_get_ex(p, "wire", &wire)) {
@@ -273,6 +267,8 @@ static void created_cb(atl_daemon_t *d, atl_session_t *s, int status,
   atl_rpc_reply(d, c, r);
   json_object_put(r);
   atl_log_kv(ATL_LOG_INFO, "session created", "session", s->id, NULL);
+  atomic_fetch_add_explicit(&atl_stats.sessions_created, 1,
+                            memory_order_relaxed);
 }
 
 /* The optional "model" of session.create and session.send: 1 with *out
@@ -284,15 +280,15 @@ static int model_param(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p,
   if (!json_object_object_get_ex(p, "model", &model) || model == NULL)
     return 1;
   if (!json_object_is_type(model, json_type_string)) {
-    invalid(d, c,
-            "\"model\" must be a model name (a string, e.g. "
-            "\"claude-sonnet-4-5\"), not %s",
-            json_type_to_name(json_object_get_type(model)));
+    atl_rpc_invalid(d, c,
+                    "\"model\" must be a model name (a string, e.g. "
+                    "\"claude-sonnet-4-5\"), not %s",
+                    json_type_to_name(json_object_get_type(model)));
     return 0;
   }
   const char *why = atl_model_name_error(json_object_get_string(model));
   if (why != NULL) {
-    invalid(d, c, "\"model\" %s", why);
+    atl_rpc_invalid(d, c, "\"model\" %s", why);
     return 0;
   }
   *out = json_object_get_string(model);
@@ -302,7 +298,7 @@ static int model_param(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p,
 static void m_session_create(atl_daemon_t *d, atl_rpc_call_t *c,
                              json_object *p) {
   static const char *const names[] = {"model", NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
   const char *model;
   if (!model_param(d, c, p, &model))
@@ -418,7 +414,7 @@ static void read_session(read_req_t *rr, atl_store_reader_t *r) {
 
 static void m_session_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   static const char *const names[] = {"session", NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
   const char *id = session_param(d, c, p);
   if (id)
@@ -446,7 +442,7 @@ static void read_list(read_req_t *rr, atl_store_reader_t *r) {
 
 static void m_session_list(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   static const char *const names[] = {NULL};
-  if (only(d, c, p, names))
+  if (atl_rpc_only(d, c, p, names))
     start_read(d, c, NULL, 0, 0, read_list);
 }
 
@@ -458,6 +454,8 @@ static void deleted_cb(atl_daemon_t *d, atl_session_t *s, int status,
     return;
   }
   atl_log_kv(ATL_LOG_INFO, "session deleted", "session", s->id, NULL);
+  atomic_fetch_add_explicit(&atl_stats.sessions_deleted, 1,
+                            memory_order_relaxed);
   atl_toolcall_drain(d, s, ATL_RPC_NO_SESSION);
   json_object *r = json_object_new_object();
   json_object_object_add(r, "deleted", json_object_new_boolean(1));
@@ -484,7 +482,7 @@ static void delete_got(atl_daemon_t *d, atl_session_t *s, int status,
 static void m_session_delete(atl_daemon_t *d, atl_rpc_call_t *c,
                              json_object *p) {
   static const char *const names[] = {"session", NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
   const char *id = session_param(d, c, p);
   if (id == NULL)
@@ -548,7 +546,7 @@ static void call_got(atl_daemon_t *d, atl_session_t *s, int status,
 
 static void m_tool_call(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   static const char *const names[] = {"session", "name", "arguments", NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
   const char *id = session_param(d, c, p);
   if (id == NULL)
@@ -557,13 +555,15 @@ static void m_tool_call(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   if (!json_object_object_get_ex(p, "name", &name) ||
       !json_object_is_type(name, json_type_string) ||
       json_object_get_string_len(name) == 0) {
-    invalid(d, c, "\"name\" must be the name of a tool (a non-empty string)");
+    atl_rpc_invalid(d, c,
+                    "\"name\" must be the name of a tool (a non-empty string)");
     return;
   }
   if (json_object_object_get_ex(p, "arguments", &args) && args != NULL &&
       !json_object_is_type(args, json_type_object)) {
-    invalid(d, c, "\"arguments\" must be an object, got %s",
-            json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN));
+    atl_rpc_invalid(
+        d, c, "\"arguments\" must be an object, got %s",
+        json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN));
     return;
   }
   call_req_t *cr = calloc(1, sizeof(*cr));
@@ -652,7 +652,7 @@ static void agent_got(atl_daemon_t *d, atl_session_t *s, int status,
 
 static void m_session_send(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   static const char *const names[] = {"session", "text", "model", NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
   const char *id = session_param(d, c, p);
   if (id == NULL)
@@ -661,14 +661,16 @@ static void m_session_send(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   if (!json_object_object_get_ex(p, "text", &text) ||
       !json_object_is_type(text, json_type_string) ||
       json_object_get_string_len(text) == 0) {
-    invalid(d, c, "\"text\" must be the user's message (a non-empty string)");
+    atl_rpc_invalid(d, c,
+                    "\"text\" must be the user's message (a non-empty string)");
     return;
   }
   /* Whitespace alone says nothing, and kept in the history it would fail
    * every later request to Anthropic ("text content blocks must contain
    * non-whitespace text"). */
   if (atl_provider_blank(json_object_get_string(text))) {
-    invalid(d, c, "\"text\" must be the user's message; it is only whitespace");
+    atl_rpc_invalid(
+        d, c, "\"text\" must be the user's message; it is only whitespace");
     return;
   }
   const char *model;
@@ -689,7 +691,7 @@ static void m_session_send(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
 static void m_session_cancel(atl_daemon_t *d, atl_rpc_call_t *c,
                              json_object *p) {
   static const char *const names[] = {"session", NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
   const char *id = session_param(d, c, p);
   if (id == NULL)
@@ -749,6 +751,9 @@ static void read_events(read_req_t *rr, atl_store_reader_t *r) {
     }
   }
   json_object *o = json_object_new_object();
+  atomic_fetch_add_explicit(&atl_stats.events_delivered,
+                            json_object_array_length(evs),
+                            memory_order_relaxed);
   json_object_object_add(o, "events", evs);
   json_object_object_add(o, "last_seq", json_object_new_int64(last));
   rr->result = o;
@@ -758,10 +763,14 @@ typedef struct {
   atl_rpc_call_t *c;
   char id[ATL_SESSION_ID_LEN + 1];
   int64_t after, limit, wait_ms;
+  int waited; /* counted in atl_stats.polls_waiting */
 } events_req_t;
 
 static void events_wake(atl_daemon_t *d, atl_session_t *s, void *user) {
   events_req_t *er = user;
+  if (er->waited)
+    atomic_fetch_sub_explicit(&atl_stats.polls_waiting, 1,
+                              memory_order_relaxed);
   start_read(d, er->c, s->id, er->after, er->limit, read_events);
   free(er);
 }
@@ -780,16 +789,23 @@ static void events_got(atl_daemon_t *d, atl_session_t *s, int status,
    * nothing to return. */
   if (er->after > s->committed_seq)
     er->after = s->committed_seq;
-  if (er->wait_ms > 0 && s->committed_seq <= er->after && !d->shutting_down &&
-      atl_session_wait(d, s, (uint32_t)er->wait_ms, events_wake, er) == 0)
-    return;
+  if (er->wait_ms > 0 && s->committed_seq <= er->after && !d->shutting_down) {
+    er->waited = 1;
+    atomic_fetch_add_explicit(&atl_stats.polls_waiting, 1,
+                              memory_order_relaxed);
+    if (atl_session_wait(d, s, (uint32_t)er->wait_ms, events_wake, er) == 0)
+      return;
+    er->waited = 0;
+    atomic_fetch_sub_explicit(&atl_stats.polls_waiting, 1,
+                              memory_order_relaxed);
+  }
   events_wake(d, s, er);
 }
 
 static void m_events_read(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   static const char *const names[] = {"session", "after_seq", "limit",
                                       "wait_ms", NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
   const char *id = session_param(d, c, p);
   if (id == NULL)
@@ -841,7 +857,7 @@ static void read_image(read_req_t *rr, atl_store_reader_t *r) {
 
 static void m_image_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   static const char *const names[] = {"id", NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
   json_object *v = NULL;
   const char *id = NULL;
@@ -853,7 +869,8 @@ static void m_image_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   for (size_t i = 0; ok && i < n; i++)
     ok = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
   if (!ok) {
-    invalid(d, c, "\"id\" must be an image id (64 lowercase hex digits)");
+    atl_rpc_invalid(d, c,
+                    "\"id\" must be an image id (64 lowercase hex digits)");
     return;
   }
   start_read(d, c, id, 0, 0, read_image);
@@ -861,7 +878,7 @@ static void m_image_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
 
 static void m_agent_models(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   static const char *const names[] = {NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
   json_object *r = atl_agent_models(d);
   atl_rpc_reply(d, c, r);
@@ -882,16 +899,17 @@ static void checked(atl_daemon_t *d, json_object *report, void *user) {
 static void m_provider_check(atl_daemon_t *d, atl_rpc_call_t *c,
                              json_object *p) {
   static const char *const names[] = {"provider", "model", NULL};
-  if (!only(d, c, p, names))
+  if (!atl_rpc_only(d, c, p, names))
     return;
   json_object *v = NULL;
   const char *name = NULL, *model = NULL;
   if (p != NULL && json_object_object_get_ex(p, "provider", &v)) {
     if (!json_object_is_type(v, json_type_string) ||
         !atl_provider_name_ok(json_object_get_string(v))) {
-      invalid(d, c,
-              "\"provider\" must name a [provider.NAME] section (1 to 32 "
-              "of a-z, 0-9, '_' and '-')");
+      atl_rpc_invalid(
+          d, c,
+          "\"provider\" must name a [provider.NAME] section (1 to 32 "
+          "of a-z, 0-9, '_' and '-')");
       return;
     }
     name = json_object_get_string(v);
@@ -906,33 +924,96 @@ static void m_provider_check(atl_daemon_t *d, atl_rpc_call_t *c,
 static const struct {
   const char *name;
   method_fn fn;
-  int mutates; /* refused while shutting down */
+  int mutates;  /* refused while shutting down */
+  int new_work; /* refused while draining (admin accept_sessions false) */
 } methods[] = {
-    {"agent.models", m_agent_models, 0},
-    {"daemon.info", m_daemon_info, 0},
-    {"events.read", m_events_read, 0},
-    {"http.auth", m_http_auth, 0},
-    {"image.get", m_image_get, 0},
-    {"provider.check", m_provider_check, 0},
-    {"session.cancel", m_session_cancel, 0},
-    {"session.create", m_session_create, 1},
-    {"session.delete", m_session_delete, 1},
-    {"session.get", m_session_get, 0},
-    {"session.list", m_session_list, 0},
-    {"session.send", m_session_send, 1},
-    {"tool.call", m_tool_call, 1},
-    {"tool.list", m_tool_list, 0},
+    {"agent.models", m_agent_models, 0, 0},
+    {"daemon.info", m_daemon_info, 0, 0},
+    {"events.read", m_events_read, 0, 0},
+    {"http.auth", m_http_auth, 0, 0},
+    {"image.get", m_image_get, 0, 0},
+    {"provider.check", m_provider_check, 0, 0},
+    {"session.cancel", m_session_cancel, 0, 0},
+    {"session.create", m_session_create, 1, 1},
+    {"session.delete", m_session_delete, 1, 0},
+    {"session.get", m_session_get, 0, 0},
+    {"session.list", m_session_list, 0, 0},
+    {"session.send", m_session_send, 1, 1},
+    {"tool.call", m_tool_call, 1, 0},
+    {"tool.list", m_tool_list, 0, 0},
 };
+#define N_METHODS (sizeof(methods) / sizeof(methods[0]))
+
+/* A request as the admin socket's trace shows it (like redis MONITOR):
+ * the method, the connection, and the params, with a redacting tool's
+ * arguments replaced and anything long cut. */
+static void trace_request(atl_daemon_t *d, atl_rpc_call_t *c,
+                          const atl_rpc_request_t *req) {
+  json_object *f = json_object_new_object();
+  json_object_object_add(f, "client",
+                         json_object_new_int64((int64_t)atl_conn_id(c->conn)));
+  json_object *params = req->params ? json_object_get(req->params) : NULL;
+  json_object *tool = NULL, *session = NULL;
+  if (params && json_object_is_type(params, json_type_object)) {
+    json_object_object_get_ex(params, "session", &session);
+    if (json_object_object_get_ex(params, "name", &tool)) {
+      const atl_tool_entry_t *te =
+          atl_registry_find(&d->registry, json_object_get_string(tool));
+      json_object *args = NULL;
+      if (te && (te->tool.flags & ATL_TOOL_REDACT_ARGS) &&
+          json_object_object_get_ex(params, "arguments", &args)) {
+        json_object *copy = NULL;
+        json_object_deep_copy(params, &copy, NULL);
+        json_object_put(params);
+        params = copy;
+        if (params)
+          json_object_object_add(params, "arguments", atl_redact_args(args));
+      }
+    }
+  }
+  size_t len = 0;
+  const char *text = params ? json_object_to_json_string_length(
+                                  params, JSON_C_TO_STRING_PLAIN, &len)
+                            : "null";
+  if (len > 2048) {
+    char cut[2100];
+    snprintf(cut, sizeof(cut), "%.2048s... (%zu bytes)", text, len);
+    json_object_object_add(f, "params_cut", json_object_new_string(cut));
+  } else {
+    /* Written out by atl_trace_emit before the request runs (tool.call
+     * takes its arguments away). */
+    json_object_object_add(f, "params",
+                           params ? json_object_get(params) : NULL);
+  }
+  char sid[ATL_SESSION_ID_LEN + 1] = "";
+  if (session && json_object_is_type(session, json_type_string))
+    snprintf(sid, sizeof(sid), "%s", json_object_get_string(session));
+  json_object_put(params);
+  atl_trace_emit(ATL_TR_RPC, sid, req->method, f);
+}
 
 void atl_rpc_dispatch(atl_daemon_t *d, atl_rpc_call_t *c,
                       atl_rpc_request_t *req) {
-  size_t n = sizeof(methods) / sizeof(methods[0]);
+  size_t n = N_METHODS;
+  static atl_series_t *series[N_METHODS];
+  if (atl_trace_wants(ATL_TR_RPC))
+    trace_request(d, c, req);
   for (size_t i = 0; i < n; i++) {
     if (strcmp(methods[i].name, req->method) != 0)
       continue;
+    if (c->series == NULL) { /* admin's forwarded calls count as admin's */
+      if (series[i] == NULL)
+        series[i] = atl_stats_series(ATL_FAM_RPC, methods[i].name);
+      atl_rpc_call_measure(c, series[i]);
+    }
     if (methods[i].mutates && d->shutting_down) {
       atl_rpc_reply_error(d, c, ATL_RPC_SHUTTING_DOWN,
                           "the daemon is shutting down", NULL);
+    } else if (methods[i].new_work && d->refuse_sessions) {
+      atl_rpc_reply_error(d, c, ATL_RPC_REFUSED,
+                          "the daemon is draining: new sessions and messages "
+                          "are refused until accept_sessions is true again",
+                          NULL);
     } else {
       methods[i].fn(d, c, req->params);
     }
@@ -949,3 +1030,9 @@ void atl_rpc_dispatch(atl_daemon_t *d, atl_rpc_call_t *c,
   atl_rpc_reply_error(d, c, ATL_RPC_METHOD_NOT_FOUND, msg, NULL);
   atl_rpc_request_free(req);
 }
+
+const atl_server_kind_t atl_api_kind = {.name = "api",
+                                        .umask = 0117,
+                                        .check_peer = 0,
+                                        .needs_auth = 0,
+                                        .dispatch = atl_rpc_dispatch};

@@ -1,4 +1,7 @@
-/* The API server: a unix stream socket speaking newline-delimited JSON-RPC.
+/* The API and admin servers: unix stream sockets speaking newline-delimited
+ * JSON-RPC. The two differ only in their kind (daemon.h): the socket's
+ * mode, whether the peer's uid is checked, and which methods they
+ * dispatch to, so nothing sent on api.sock can reach an admin method.
  *
  * A connection may pipeline requests; they are dispatched as they arrive
  * and may finish in any order (a call on one session may wait for a commit
@@ -9,6 +12,7 @@
  */
 #include "atl-build.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -18,6 +22,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "stats.h"
 
 /* A client that sends faster than it reads gets its reading paused at this
  * many unanswered requests, or this many bytes of answers it has not read
@@ -28,6 +33,7 @@
 
 struct atl_server_s {
   atl_daemon_t *d;
+  const atl_server_kind_t *kind;
   uv_pipe_t listener;
   char *path;
   int listening;
@@ -62,7 +68,26 @@ struct atl_conn_s {
   int in_drain; /* on srv->drain_head's list */
   atl_conn_t *drain_next;
   int refs; /* the handle, every outstanding write, the drain list */
+  /* What the admin socket shows of a client (atl_conn_info_t). */
+  uint64_t id;
+  int fd;
+  long pid, uid;
+  int64_t created_ms;
+  uint64_t requests, bytes_in, bytes_out;
+  char last_method[40];
+  int authed; /* admin: the secret was given, or none is needed */
+  int auth_failures;
+  /* A streaming connection (admin trace) writes lines of its own and
+   * reads nothing more; on_stream_close runs when it closes. */
+  int streaming;
+  int end_after_writes; /* close once what is queued is written */
+  void (*on_stream_close)(void *arg);
+  void *stream_arg;
 };
+
+/* Connection ids, for the admin socket's clients and client.kill: never
+ * reused while the daemon runs. Loop thread only. */
+static uint64_t next_conn_id = 1;
 
 typedef struct {
   uv_write_t req;
@@ -94,12 +119,18 @@ static void conn_close(atl_conn_t *c) {
   if (c->next)
     c->next->prev = c->prev;
   srv->n_conns--;
+  if (c->on_stream_close != NULL) {
+    void (*fn)(void *) = c->on_stream_close;
+    c->on_stream_close = NULL;
+    fn(c->stream_arg);
+  }
   /* Requests still running keep their cells; they are freed as they
    * finish, with nobody left to answer. */
   uv_close((uv_handle_t *)&c->pipe, conn_closed);
 }
 
 static void conn_resume(atl_conn_t *c);
+static size_t conn_queued(atl_conn_t *c);
 
 static void write_done(uv_write_t *req, int status) {
   conn_write_t *w = (conn_write_t *)req;
@@ -108,6 +139,8 @@ static void write_done(uv_write_t *req, int status) {
   atl_conn_t *c = w->conn;
   free(w);
   if (status < 0 && !c->closing)
+    conn_close(c);
+  if (c->end_after_writes && !c->closing && conn_queued(c) == 0)
     conn_close(c);
   conn_resume(c);
   conn_unref(c);
@@ -177,9 +210,10 @@ static void conn_flush(atl_conn_t *c) {
     if (c->head == NULL)
       c->tail = NULL;
     c->pending--;
-    if (w && r->response)
+    if (w && r->response) {
       w->bufs[k++] = uv_buf_init(r->response, (unsigned)r->response_len);
-    else
+      c->bytes_out += r->response_len;
+    } else
       free(r->response);
     json_object_put(r->id);
     free(r);
@@ -205,6 +239,8 @@ static void conn_flush(atl_conn_t *c) {
 
 static void finish(atl_rpc_call_t *r, char *line, size_t len) {
   atl_conn_t *c = r->conn;
+  if (r->series != NULL)
+    atl_hist_add(&r->series->h, atl_stats_us_since(r->t0_ns), r->failed);
   if (r->notification) {
     free(line);
     line = NULL;
@@ -236,6 +272,7 @@ void atl_rpc_reply_error(atl_daemon_t *d, atl_rpc_call_t *c, int code,
                          const char *message, json_object *data) {
   (void)d;
   size_t len = 0;
+  c->failed = 1;
   char *line = atl_rpc_error(c->id, code, message, data, &len);
   finish(c, line, len);
 }
@@ -260,11 +297,14 @@ static int on_frame(int kind, const char *line, size_t len, void *user) {
   atl_daemon_t *d = c->srv->d;
   if (c->closing)
     return 1;
+  if (c->streaming)
+    return 0; /* a trace reads nothing more */
   atl_rpc_call_t *r = enqueue(c);
   if (r == NULL) {
     conn_close(c);
     return 1;
   }
+  c->requests++;
   if (kind == ATL_FRAME_OVERSIZE) {
     char msg[128];
     snprintf(msg, sizeof(msg),
@@ -280,7 +320,9 @@ static int on_frame(int kind, const char *line, size_t len, void *user) {
     } else {
       r->id = req.id ? json_object_get(req.id) : NULL;
       r->notification = req.notification;
-      atl_rpc_dispatch(d, r, &req);
+      snprintf(c->last_method, sizeof(c->last_method), "%s", req.method);
+      r->t0_ns = atl_mono_ns();
+      c->srv->kind->dispatch(d, r, &req);
     }
   }
   if (!c->closing && (c->paused || conn_over(c))) {
@@ -309,6 +351,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if (nread == 0)
+    return;
+  c->bytes_in += (uint64_t)nread;
+  if (c->streaming)
     return;
   c->refs++; /* frames may close the connection while we feed it */
   c->feeding = 1;
@@ -361,6 +406,34 @@ static void on_connection(uv_stream_t *l, int status) {
     uv_close((uv_handle_t *)&c->pipe, conn_closed);
     return;
   }
+  c->id = next_conn_id++;
+  c->created_ms = atl_now_ms();
+  c->authed = !srv->kind->needs_auth || d->admin_secret[0] == '\0';
+  c->fd = -1;
+  c->pid = c->uid = -1;
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0) {
+    c->fd = fd;
+    struct ucred cred;
+    socklen_t clen = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+      c->pid = cred.pid;
+      c->uid = cred.uid;
+    }
+  }
+  /* The admin socket's mode already keeps other users out; the uid check
+   * holds if the socket's directory or mode is ever loosened by hand. */
+  if (srv->kind->check_peer && c->uid != (long)geteuid() && c->uid != 0) {
+    char pid[24], uid[24];
+    snprintf(pid, sizeof(pid), "%ld", c->pid);
+    snprintf(uid, sizeof(uid), "%ld", c->uid);
+    atl_log_kv(ATL_LOG_WARN,
+               "admin connection refused: the peer's uid is neither the "
+               "daemon's nor root",
+               "pid", pid, "uid", uid, NULL);
+    uv_close((uv_handle_t *)&c->pipe, conn_closed);
+    return;
+  }
   c->next = srv->conns;
   if (srv->conns)
     srv->conns->prev = c;
@@ -370,7 +443,7 @@ static void on_connection(uv_stream_t *l, int status) {
     atl_log_kv(ATL_LOG_WARN,
                d->shutting_down ? "connection refused: shutting down"
                                 : "connection refused: api.max_clients reached",
-               NULL);
+               "socket", srv->kind->name, NULL);
     conn_close(c);
     return;
   }
@@ -410,11 +483,13 @@ static void drain_closed(uv_handle_t *h) {
     server_free(srv);
 }
 
-int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out) {
+int atl_server_start(atl_daemon_t *d, const char *path,
+                     const atl_server_kind_t *kind, atl_server_t **out) {
   atl_server_t *srv = calloc(1, sizeof(*srv));
   if (srv == NULL)
     return ATL_ENOMEM;
   srv->d = d;
+  srv->kind = kind;
   srv->path = strdup(path);
   srv->drain_closed = 1; /* until it is started, below */
   uv_pipe_init(d->loop, &srv->listener, 0);
@@ -424,7 +499,7 @@ int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out) {
    * directories must not steal each other's socket. */
   if (socket_is_live(path)) {
     atl_log_kv(ATL_LOG_ERROR,
-               "another daemon is listening on the API socket; stop it or use "
+               "another daemon is listening on the socket; stop it or use "
                "another --socket-dir",
                "path", path, NULL);
     srv->closed = 1;
@@ -432,13 +507,13 @@ int atl_server_start(atl_daemon_t *d, const char *path, atl_server_t **out) {
     return ATL_EBUSY;
   }
   unlink(path);
-  mode_t old = umask(0117);
+  mode_t old = umask(kind->umask);
   int rc = uv_pipe_bind(&srv->listener, path);
   umask(old);
   if (rc == 0)
     rc = uv_listen((uv_stream_t *)&srv->listener, 511, on_connection);
   if (rc != 0) {
-    atl_log_kv(ATL_LOG_ERROR, "cannot listen on the API socket", "path", path,
+    atl_log_kv(ATL_LOG_ERROR, "cannot listen on the socket", "path", path,
                "error", uv_strerror(rc), NULL);
     srv->closed = 1;
     uv_close((uv_handle_t *)&srv->listener, listener_closed);
@@ -480,4 +555,114 @@ void atl_server_close(atl_server_t *srv) {
 
 unsigned atl_server_clients(const atl_server_t *srv) {
   return srv->n_conns;
+}
+
+void atl_server_each(const atl_server_t *srv,
+                     void (*fn)(const atl_conn_info_t *info, void *user),
+                     void *user) {
+  for (const atl_conn_t *c = srv->conns; c != NULL; c = c->next) {
+    atl_conn_info_t info = {.id = c->id,
+                            .fd = c->fd,
+                            .pid = c->pid,
+                            .uid = c->uid,
+                            .created_ms = c->created_ms,
+                            .requests = c->requests,
+                            .pending = c->pending,
+                            .bytes_in = c->bytes_in,
+                            .bytes_out = c->bytes_out,
+                            .last_method = c->last_method,
+                            .streaming = c->streaming,
+                            .kind = srv->kind->name};
+    fn(&info, user);
+  }
+}
+
+int atl_server_kill(atl_server_t *srv, uint64_t id) {
+  for (atl_conn_t *c = srv->conns; c != NULL; c = c->next) {
+    if (c->id == id) {
+      conn_close(c);
+      return 0;
+    }
+  }
+  return ATL_ENOENT;
+}
+
+void atl_rpc_call_measure(atl_rpc_call_t *c, struct atl_series_s *s) {
+  c->series = s;
+}
+
+atl_conn_t *atl_rpc_conn(const atl_rpc_call_t *c) {
+  return c->conn;
+}
+
+uint64_t atl_conn_id(const atl_conn_t *c) {
+  return c->id;
+}
+
+int atl_conn_authed(const atl_conn_t *c) {
+  return c->authed;
+}
+
+void atl_conn_set_authed(atl_conn_t *c) {
+  c->authed = 1;
+}
+
+int atl_conn_auth_failed(atl_conn_t *c) {
+  return ++c->auth_failures;
+}
+
+void atl_conn_peer(const atl_conn_t *c, long *pid, long *uid) {
+  *pid = c->pid;
+  *uid = c->uid;
+}
+
+unsigned atl_conn_pending(const atl_conn_t *c) {
+  return c->pending;
+}
+
+void atl_conn_stream_start(atl_conn_t *c, void (*on_close)(void *arg),
+                           void *arg) {
+  c->streaming = 1;
+  c->on_stream_close = on_close;
+  c->stream_arg = arg;
+}
+
+int atl_conn_stream_write(atl_conn_t *c, const char *line, size_t len,
+                          size_t cap) {
+  if (c->closing)
+    return ATL_EIO;
+  if (conn_queued(c) + len > cap)
+    return ATL_EAGAIN;
+  conn_write_t *w = malloc(sizeof(*w) + sizeof(uv_buf_t));
+  char *copy = malloc(len + 1);
+  if (w == NULL || copy == NULL) {
+    free(w);
+    free(copy);
+    return ATL_ENOMEM;
+  }
+  memcpy(copy, line, len);
+  copy[len] = '\n';
+  w->conn = c;
+  w->n = 1;
+  w->bufs[0] = uv_buf_init(copy, (unsigned)(len + 1));
+  c->bytes_out += len + 1;
+  c->refs++;
+  if (uv_write(&w->req, (uv_stream_t *)&c->pipe, w->bufs, 1, write_done) != 0)
+    write_done(&w->req, -1);
+  return 0;
+}
+
+void atl_conn_close(atl_conn_t *c) {
+  conn_close(c);
+}
+
+void atl_conn_end(atl_conn_t *c) {
+  if (c->closing)
+    return;
+  /* Written already (libuv writes at once when it can): nothing to wait
+   * for. */
+  if (conn_queued(c) == 0)
+    conn_close(c);
+  else
+    c->end_after_writes = 1;
 }

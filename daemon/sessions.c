@@ -15,6 +15,8 @@
 #include "daemon.h"
 #include "agent/agent.h"
 #include "log.h"
+#include "stats.h"
+#include "trace.h"
 
 struct atl_waiter_s {
   atl_waiter_t *next;
@@ -100,6 +102,23 @@ int atl_session_submit(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
   if (rc != 0)
     s->last_seq = first;
   pthread_mutex_unlock(&s->seq_mu);
+  if (rc == 0) {
+    atomic_fetch_add_explicit(&atl_stats.events_emitted, n_pre + 1,
+                              memory_order_relaxed);
+    if (atl_trace_wants(ATL_TR_EVENT)) {
+      for (size_t i = 0; i <= n_pre; i++) {
+        const char *ty = i < n_pre ? pre_types[i] : type;
+        const char *da = i < n_pre ? pre_data[i] : data;
+        json_object *f = json_object_new_object();
+        json_object_object_add(f, "seq",
+                               json_object_new_int64(first + 1 + (int64_t)i));
+        json_object_object_add(f, "type", json_object_new_string(ty));
+        size_t len = da ? strlen(da) : 0;
+        json_object_object_add(f, "bytes", json_object_new_int64((int64_t)len));
+        atl_trace_emit(ATL_TR_EVENT, s->id, ty, f);
+      }
+    }
+  }
   return rc;
 }
 
@@ -394,6 +413,16 @@ void atl_session_create(atl_daemon_t *d, const char *model, atl_session_cb cb,
   *c = (commit_t){.d = d, .s = s, .cb = cb, .user = user, .kind = 0};
   d->work_in_flight++;
   atl_store_submit(d->store, t, commit_cb, c);
+  atomic_fetch_add_explicit(&atl_stats.events_emitted, 1, memory_order_relaxed);
+  if (atl_trace_wants(ATL_TR_EVENT)) {
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "seq", json_object_new_int64(1));
+    json_object_object_add(f, "type",
+                           json_object_new_string("session.created"));
+    json_object_object_add(f, "bytes",
+                           json_object_new_int64((int64_t)strlen(data)));
+    atl_trace_emit(ATL_TR_EVENT, s->id, "session.created", f);
+  }
 }
 
 void atl_session_delete(atl_daemon_t *d, atl_session_t *s, atl_session_cb cb,

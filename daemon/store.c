@@ -20,7 +20,9 @@
 #include <openssl/evp.h>
 
 #include "checkpoint.h"
+#include "stats.h"
 #include "store.h"
+#include "trace.h"
 #include "util.h"
 
 /* ---- Schema -------------------------------------------------------------
@@ -616,7 +618,33 @@ static int apply_txn(atl_store_t *st, atl_txn_t *t) {
  * nothing is acknowledged before it is in the WAL (and, with synchronous =
  * FULL, on disk); a transaction that applied cleanly is still reported
  * failed if the COMMIT that would have carried it fails. */
+/* The group's figures for the admin socket: latency, size, trace line. */
+static void count_group(uint64_t t0_ns, uint64_t n, bool ok) {
+  static atl_series_t *lat, *size; /* the writer thread's */
+  if (lat == NULL)
+    lat = atl_stats_series(ATL_FAM_COMMIT, "");
+  if (size == NULL)
+    size = atl_stats_series(ATL_FAM_BATCH, "");
+  uint64_t us = atl_stats_us_since(t0_ns);
+  if (lat != NULL)
+    atl_hist_add(&lat->h, us, !ok);
+  if (size != NULL)
+    atl_hist_add(&size->h, n, !ok);
+  if (atl_trace_wants(ATL_TR_COMMIT)) {
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "transactions",
+                           json_object_new_int64((int64_t)n));
+    json_object_object_add(f, "ok", json_object_new_boolean(ok));
+    char ms[32];
+    snprintf(ms, sizeof(ms), "%.3f", (double)us / 1000.0);
+    json_object_object_add(f, "ms",
+                           json_object_new_double_s((double)us / 1000.0, ms));
+    atl_trace_emit(ATL_TR_COMMIT, NULL, "group", f);
+  }
+}
+
 static void commit_group(atl_store_t *st, atl_txn_t *group) {
+  uint64_t t0_ns = atl_mono_ns();
   bool ok = run(st->w[W_BEGIN]) == SQLITE_OK;
   for (atl_txn_t *t = group; t != NULL; t = t->next) {
     t->status = !ok ? (t->error ? t->error : ATL_ESTORE) : apply_txn(st, t);
@@ -646,6 +674,7 @@ static void commit_group(atl_store_t *st, atl_txn_t *group) {
     atomic_fetch_add_explicit(&st->commits, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&st->transactions, good, memory_order_relaxed);
   atomic_fetch_add_explicit(&st->failures, bad, memory_order_relaxed);
+  count_group(t0_ns, good + bad, ok);
   while (group != NULL) {
     atl_txn_t *t = group;
     group = t->next;

@@ -25,7 +25,9 @@
 #include "daemon.h"
 #include "log.h"
 #include "redact.h"
+#include "stats.h"
 #include "toolcall.h"
+#include "trace.h"
 
 static void job_free(atl_call_job_t *j) {
   json_object_put(j->args);
@@ -128,6 +130,7 @@ static void run_handler(atl_call_job_t *j) {
   if (atl_schema_validate(te->input, j->args, &errors) > 0) {
     char *msg = join_errors(errors);
     set_error(j, "%s", msg ? msg : "invalid arguments");
+    j->stat_kind = ATL_TS_INVALID;
     free(msg);
     json_object_put(errors);
     return;
@@ -152,6 +155,8 @@ static void run_handler(atl_call_job_t *j) {
   j->call.host_private = j;
 
   int rc = te->tool.handler(&j->call);
+  if (rc < 0 || j->outcome == ATL_OUTCOME_NONE)
+    j->stat_kind = ATL_TS_HOST_ERROR;
   if (rc < 0) {
     set_error(j, "internal error in plugin '%s' (tool '%s'): %s",
               te->plugin->desc.name, te->tool.name, atl_strerror(rc));
@@ -179,6 +184,7 @@ static void run_handler(atl_call_job_t *j) {
                 "internal error in plugin '%s': the result of '%s' does not "
                 "match its result schema: %s",
                 te->plugin->desc.name, te->tool.name, msg ? msg : "");
+      j->stat_kind = ATL_TS_HOST_ERROR;
       free(msg);
       json_object_put(rerr);
     }
@@ -366,11 +372,61 @@ static void log_call(atl_call_job_t *j) {
                NULL);
 }
 
+/* The call's latency and failure kind (stats.h), and its end in the admin
+ * socket's trace. What serialize() left is safe to show: a redacting
+ * tool's error and result are scrubbed there. */
+static void count_call(atl_call_job_t *j) {
+  int ok = j->outcome == ATL_OUTCOME_SUCCESS && !j->timed_out &&
+           j->commit_status == 0;
+  uint64_t us = atl_stats_us_since(j->started_ns);
+  atl_series_t *st = j->tool ? j->tool->stats : NULL;
+  if (st != NULL) {
+    atl_hist_add(&st->h, us, !ok);
+    int kind = j->timed_out                        ? ATL_TS_TIMED_OUT
+               : j->stat_kind >= 0                 ? j->stat_kind
+               : j->outcome != ATL_OUTCOME_SUCCESS ? ATL_TS_FAILED
+               : j->commit_status != 0             ? ATL_TS_HOST_ERROR
+                                                   : -1;
+    if (kind >= 0)
+      atomic_fetch_add_explicit(&st->n[kind], 1, memory_order_relaxed);
+  }
+  if (!atl_trace_wants(ATL_TR_TOOL))
+    return;
+  json_object *f = json_object_new_object();
+  json_object_object_add(f, "tool", json_object_new_string(j->tool_name));
+  if (j->call_id)
+    json_object_object_add(f, "call_id", json_object_new_string(j->call_id));
+  json_object_object_add(f, "ok", json_object_new_boolean(ok));
+  char ms[32];
+  snprintf(ms, sizeof(ms), "%.3f", (double)us / 1000.0);
+  json_object_object_add(f, "ms",
+                         json_object_new_double_s((double)us / 1000.0, ms));
+  if (j->target)
+    json_object_object_add(f, "target", json_object_new_string(j->target));
+  if (!ok && j->error)
+    json_object_object_add(f, "error", json_object_new_string(j->error));
+  if (j->n_images > 0)
+    json_object_object_add(f, "images", json_object_new_int((int)j->n_images));
+  if (j->envelope) {
+    size_t len = strlen(j->envelope);
+    json_object_object_add(f, "result_bytes",
+                           json_object_new_int64((int64_t)len));
+    /* The start of the envelope, cut on a character's first byte. */
+    size_t cut = len > 300 ? 300 : len;
+    while (cut < len && cut > 0 && (j->envelope[cut] & 0xC0) == 0x80)
+      cut--;
+    json_object_object_add(f, "result_head",
+                           json_object_new_string_len(j->envelope, (int)cut));
+  }
+  atl_trace_emit(ATL_TR_TOOL, j->session_id, "end", f);
+}
+
 static void commit_loop(void *arg) {
   atl_call_job_t *j = arg;
   atl_daemon_t *d = j->d;
   atl_session_t *s = j->s;
   uv_timer_stop(&j->timer);
+  count_call(j);
   if (j->pool_ref) {
     /* The pool thread let go when it submitted; its reference ends here,
      * on the loop, where the job is freed once the timer closes. */
@@ -472,6 +528,8 @@ static void job_timeout(uv_timer_t *t) {
   memcpy(tj->session_id, j->session_id, sizeof(tj->session_id));
   tj->args = json_object_new_string("(see the call)");
   tj->started_ms = j->started_ms;
+  tj->started_ns = j->started_ns;
+  tj->stat_kind = -1;
   tj->duration_ms = j->tool->timeout_ms;
   tj->timed_out = 1;
   set_error(tj, "tool '%s' timed out after %u ms", j->tool_name,
@@ -521,6 +579,19 @@ static void start(atl_daemon_t *d, atl_call_job_t *j) {
   s->busy = 1;
   s->running = j;
   j->started_ms = atl_now_ms();
+  j->started_ns = atl_mono_ns();
+  j->stat_kind = -1;
+  if (atl_trace_wants(ATL_TR_TOOL)) {
+    /* The arguments as they arrived; a redacting tool's keys only. */
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "tool", json_object_new_string(j->tool_name));
+    if (j->call_id)
+      json_object_object_add(f, "call_id", json_object_new_string(j->call_id));
+    json_object_object_add(f, "args",
+                           redacts(j) ? atl_redact_args(j->args)
+                                      : json_object_get(j->args));
+    atl_trace_emit(ATL_TR_TOOL, j->session_id, "start", f);
+  }
   /* Reading the session's document from the pool thread is safe: nothing
    * changes it while the session is busy, and deep copying only reads. */
   j->doc = NULL;

@@ -36,6 +36,8 @@ struct atl_call_job_s {
   void *user;
   uv_timer_t timer;
   int64_t started_ms;
+  uint64_t started_ns; /* for the admin socket's latencies */
+  int stat_kind;       /* ATL_TS_* of a failure (stats.h), or -1 */
 
   /* Written by the pool thread, read by the loop after the post. */
   atl_call_t call;

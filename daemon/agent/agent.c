@@ -28,6 +28,8 @@
 #include "agent/sse.h"
 #include "log.h"
 #include "redact.h"
+#include "stats.h"
+#include "trace.h"
 
 /* ---- committing history and events ---- */
 
@@ -98,6 +100,16 @@ void atl__agent_run_end(atl_agent_t *a, const char *type, json_object *data) {
   json_object_object_add(data, "usage", u);
   atl__agent_emit(a, type, data);
   atl_log_kv(ATL_LOG_INFO, "run ended", "session", a->s->id, "how", type, NULL);
+  if (atl_trace_wants(ATL_TR_RUN)) {
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "how", json_object_new_string(type));
+    json_object_object_add(f, "turns", json_object_new_int((int)a->turns));
+    json_object_object_add(f, "tokens_in",
+                           json_object_new_int64(a->input_tokens));
+    json_object_object_add(f, "tokens_out",
+                           json_object_new_int64(a->output_tokens));
+    atl_trace_emit(ATL_TR_RUN, a->s->id, "end", f);
+  }
   a->active = 0;
   a->cancel = 0;
   free(a->model);
@@ -445,6 +457,58 @@ static void turn_finished(atl_agent_t *a, json_object *msg, uint64_t ms) {
   call_next(a);
 }
 
+/* The turn's figures (stats.h, per "provider/model") and its end in the
+ * trace. err_kind: ATL_MS_ERR_* of a failure, -1 for none. */
+static void count_turn(atl_agent_t *a, int err_kind, int retried,
+                       const char *error) {
+  atl_agent_provider_t *p = a->d->agent;
+  char label[96];
+  snprintf(label, sizeof(label), "%s/%s", p->cfg.name ? p->cfg.name : "",
+           a->model ? a->model : "");
+  uint64_t us = atl_stats_us_since(a->call_started_ns);
+  atl_series_t *st = atl_stats_series(ATL_FAM_MODEL, label);
+  if (st != NULL) {
+    atl_hist_add(&st->h, us, err_kind >= 0);
+    if (err_kind >= 0)
+      atomic_fetch_add_explicit(&st->n[err_kind], 1, memory_order_relaxed);
+    if (retried)
+      atomic_fetch_add_explicit(&st->n[ATL_MS_RETRIES], 1,
+                                memory_order_relaxed);
+    if (err_kind < 0) {
+      if (a->call.turn.input_tokens > 0)
+        atomic_fetch_add_explicit(&st->n[ATL_MS_TOKENS_IN],
+                                  (uint64_t)a->call.turn.input_tokens,
+                                  memory_order_relaxed);
+      if (a->call.turn.output_tokens > 0)
+        atomic_fetch_add_explicit(&st->n[ATL_MS_TOKENS_OUT],
+                                  (uint64_t)a->call.turn.output_tokens,
+                                  memory_order_relaxed);
+    }
+  }
+  if (a->call.first_byte_ns > a->call_started_ns) {
+    atl_series_t *tt = atl_stats_series(ATL_FAM_TTFB, label);
+    if (tt != NULL)
+      atl_hist_add(&tt->h, (a->call.first_byte_ns - a->call_started_ns) / 1000,
+                   0);
+  }
+  if (!atl_trace_wants(ATL_TR_TURN))
+    return;
+  json_object *f = json_object_new_object();
+  json_object_object_add(f, "ok", json_object_new_boolean(err_kind < 0));
+  json_object_object_add(f, "ms", json_object_new_int64((int64_t)(us / 1000)));
+  json_object_object_add(f, "tokens_in",
+                         json_object_new_int64(a->call.turn.input_tokens));
+  json_object_object_add(f, "tokens_out",
+                         json_object_new_int64(a->call.turn.output_tokens));
+  json_object_object_add(f, "tool_calls",
+                         json_object_new_int((int)a->call.turn.n_calls));
+  if (error != NULL)
+    json_object_object_add(f, "error", json_object_new_string(error));
+  if (retried)
+    json_object_object_add(f, "retry", json_object_new_boolean(1));
+  atl_trace_emit(ATL_TR_TURN, a->s->id, "end", f);
+}
+
 static void turn_done(const atl_http_response_t *r, void *user) {
   atl_agent_t *a = user;
   atl_agent_provider_t *p = a->d->agent;
@@ -530,6 +594,12 @@ static void turn_done(const atl_http_response_t *r, void *user) {
                 (transient ||
                  ((r->status < 0 || r->http_code >= 300) && retryable(r))) &&
                 a->attempt < 3;
+    count_turn(a,
+               broken || begun || a->call.over_cap ? ATL_MS_ERR_STREAM
+               : r->status < 0                     ? ATL_MS_ERR_NETWORK
+               : r->http_code >= 300               ? ATL_MS_ERR_HTTP
+                                                   : ATL_MS_ERR_STREAM,
+               again, msg);
     turn_release(a);
     if (again) {
       /* 1 s, 2 s, then 4 s, or what Retry-After says, with jitter so
@@ -549,6 +619,7 @@ static void turn_done(const atl_http_response_t *r, void *user) {
     atl__agent_run_error(a, r->http_code >= 300 ? (int)r->http_code : 0, msg);
     return;
   }
+  count_turn(a, -1, 0, NULL);
   json_object *msg = atl_turn_message(&a->call.turn);
   /* The provider's count of what was sent teaches the estimate. */
   atl_agent_calibrate(&a->req_cache, a->call.turn.input_tokens);
@@ -722,6 +793,23 @@ static void turn_request(atl_agent_t *a, json_object *refs) {
   a->call.turn.on_text = on_text;
   a->call.turn.user = a;
   a->call_started_ns = atl_mono_ns();
+  a->call.started_ns = a->call_started_ns;
+  a->call.trace_session = a->s->id;
+  if (atl_trace_wants(ATL_TR_TURN)) {
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "provider", json_object_new_string(p->cfg.name));
+    json_object_object_add(f, "model", json_object_new_string(a->model));
+    json_object_object_add(f, "turn", json_object_new_int((int)a->turns + 1));
+    json_object_object_add(f, "attempt", json_object_new_int((int)a->attempt));
+    json_object_object_add(
+        f, "messages",
+        json_object_new_int64(
+            a->history ? (int64_t)json_object_array_length(a->history) : 0));
+    json_object_object_add(
+        f, "bytes",
+        json_object_new_int64(req.body ? (int64_t)strlen(req.body) : 0));
+    atl_trace_emit(ATL_TR_TURN, a->s->id, "request", f);
+  }
   rc = atl_agent_call_start(&a->call, a->d, &req, p->cfg.timeout_ms, turn_done);
   atl_provider_req_free(&req);
   if (rc != 0) {
@@ -803,6 +891,16 @@ void atl__agent_run_start(atl_agent_t *a, char *text, char *model,
   const char *kept = shown ? shown : text;
   json_object *started = atl__agent_obj_str("text", kept);
   json_object_object_add(started, "model", json_object_new_string(a->model));
+  if (atl_trace_wants(ATL_TR_RUN)) {
+    json_object *f = json_object_new_object();
+    json_object_object_add(
+        f, "provider",
+        json_object_new_string(p->ops ? p->cfg.name : "(offline)"));
+    json_object_object_add(f, "model", json_object_new_string(a->model));
+    json_object_object_add(f, "text_bytes",
+                           json_object_new_int64((int64_t)strlen(kept)));
+    atl_trace_emit(ATL_TR_RUN, a->s->id, "start", f);
+  }
   json_object_object_add(
       started, "provider",
       json_object_new_string(p->ops ? p->cfg.name : "(offline)"));
@@ -1008,4 +1106,28 @@ void atl_agent_session_free(atl_session_t *s) {
   json_object_put(a->ids);
   free(a->model);
   uv_close((uv_handle_t *)&a->retry_timer, timer_closed);
+}
+
+json_object *atl_agent_summary(const atl_session_t *s) {
+  const atl_agent_t *a = s->agent;
+  if (a == NULL)
+    return NULL;
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "running", json_object_new_boolean(a->active));
+  const char *phase =
+      !a->active ? "idle"
+      : a->calls != NULL && a->next_call < json_object_array_length(a->calls)
+          ? "tools"
+          : "model";
+  json_object_object_add(o, "phase", json_object_new_string(phase));
+  json_object_object_add(o, "turns", json_object_new_int((int)a->turns));
+  json_object_object_add(o, "model",
+                         a->model ? json_object_new_string(a->model) : NULL);
+  json_object_object_add(o, "tokens_in",
+                         json_object_new_int64(a->input_tokens));
+  json_object_object_add(o, "tokens_out",
+                         json_object_new_int64(a->output_tokens));
+  json_object_object_add(o, "queued_messages",
+                         json_object_new_int((int)a->queued));
+  return o;
 }

@@ -74,6 +74,11 @@ typedef struct {
   /* agent.max_turn_bytes, from atl_agent_call_start; 0: no cap. */
   size_t max_bytes;
   int over_cap; /* the answer passed max_bytes and was cut off */
+  /* When the first byte of the answer came (atl_mono_ns), 0 before; a
+   * run's turn sets trace_session (borrowed) after atl_agent_call_init so
+   * that the admin socket's trace shows that moment. */
+  uint64_t started_ns, first_byte_ns;
+  const char *trace_session;
 } atl_agent_call_t;
 
 void atl_agent_call_init(atl_agent_call_t *c, const atl_provider_ops_t *ops,
@@ -104,6 +109,10 @@ void atl_agent_check(atl_daemon_t *d, const char *name, const char *model,
 
 /* The session's agent state is freed with the session. */
 void atl_agent_session_free(atl_session_t *s);
+/* What the session's agent is doing, for the admin socket: {running,
+ * phase ("idle", "model" or "tools"), turns, model, tokens_in, tokens_out,
+ * queued_messages}; NULL when the session has no agent state yet. */
+json_object *atl_agent_summary(const atl_session_t *s);
 
 /* Reads a cassette: {"format": "atelier-cassette", "version": 1,
  * "turns": [model messages in the history's form]}. Returns its turns (a

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "trace.h"
 
 void atl_agent_call_init(atl_agent_call_t *c, const atl_provider_ops_t *ops,
                          const int *stop) {
@@ -56,6 +57,17 @@ int atl_agent_call_data(const char *data, size_t len, void *user) {
   atl_agent_call_t *c = user;
   if (c->stop != NULL && *c->stop)
     return 1; /* stop listening: the call ends as soon as it can */
+  if (c->first_byte_ns == 0 && len > 0) {
+    c->first_byte_ns = atl_mono_ns();
+    if (c->trace_session != NULL && atl_trace_wants(ATL_TR_TURN)) {
+      json_object *f = json_object_new_object();
+      json_object_object_add(
+          f, "ms",
+          json_object_new_int64(
+              (int64_t)((c->first_byte_ns - c->started_ns) / 1000000u)));
+      atl_trace_emit(ATL_TR_TURN, c->trace_session, "first_byte", f);
+    }
+  }
   size_t keep = sizeof(c->raw) - 1 - c->raw_len;
   if (keep > len)
     keep = len;

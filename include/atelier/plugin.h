@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define ATL_PLUGIN_ABI_MAJOR 1
-#define ATL_PLUGIN_ABI_MINOR 3
+#define ATL_PLUGIN_ABI_MINOR 4
 
 /* The name of the one symbol a plugin exports. */
 #define ATL_PLUGIN_SYMBOL "atl_plugin"
@@ -184,6 +184,14 @@ struct atl_plugin_s {
    * thread before every model call, so it must be quick and never block:
    * a summary of ns, nothing more. Optional. */
   char *(*describe)(void *state, json_object *ns);
+  /* ABI 1.4: this plugin's part of one session as the admin socket's
+   * "session" method shows it (doc/admin.md): a new JSON object (the host
+   * takes ownership) of counts, names and sizes, or NULL for nothing. ns
+   * is the session's namespace (host owns, read-only; NULL when the session
+   * has none). Runs on the loop thread, like describe(): quick, never
+   * blocking. Optional. */
+  json_object *(*admin_summary)(void *state, const char *session_id,
+                                json_object *ns);
 };
 
 #define ATL_PLUGIN_DEFINE(...)                                                 \

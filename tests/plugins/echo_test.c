@@ -195,10 +195,22 @@ static const atl_tool_t echo_test_tools[] = {
      .handler = echo_vault},
 };
 
+/* The admin socket's view of a session's echo_test namespace (plugin ABI
+ * 1.4): how many keys it holds. */
+static json_object *echo_test_summary(void *state, const char *session_id,
+                                      json_object *ns) {
+  (void)state;
+  (void)session_id;
+  json_object *o = json_object_new_object();
+  json_object_object_add(
+      o, "keys", json_object_new_int(ns ? json_object_object_length(ns) : 0));
+  return o;
+}
+
 ATL_PLUGIN_DEFINE(.name = "echo_test", .version = "1.0.0",
                   .description = "The tests' tools: images, timeouts, "
                                  "errors, document changes, secrets.",
                   .tools = echo_test_tools,
                   .n_tools = sizeof(echo_test_tools) /
                              sizeof(echo_test_tools[0]),
-                  .init = echo_test_init);
+                  .init = echo_test_init, .admin_summary = echo_test_summary);

@@ -287,15 +287,17 @@ Test(config, unknown_key) {
 }
 
 Test(config, unknown_section) {
-  expect_error("[daemon]\nforeground = no\n[toolz]\n", ATL_ECONFIG,
-               "%s:3: unknown section [toolz] (known: daemon, log, api, "
-               "plugins, tools, store, agent, render, http, provider.NAME)");
+  expect_error(
+      "[daemon]\nforeground = no\n[toolz]\n", ATL_ECONFIG,
+      "%s:3: unknown section [toolz] (known: daemon, log, api, "
+      "plugins, tools, store, agent, render, http, admin, provider.NAME)");
 }
 
 Test(config, key_outside_section) {
-  expect_error("foreground = yes\n", ATL_ECONFIG,
-               "%s:1: key 'foreground' is outside any section (sections: "
-               "daemon, log, api, plugins, tools, store, agent, render, http)");
+  expect_error(
+      "foreground = yes\n", ATL_ECONFIG,
+      "%s:1: key 'foreground' is outside any section (sections: "
+      "daemon, log, api, plugins, tools, store, agent, render, http, admin)");
 }
 
 Test(config, syntax_error_reported_before_later_errors) {
@@ -384,7 +386,7 @@ Test(config, sample_loads_and_mentions_every_key) {
     cr_assert(at != NULL && (next == NULL || at < next),
               "%s is not in the sample's [%s]", *k, section);
   }
-  cr_assert_eq(count, 28);
+  cr_assert_eq(count, 29);
 }
 
 /* Runs atl_config_from_args on a NULL-terminated list of arguments. */
