@@ -212,6 +212,16 @@ static const char *colour_of(const char *kind) {
   return "0";
 }
 
+/* Text from the daemon that may hold anything a client sent (a method's
+ * name, a log line): control bytes are shown as '?', so that nothing
+ * reaches the terminal as an escape sequence. At most max bytes. */
+static void put_clean(const char *s, size_t max) {
+  for (size_t i = 0; s[i] != '\0' && i < max; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    putchar(ch < 0x20 || ch == 0x7f ? '?' : ch);
+  }
+}
+
 /* One trace line for people: time, session (its first 8 digits), kind and
  * what, then the rest as key=value. */
 static void print_trace(json_object *o, int colour) {
@@ -230,12 +240,14 @@ static void print_trace(json_object *o, int colour) {
   printf("%12.6f  %-8.8s  %*s%s%s%s", json_object_get_double(obj_get(o, "t")),
          session[0] ? session : "-", indent_of(kind), "", colour ? "\033[" : "",
          colour ? colour_of(kind) : "", colour ? "m" : "");
+  printf("%-6s ", kind);
+  put_clean(str_or(o, "what", ""), 200);
   if (colour)
-    printf("%-6s %s\033[0m", kind, str_or(o, "what", ""));
-  else
-    printf("%-6s %s", kind, str_or(o, "what", ""));
+    fputs("\033[0m", stdout);
   if (!strcmp(kind, "log")) {
-    printf("  %s\n", str_or(o, "line", ""));
+    fputs("  ", stdout);
+    put_clean(str_or(o, "line", ""), 8192);
+    putchar('\n');
     return;
   }
   json_object_object_foreach(o, k, v) {
@@ -247,7 +259,8 @@ static void print_trace(json_object *o, int colour) {
             ? json_object_get_string(v)
             : json_object_to_json_string_ext(
                   v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    printf("  %s=%.300s", k, text);
+    printf("  %s=", k);
+    put_clean(text, 300);
   }
   putchar('\n');
 }

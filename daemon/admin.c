@@ -67,8 +67,9 @@ int atl_admin_load_secret(atl_daemon_t *d) {
   if (fd >= 0)
     close(fd);
   if (why == NULL) {
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-      n--;
+    /* The first line: what atelierctl sends from the same file. */
+    buf[n] = '\0';
+    n = (ssize_t)strcspn(buf, "\r\n");
     buf[n] = '\0';
     if (n < 16)
       why = "the secret must be 16 to 128 bytes on its first line";
@@ -558,7 +559,8 @@ static void m_trace(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   /* The answer goes first; every later line on this connection is a trace
    * line. */
   reply_take(d, c, r);
-  if (atl_trace_subscribe(d, conn, mask, session, level, seconds) != 0)
+  int rc = atl_trace_subscribe(d, conn, mask, session, level, seconds);
+  if (rc == ATL_ENOMEM)
     atl_conn_close(conn);
 }
 

@@ -93,7 +93,7 @@ static void list_done(uv_work_t *w, int uvstatus) {
      * session created a moment ago may be in memory before its row is
      * read, and is then listed from memory alone). */
     json_object *byid = json_object_new_object();
-    size_t n = json_object_array_length(lr->rows);
+    size_t n = json_object_array_length(lr->rows), stored = n;
     for (size_t i = 0; i < n; i++) {
       json_object *o = json_object_array_get_idx(lr->rows, i);
       const char *id = json_object_get_string(json_object_object_get(o, "id"));
@@ -119,9 +119,7 @@ static void list_done(uv_work_t *w, int uvstatus) {
     json_object_object_add(r, "sessions", json_object_get(lr->rows));
     json_object_object_add(
         r, "loaded", json_object_new_int64((int64_t)atl_sessions_loaded(d)));
-    json_object_object_add(
-        r, "stored",
-        json_object_new_int64((int64_t)json_object_array_length(lr->rows)));
+    json_object_object_add(r, "stored", json_object_new_int64((int64_t)stored));
     atl_rpc_reply(d, lr->c, r);
     json_object_put(r);
   }

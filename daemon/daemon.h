@@ -278,14 +278,17 @@ unsigned atl_conn_pending(const atl_conn_t *c);
  * daemon stopping). */
 void atl_conn_stream_start(atl_conn_t *c, void (*on_close)(void *arg),
                            void *arg);
-/* Writes line and a newline on a streaming c, unless c already has more
- * than cap bytes waiting for its reader: then ATL_EAGAIN and nothing is
+/* Writes buf (len bytes of whole lines; malloc()ed, and taken whatever
+ * happens) on a streaming c in one write, unless c already has more than
+ * cap bytes waiting for its reader: then ATL_EAGAIN and nothing is
  * written (the caller counts what it dropped). 0, ATL_EAGAIN, ATL_EIO
- * (closing) or ATL_ENOMEM; line is copied. */
-int atl_conn_stream_write(atl_conn_t *c, const char *line, size_t len,
-                          size_t cap);
+ * (closing) or ATL_ENOMEM. */
+int atl_conn_stream_write(atl_conn_t *c, char *buf, size_t len, size_t cap);
 void atl_conn_close(atl_conn_t *c);
-/* Closes c once what it has queued is written. */
+/* 1 once c is closing (its on_close has run or will not be set). */
+int atl_conn_closing(const atl_conn_t *c);
+/* Closes c once what it has queued is written; until then whatever c
+ * sends is ignored. */
 void atl_conn_end(atl_conn_t *c);
 
 /* A request being answered: the server owns it; rpc fills the answer. */

@@ -1,6 +1,6 @@
 /* The daemon's counters in the Prometheus text exposition format, version
  * 0.0.4 (https://prometheus.io/docs/instrumenting/exposition_formats/):
- * the admin socket's metrics method, and /metrics through the web bridge.
+ * the admin socket's metrics method.
  * Latencies are summaries (p50, p90, p99 from stats.c's histograms, with
  * _sum and _count) in seconds; errors are counters by kind. Every family's
  * samples follow its own HELP and TYPE lines, as the format requires, and
@@ -160,7 +160,7 @@ char *atl_metrics_text(atl_daemon_t *d) {
   static const int tool_which[] = {ATL_TS_INVALID, ATL_TS_FAILED,
                                    ATL_TS_TIMED_OUT, ATL_TS_HOST_ERROR};
   static const char *const tool_kinds[] = {"invalid_arguments", "failed",
-                                           "timed_out", "host_error"};
+                                           "timed_out", "host_errors"};
   counters(f, ATL_FAM_TOOL, "atelier_tool_call_errors_total", "tool", "",
            tool_which, tool_kinds, 4, "Tool calls that failed, by kind.", 1);
 
@@ -188,9 +188,13 @@ char *atl_metrics_text(atl_daemon_t *d) {
           "Transactions per group commit.", 1);
   summary(f, ATL_FAM_RENDER, "atelier_render_job_seconds", NULL, "", 0,
           "Render jobs, from submission to the last pass.", 1);
-  static const int runits[] = {ATL_RS_UNITS};
-  counters(f, ATL_FAM_RENDER, "atelier_render_units_total", NULL, "", runits,
-           err_kind, 1, "Render work units done.", 1);
+  static const int rpasses[] = {ATL_RS_PASSES};
+  counters(f, ATL_FAM_RENDER, "atelier_render_passes_total", NULL, "", rpasses,
+           err_kind, 1, "Render passes over every pixel completed.", 1);
+  static const int rrestarts[] = {ATL_RS_RESTARTS};
+  counters(f, ATL_FAM_RENDER, "atelier_render_worker_restarts_total", NULL, "",
+           rrestarts, err_kind, 1,
+           "Render workers that died during a job and were replaced.", 1);
   static const int rpaths[] = {ATL_RS_PATHS};
   counters(f, ATL_FAM_RENDER, "atelier_render_paths_total", NULL, "", rpaths,
            err_kind, 1, "Camera paths traced.", 1);
@@ -207,7 +211,7 @@ char *atl_metrics_text(atl_daemon_t *d) {
          "The write-ahead log's size in pages after the last commit.",
          (double)st.wal_pages);
   scalar(f, "atelier_events_emitted_total", "counter",
-         "Session events committed.",
+         "Session events handed to the store.",
          (double)atomic_load(&atl_stats.events_emitted));
   scalar(f, "atelier_events_delivered_total", "counter",
          "Session events answered to readers (events.read, the page's "

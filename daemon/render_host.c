@@ -26,7 +26,9 @@
 #include "daemon.h"
 #include "log.h"
 #include "render_host.h"
+#include "stats.h"
 #include "toolcall.h"
+#include "trace.h"
 
 /* How often a waiting handler looks at its call's cancel flag; with the
  * workers' own check every 8k samples, a cancel stops them well within the
@@ -337,6 +339,41 @@ static int final_picture(const atl_farm_job_t *job,
   return rc == 0 ? 0 : ATL_ENOMEM;
 }
 
+/* A job's figures for the admin socket (stats.h) and its end in the
+ * trace. Any thread: the handler's. */
+static void count_render(render_wait_t *rw, const char *sid, uint64_t t0_ns,
+                         int rc, const atl_render_result_t *out) {
+  static atl_series_t *_Atomic series;
+  atl_series_t *st = atomic_load(&series);
+  if (st == NULL) {
+    st = atl_stats_series(ATL_FAM_RENDER, "");
+    atomic_store(&series, st);
+  }
+  uint64_t us = atl_stats_us_since(t0_ns);
+  int passes = rc == 0 && rw->job ? atl_farm_job_passes(rw->job) : 0;
+  double paths = out->paths_per_s * out->render_ms / 1000.0;
+  if (st != NULL) {
+    atl_hist_add(&st->h, us, rc != 0);
+    atomic_fetch_add(&st->n[ATL_RS_PASSES],
+                     (uint64_t)(passes > 0 ? passes : 0));
+    atomic_fetch_add(&st->n[ATL_RS_PATHS], (uint64_t)(paths > 0 ? paths : 0));
+    atomic_fetch_add(&st->n[ATL_RS_RESTARTS], (uint64_t)out->worker_restarts);
+  }
+  if (!atl_trace_wants(ATL_TR_RENDER))
+    return;
+  json_object *f = json_object_new_object();
+  json_object_object_add(f, "ok", json_object_new_boolean(rc == 0));
+  json_object_object_add(f, "ms", json_object_new_int64((int64_t)(us / 1000)));
+  json_object_object_add(f, "passes", json_object_new_int(passes));
+  json_object_object_add(f, "paths_per_s",
+                         json_object_new_int64((int64_t)out->paths_per_s));
+  json_object_object_add(f, "worker_restarts",
+                         json_object_new_int((int)out->worker_restarts));
+  if (out->error != NULL)
+    json_object_object_add(f, "error", json_object_new_string(out->error));
+  atl_trace_emit(ATL_TR_RENDER, sid, "end", f);
+}
+
 static int api_render(atl_call_t *call, const atl_render_request_t *plugin_req,
                       atl_render_preview_fn preview, void *user,
                       atl_render_result_t *out) {
@@ -350,6 +387,15 @@ static int api_render(atl_call_t *call, const atl_render_request_t *plugin_req,
           : offsetof(atl_render_result_t, noise);
   memset(out, 0, out_size);
   atl_call_job_t *cj = call != NULL ? atl__job_of(call) : NULL;
+  uint64_t t0_ns = atl_mono_ns();
+  const char *trace_sid = cj != NULL ? cj->session_id : NULL;
+  if (atl_trace_wants(ATL_TR_RENDER)) {
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "width", json_object_new_int(req->width));
+    json_object_object_add(f, "height", json_object_new_int(req->height));
+    json_object_object_add(f, "samples", json_object_new_int(req->samples));
+    atl_trace_emit(ATL_TR_RENDER, trace_sid, "start", f);
+  }
   atl_daemon_t *d = cj != NULL ? cj->d : NULL;
   char *why = NULL;
   if (call == NULL || copied != 0 ||
@@ -492,6 +538,7 @@ static int api_render(atl_call_t *call, const atl_render_request_t *plugin_req,
   } else if (rc == ATL_ECANCELED) {
     out->error = strdup("the render was cancelled");
   }
+  count_render(rw, trace_sid, t0_ns, rc, out);
   if (atl_daemon_post(d, rw_release_loop, rw) != 0)
     atl_log_kv(ATL_LOG_ERROR, "render job leaked: the loop is gone", NULL);
   rw_unref(rw);

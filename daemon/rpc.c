@@ -956,7 +956,8 @@ static void trace_request(atl_daemon_t *d, atl_rpc_call_t *c,
   json_object *tool = NULL, *session = NULL;
   if (params && json_object_is_type(params, json_type_object)) {
     json_object_object_get_ex(params, "session", &session);
-    if (json_object_object_get_ex(params, "name", &tool)) {
+    if (json_object_object_get_ex(params, "name", &tool) &&
+        json_object_is_type(tool, json_type_string)) {
       const atl_tool_entry_t *te =
           atl_registry_find(&d->registry, json_object_get_string(tool));
       json_object *args = NULL;

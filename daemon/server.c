@@ -297,8 +297,8 @@ static int on_frame(int kind, const char *line, size_t len, void *user) {
   atl_daemon_t *d = c->srv->d;
   if (c->closing)
     return 1;
-  if (c->streaming)
-    return 0; /* a trace reads nothing more */
+  if (c->streaming || c->end_after_writes)
+    return 0; /* a trace, or a connection being ended, reads nothing more */
   atl_rpc_call_t *r = enqueue(c);
   if (r == NULL) {
     conn_close(c);
@@ -353,7 +353,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   if (nread == 0)
     return;
   c->bytes_in += (uint64_t)nread;
-  if (c->streaming)
+  if (c->streaming || c->end_after_writes)
     return;
   c->refs++; /* frames may close the connection while we feed it */
   c->feeding = 1;
@@ -627,29 +627,35 @@ void atl_conn_stream_start(atl_conn_t *c, void (*on_close)(void *arg),
   c->stream_arg = arg;
 }
 
-int atl_conn_stream_write(atl_conn_t *c, const char *line, size_t len,
-                          size_t cap) {
-  if (c->closing)
-    return ATL_EIO;
-  if (conn_queued(c) + len > cap)
-    return ATL_EAGAIN;
+int atl_conn_stream_write(atl_conn_t *c, char *buf, size_t len, size_t cap) {
+  if (c->closing || conn_queued(c) + len > cap) {
+    free(buf);
+    return c->closing ? ATL_EIO : ATL_EAGAIN;
+  }
   conn_write_t *w = malloc(sizeof(*w) + sizeof(uv_buf_t));
-  char *copy = malloc(len + 1);
-  if (w == NULL || copy == NULL) {
-    free(w);
-    free(copy);
+  if (w == NULL) {
+    free(buf);
     return ATL_ENOMEM;
   }
-  memcpy(copy, line, len);
-  copy[len] = '\n';
   w->conn = c;
   w->n = 1;
-  w->bufs[0] = uv_buf_init(copy, (unsigned)(len + 1));
-  c->bytes_out += len + 1;
+  w->bufs[0] = uv_buf_init(buf, (unsigned)len);
   c->refs++;
-  if (uv_write(&w->req, (uv_stream_t *)&c->pipe, w->bufs, 1, write_done) != 0)
-    write_done(&w->req, -1);
+  if (uv_write(&w->req, (uv_stream_t *)&c->pipe, w->bufs, 1, write_done) != 0) {
+    /* Not closed here: the caller is in the middle of its subscribers,
+     * and closing would free one. The read side sees the same broken
+     * pipe and closes the connection from its own callback. */
+    c->refs--;
+    free(buf);
+    free(w);
+    return ATL_EIO;
+  }
+  c->bytes_out += len;
   return 0;
+}
+
+int atl_conn_closing(const atl_conn_t *c) {
+  return c->closing;
 }
 
 void atl_conn_close(atl_conn_t *c) {

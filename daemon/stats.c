@@ -1,6 +1,7 @@
 /* Counters and latency histograms (stats.h). */
 #include "atl-build.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,12 @@
 
 atl_stats_global_t atl_stats;
 
+/* Appended under reg_mu; read without it by atl_stats_each, which sees
+ * each node whole because its link is stored with release and loaded with
+ * acquire. */
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static atl_series_t *reg_head, *reg_tail;
+static atl_series_t *_Atomic reg_head;
+static atl_series_t *reg_tail;
 
 static unsigned bucket_of(uint64_t v) {
   if (v < 16)
@@ -52,16 +57,18 @@ uint64_t atl_hist_quantile(const atl_hist_t *h, double q) {
   /* The buckets are read one by one while others may add: the total is
    * theirs, not count's, so the answer is always one of the buckets. */
   uint64_t n = 0;
-  uint32_t b[ATL_HIST_BUCKETS];
+  uint64_t b[ATL_HIST_BUCKETS];
   for (unsigned i = 0; i < ATL_HIST_BUCKETS; i++) {
     b[i] = atomic_load_explicit(&h->b[i], memory_order_relaxed);
     n += b[i];
   }
   if (n == 0)
     return 0;
-  uint64_t want = (uint64_t)(q * (double)n + 0.5);
+  uint64_t want = (uint64_t)ceil(q * (double)n);
   if (want < 1)
     want = 1;
+  if (want > n)
+    want = n;
   uint64_t seen = 0, max = atomic_load_explicit(&h->max, memory_order_relaxed);
   for (unsigned i = 0; i < ATL_HIST_BUCKETS; i++) {
     seen += b[i];
@@ -80,7 +87,7 @@ static const char *const tool_counters[] = {"invalid_arguments", "failed",
 static const char *const model_counters[] = {
     "tokens_in",      "tokens_out",    "retries", "errors_http",
     "errors_network", "errors_stream", NULL};
-static const char *const render_counters[] = {"units", "paths",
+static const char *const render_counters[] = {"passes", "paths",
                                               "worker_restarts", NULL};
 static const char *const no_counters[] = {NULL};
 
@@ -97,16 +104,16 @@ const char *const *atl_stats_counter_names(const char *family) {
 atl_series_t *atl_stats_series(const char *family, const char *label) {
   pthread_mutex_lock(&reg_mu);
   atl_series_t *s;
-  for (s = reg_head; s != NULL; s = s->next)
+  for (s = atomic_load(&reg_head); s != NULL; s = atomic_load(&s->next))
     if (strcmp(s->family, family) == 0 && strcmp(s->label, label) == 0)
       break;
   if (s == NULL && (s = calloc(1, sizeof(*s))) != NULL) {
     s->family = family;
     snprintf(s->label, sizeof(s->label), "%s", label);
     if (reg_tail)
-      reg_tail->next = s;
+      atomic_store_explicit(&reg_tail->next, s, memory_order_release);
     else
-      reg_head = s;
+      atomic_store_explicit(&reg_head, s, memory_order_release);
     reg_tail = s;
   }
   pthread_mutex_unlock(&reg_mu);
@@ -114,13 +121,11 @@ atl_series_t *atl_stats_series(const char *family, const char *label) {
 }
 
 void atl_stats_each(void (*fn)(const atl_series_t *s, void *user), void *user) {
-  /* Series are only ever appended, and a series' next is set before the
-   * tail moves on, under the lock: reading the list without it sees a
-   * prefix of it, which is enough for a snapshot. */
-  pthread_mutex_lock(&reg_mu);
-  atl_series_t *head = reg_head;
-  pthread_mutex_unlock(&reg_mu);
-  for (atl_series_t *s = head; s != NULL; s = s->next)
+  /* Series are only ever appended, each whole before its link is
+   * published: a walk without the lock sees a prefix of the list, which is
+   * enough for a snapshot, and fn may itself make series. */
+  for (atl_series_t *s = atomic_load_explicit(&reg_head, memory_order_acquire);
+       s != NULL; s = atomic_load_explicit(&s->next, memory_order_acquire))
     fn(s, user);
 }
 

@@ -24,21 +24,22 @@
 
 typedef struct {
   _Atomic uint64_t count, errors, sum, max;
-  _Atomic uint32_t b[ATL_HIST_BUCKETS];
+  _Atomic uint64_t b[ATL_HIST_BUCKETS];
 } atl_hist_t;
 
 /* Records v (error: the thing failed; it still counts in the latencies). */
 void atl_hist_add(atl_hist_t *h, uint64_t v, int error);
-/* The q-quantile (0 < q <= 1): the middle of the bucket it falls in, never
- * above the maximum seen; 0 when empty. */
+/* The q-quantile (0 < q <= 1) by nearest rank: the middle of the bucket
+ * the ceil(q * n)-th value falls in, never above the maximum seen; 0 when
+ * empty. */
 uint64_t atl_hist_quantile(const atl_hist_t *h, double q);
 
 #define ATL_SERIES_COUNTERS 6
 
 typedef struct atl_series_s {
-  struct atl_series_s *next;
-  const char *family; /* static: one of the families below */
-  char label[96];     /* the tool, the method, "provider/model" */
+  struct atl_series_s *_Atomic next; /* published with release */
+  const char *family;                /* static: one of the families below */
+  char label[96]; /* the tool, the method, "provider/model" */
   atl_hist_t h;
   _Atomic uint64_t n[ATL_SERIES_COUNTERS]; /* named by the family */
 } atl_series_t;
@@ -67,9 +68,9 @@ enum {
 #define ATL_FAM_BATCH "commit_batch" /* transactions per group commit */
 #define ATL_FAM_RENDER "render"      /* render jobs */
 enum {
-  ATL_RS_UNITS = 0, /* work units (tiles × passes) */
-  ATL_RS_PATHS,     /* camera paths traced */
-  ATL_RS_RESTARTS,  /* farm workers restarted */
+  ATL_RS_PASSES = 0, /* passes over every pixel completed */
+  ATL_RS_PATHS,      /* camera paths traced */
+  ATL_RS_RESTARTS,   /* farm workers restarted */
 };
 
 /* The counters' names of a family (for JSON and metrics), NULL-padded. */

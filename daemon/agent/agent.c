@@ -585,6 +585,7 @@ static void turn_done(const atl_http_response_t *r, void *user) {
                  "refused for length; holding the request "
                  "within a smaller window",
                  "session", a->s->id, "error", msg, NULL);
+      count_turn(a, ATL_MS_ERR_HTTP, 1, msg);
       turn_release(a);
       atl__agent_turn_start(a);
       return;

@@ -27,7 +27,8 @@ import subprocess
 import sys
 import time
 
-from atltest import BUILDDIR, KEY, TMP, Checks, Daemon, run_checks, sanitized
+from atltest import (BUILDDIR, KEY, TMP, Checks, Daemon, Fake, run_checks,
+                     sanitized)
 
 CTL = os.path.join(BUILDDIR, "atelierctl")
 CONF = """[provider.fake]
@@ -458,6 +459,77 @@ def _(ctx):
     lost = [l for l in lines if "dropped" in l]
     assert lost and lost[0]["dropped"] > 0, lines[-3:]
     a.close()
+
+
+@check("a conversation traced: the run, each turn's request, first byte "
+       "and end, the tool calls in between; stats per provider and model")
+def _(ctx):
+    fake = Fake()
+    ctx["fake"] = fake
+    d = Daemon("agent", "[agent]\nprovider = fake\n[provider.fake]\n"
+               "type = openai\nbase_url = %s\napi_key_env = FAKE_LLM_KEY\n"
+               "models = fake-model\ntimeout_ms = 5000\n" % fake.url,
+               env={"FAKE_LLM_KEY": KEY})
+    fake.script([{"tool_calls": [{"id": "call_1", "name": "echo_store",
+                                  "arguments": {"key": "k", "value": 1}}],
+                  "usage": {"input": 30, "output": 5}},
+                 {"text": "Stored.", "chunks": 3,
+                  "usage": {"input": 40, "output": 3}}])
+    sid = d.session()
+    a = Admin(admin_path(d))
+    a.ok("trace", {"session": sid, "kinds": ["run", "turn", "tool"]})
+    ev = d.run(sid, "store something")
+    assert ev[-1]["type"] == "run.completed", ev[-1]
+    lines = trace_lines(a, lambda ls: any(
+        l.get("kind") == "run" and l["what"] == "end" for l in ls))
+    a.close()
+    seq = [(l["kind"], l["what"]) for l in lines]
+    assert seq == [("run", "start"), ("turn", "request"),
+                   ("turn", "first_byte"), ("turn", "end"),
+                   ("tool", "start"), ("tool", "end"), ("turn", "request"),
+                   ("turn", "first_byte"), ("turn", "end"),
+                   ("run", "end")], seq
+    assert lines[1]["provider"] == "fake" and lines[1]["model"] == \
+        "fake-model" and lines[1]["bytes"] > 100, lines[1]
+    assert lines[3]["tokens_in"] == 30 and lines[3]["tool_calls"] == 1, \
+        lines[3]
+    assert lines[-1]["tokens_in"] == 70 and lines[-1]["how"] == \
+        "run.completed", lines[-1]
+    st = Admin(admin_path(d)).ok("stats")["series"]
+    m = st["model"]["fake/fake-model"]
+    assert m["calls"] == 2 and m["tokens_in"] == 70 and \
+        m["tokens_out"] == 8 and m["errors"] == 0, m
+    assert st["model_ttfb"]["fake/fake-model"]["calls"] == 2
+    r = Admin(admin_path(d)).ok("sessions")
+    me = [s for s in r["sessions"] if s["id"] == sid][0]
+    assert me["agent"]["turns"] == 2 and me["agent"]["running"] is False, me
+    assert KEY not in json.dumps(lines) + json.dumps(st)
+    d.stop()
+    ctx["fake"] = None
+
+
+@check("a render traced and counted: its start and end with passes and "
+       "paths per second")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    assert call(d, sid, "create_shape", {
+        "id": "ball", "type": "sphere",
+        "properties": {"center": [0, 1, 0], "radius": 1}})["success"]
+    a = Admin(admin_path(d))
+    a.ok("trace", {"session": sid, "kinds": ["render"]})
+    r = d.rpc("tool.call", {"session": sid, "name": "render_scene",
+                            "arguments": {"width": 32, "height": 24,
+                                          "samples": 4}}, timeout=120)
+    assert r["success"], r
+    lines = trace_lines(a, lambda ls: len(ls) >= 2, timeout=30)
+    a.close()
+    assert [l["what"] for l in lines] == ["start", "end"], lines
+    assert lines[0]["width"] == 32 and lines[1]["ok"] is True, lines
+    assert lines[1]["passes"] >= 1 and lines[1]["paths_per_s"] > 0, lines
+    st = Admin(admin_path(d)).ok("stats")["series"]["render"][""]
+    assert st["calls"] >= 1 and st["passes"] >= 1 and st["paths"] >= \
+        32 * 24, st
 
 
 @check("atelierctl admin and trace: tables, JSON, and a trace that ends "
