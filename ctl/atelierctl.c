@@ -355,6 +355,15 @@ int ctl_read_line(int timeout_ms, char **line) {
   return ctl_rpc_read_line(&rpc, timeout_ms, line);
 }
 
+int ctl_has_line(void) {
+  return ctl_rpc_has_line(&rpc);
+}
+
+int ctl_pass(int timeout_ms) {
+  fflush(stdout);
+  return ctl_rpc_pass(&rpc, STDOUT_FILENO, timeout_ms);
+}
+
 const char *ctl_last_error(void) {
   return rpc.errmsg;
 }

@@ -40,6 +40,9 @@ int ctl_connect_admin(void);
 /* The next line of a stream (ctl_rpc_read_line): 1 with *line (free it),
  * 0 at its end, -1 on a time-out (ctl_last_error() "") or an error. */
 int ctl_read_line(int timeout_ms, char **line);
+int ctl_has_line(void);
+/* ctl_rpc_pass on the connection, to stdout. */
+int ctl_pass(int timeout_ms);
 const char *ctl_last_error(void);
 
 /* ctl_admin.c: "admin ..." and "trace [SESSION]". */

@@ -301,6 +301,22 @@ int ctl_cmd_trace(int argc, char **argv, const char *kinds, double seconds,
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   int status = 0;
+  /* JSON for scripts: the daemon's lines are passed on as they come, in
+   * whole reads, without being parsed or copied line by line. */
+  while (json && !stop_trace) {
+    int rc = ctl_pass(500);
+    if (rc == 0)
+      return 0;
+    if (rc < 0 && !stop_trace) {
+      if (ctl_last_error()[0] != '\0' &&
+          strcmp(ctl_last_error(), "interrupted") != 0) {
+        fprintf(stderr, "atelierctl: %s\n", ctl_last_error());
+        return EXIT_USAGE;
+      }
+    }
+  }
+  if (json)
+    return 0;
   for (;;) {
     char *line = NULL;
     int rc = ctl_read_line(500, &line);
@@ -312,6 +328,7 @@ int ctl_cmd_trace(int argc, char **argv, const char *kinds, double seconds,
       break;
     }
     if (rc < 0) {
+      fflush(stdout);
       if (ctl_last_error()[0] != '\0') {
         fprintf(stderr, "atelierctl: %s\n", ctl_last_error());
         status = EXIT_USAGE;
@@ -329,8 +346,11 @@ int ctl_cmd_trace(int argc, char **argv, const char *kinds, double seconds,
         puts(line);
       json_object_put(o);
     }
-    fflush(stdout);
     free(line);
+    /* Out at once to a person, but in whole buffers when lines pour in:
+     * a write per line cost the reader more than the daemon's tracing. */
+    if (!ctl_has_line())
+      fflush(stdout);
     if (ferror(stdout))
       break;
   }

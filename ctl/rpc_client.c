@@ -106,7 +106,7 @@ void ctl_rpc_close(ctl_rpc *c) {
   c->fd = -1;
   free(c->buf);
   c->buf = NULL;
-  c->len = c->cap = 0;
+  c->len = c->cap = c->start = 0;
   clear_error(c);
 }
 
@@ -327,23 +327,32 @@ int ctl_rpc_read_line(ctl_rpc *c, int timeout_ms, char **line) {
   *line = NULL;
   c->errmsg[0] = '\0';
   int64_t deadline = timeout_ms < 0 ? INT64_MAX : mono_ms() + timeout_ms;
-  size_t scanned = 0;
+  size_t scanned = c->start;
   for (;;) {
     char *nl = c->len > scanned
                    ? memchr(c->buf + scanned, '\n', c->len - scanned)
                    : NULL;
     if (nl != NULL) {
-      size_t n = (size_t)(nl - c->buf);
+      /* Lines are taken from c->start on; the buffer is compacted only
+       * when it must grow, not once a line (a trace sends thousands a
+       * second). */
+      size_t n = (size_t)(nl - (c->buf + c->start));
       *line = malloc(n + 1);
       if (*line == NULL) {
         set_errmsg(c, "out of memory");
         return -1;
       }
-      memcpy(*line, c->buf, n);
+      memcpy(*line, c->buf + c->start, n);
       (*line)[n] = '\0';
-      memmove(c->buf, nl + 1, c->len - n - 1);
-      c->len -= n + 1;
+      c->start += n + 1;
+      if (c->start == c->len)
+        c->start = c->len = 0;
       return 1;
+    }
+    if (c->start > 0) {
+      memmove(c->buf, c->buf + c->start, c->len - c->start);
+      c->len -= c->start;
+      c->start = 0;
     }
     scanned = c->len;
     if (c->len > CTL_MAX_RESPONSE) {
@@ -367,6 +376,43 @@ int ctl_rpc_read_line(ctl_rpc *c, int timeout_ms, char **line) {
     if (w <= 0)
       return -1;
   }
+}
+
+int ctl_rpc_pass(ctl_rpc *c, int out_fd, int timeout_ms) {
+  c->errmsg[0] = '\0';
+  if (c->len > c->start) {
+    size_t off = c->start;
+    while (off < c->len) {
+      ssize_t n = write(out_fd, c->buf + off, c->len - off);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        set_errmsg(c, "cannot write the output: %s", strerror(errno));
+        return -1;
+      }
+      off += (size_t)n;
+    }
+    c->start = c->len = 0;
+    return 1;
+  }
+  ssize_t n = fill(c);
+  if (n > 0) {
+    c->len += (size_t)n;
+    return ctl_rpc_pass(c, out_fd, timeout_ms);
+  }
+  if (n == 0)
+    return 0;
+  if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+    set_errmsg(c, "cannot read from atelierd: %s", strerror(errno));
+    return -1;
+  }
+  int w = wait_fd(c, POLLIN, mono_ms() + timeout_ms);
+  return w < 0 ? -1 : 1;
+}
+
+int ctl_rpc_has_line(const ctl_rpc *c) {
+  return c->len > c->start &&
+         memchr(c->buf + c->start, '\n', c->len - c->start) != NULL;
 }
 
 json_object *ctl_json_parse(const char *text, size_t len, char *err,

@@ -51,6 +51,9 @@ typedef struct {
    * not at the next heartbeat. */
   int watch_fd;
   int watch_closed;
+  /* ctl_rpc_read_line's: where the unread lines begin in buf (0 between
+   * calls of ctl_rpc_call, which never leaves any). */
+  size_t start;
 } ctl_rpc;
 
 /* Connects to the unix socket at path. Returns 0, or -1 with c->errmsg set
@@ -72,6 +75,14 @@ void ctl_rpc_close(ctl_rpc *c);
  * *line, 0 when the daemon closed the connection, -1 on a time-out
  * (errmsg empty) or an error (errmsg says what). */
 int ctl_rpc_read_line(ctl_rpc *c, int timeout_ms, char **line);
+/* 1 if a whole line is already read and waiting: the next
+ * ctl_rpc_read_line returns at once. */
+int ctl_rpc_has_line(const ctl_rpc *c);
+/* Copies what the stream sends to out_fd as it comes, in whole reads (a
+ * trace with --json): one step, waiting at most timeout_ms for data.
+ * 1 to go on, 0 when the daemon closed the stream, -1 on an error
+ * (errmsg) or a signal. */
+int ctl_rpc_pass(ctl_rpc *c, int out_fd, int timeout_ms);
 
 /* Parses a whole JSON text (surrounding whitespace allowed). On failure
  * returns NULL and writes json-c's reason and the byte offset into err. */

@@ -231,6 +231,7 @@ typedef struct {
   unsigned umask;           /* the socket file's: 0117 (0660) or 0177 (0600) */
   int check_peer;           /* refuse a peer whose uid is not ours or root */
   int needs_auth;           /* connections start unauthenticated */
+  int traced;               /* requests go to the admin trace (atl_rpc_trace) */
   atl_dispatch_fn dispatch; /* takes ownership of req */
 } atl_server_kind_t;
 extern const atl_server_kind_t atl_api_kind;   /* rpc.c */
@@ -325,6 +326,12 @@ int atl_rpc_only(atl_daemon_t *d, atl_rpc_call_t *c, json_object *params,
 /* daemon.info's answer (a new object), which the admin socket's info
  * extends. */
 json_object *atl_rpc_daemon_info(atl_daemon_t *d);
+/* The request req, read as line (len bytes), in the admin socket's trace
+ * as kind rpc (trace.h), if anyone traces that: the line as it came, or,
+ * for a tool flagged ATL_TOOL_REDACT_ARGS, its params with the arguments'
+ * values replaced; past 2 kB, cut. */
+void atl_rpc_trace(atl_daemon_t *d, atl_rpc_call_t *c,
+                   const atl_rpc_request_t *req, const char *line, size_t len);
 /* Dispatches a parsed request (takes ownership of req). */
 void atl_rpc_dispatch(atl_daemon_t *d, atl_rpc_call_t *c,
                       atl_rpc_request_t *req);

@@ -944,61 +944,63 @@ static const struct {
 };
 #define N_METHODS (sizeof(methods) / sizeof(methods[0]))
 
-/* A request as the admin socket's trace shows it (like redis MONITOR):
- * the method, the connection, and the params, with a redacting tool's
- * arguments replaced and anything long cut. */
-static void trace_request(atl_daemon_t *d, atl_rpc_call_t *c,
-                          const atl_rpc_request_t *req) {
-  json_object *f = json_object_new_object();
-  json_object_object_add(f, "client",
-                         json_object_new_int64((int64_t)atl_conn_id(c->conn)));
-  json_object *params = req->params ? json_object_get(req->params) : NULL;
-  json_object *tool = NULL, *session = NULL;
+/* The first n bytes of s, not cutting a UTF-8 character. */
+static size_t utf8_prefix(const char *s, size_t len, size_t n) {
+  if (len <= n)
+    return len;
+  while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+    n--;
+  return n;
+}
+
+void atl_rpc_trace(atl_daemon_t *d, atl_rpc_call_t *c,
+                   const atl_rpc_request_t *req, const char *line, size_t len) {
+  json_object *params = req->params, *tool = NULL, *session = NULL;
+  json_object *args = NULL;
+  const atl_tool_entry_t *te = NULL;
   if (params && json_object_is_type(params, json_type_object)) {
     json_object_object_get_ex(params, "session", &session);
     if (json_object_object_get_ex(params, "name", &tool) &&
-        json_object_is_type(tool, json_type_string)) {
-      const atl_tool_entry_t *te =
-          atl_registry_find(&d->registry, json_object_get_string(tool));
-      json_object *args = NULL;
-      if (te && (te->tool.flags & ATL_TOOL_REDACT_ARGS) &&
-          json_object_object_get_ex(params, "arguments", &args)) {
-        json_object *copy = NULL;
-        json_object_deep_copy(params, &copy, NULL);
-        json_object_put(params);
-        params = copy;
-        if (params)
-          json_object_object_add(params, "arguments", atl_redact_args(args));
-      }
+        json_object_is_type(tool, json_type_string))
+      te = atl_registry_find(&d->registry, json_object_get_string(tool));
+  }
+  const char *sid = session && json_object_is_type(session, json_type_string)
+                        ? json_object_get_string(session)
+                        : NULL;
+  atl_tw_t w;
+  if (!atl_tw_begin(&w, ATL_TR_RPC, sid && atl_is_session_id(sid) ? sid : NULL,
+                    req->method))
+    return;
+  atl_tw_int(&w, "client", (int64_t)atl_conn_id(c->conn));
+  char *text = NULL;
+  if (te && (te->tool.flags & ATL_TOOL_REDACT_ARGS) &&
+      json_object_object_get_ex(params, "arguments", &args)) {
+    /* A secret call: the request again, its arguments' values replaced. */
+    json_object *copy = NULL;
+    if (json_object_deep_copy(req->params, &copy, NULL) == 0 && copy) {
+      json_object_object_add(copy, "arguments", atl_redact_args(args));
+      text =
+          strdup(json_object_to_json_string_ext(copy, JSON_C_TO_STRING_PLAIN));
     }
-  }
-  size_t len = 0;
-  const char *text = params ? json_object_to_json_string_length(
-                                  params, JSON_C_TO_STRING_PLAIN, &len)
-                            : "null";
-  if (len > 2048) {
-    char cut[2100];
-    snprintf(cut, sizeof(cut), "%.2048s... (%zu bytes)", text, len);
-    json_object_object_add(f, "params_cut", json_object_new_string(cut));
+    json_object_put(copy);
+    line = text ? text : "null";
+    len = strlen(line);
+    atl_tw_json(&w, "params", line, len);
+  } else if (len <= 2048) {
+    /* The request as it came, like redis MONITOR: no second serialization. */
+    atl_tw_json(&w, "request", line, len);
   } else {
-    /* Written out by atl_trace_emit before the request runs (tool.call
-     * takes its arguments away). */
-    json_object_object_add(f, "params",
-                           params ? json_object_get(params) : NULL);
+    atl_tw_strn(&w, "request_cut", line, utf8_prefix(line, len, 2048));
+    atl_tw_int(&w, "bytes", (int64_t)len);
   }
-  char sid[ATL_SESSION_ID_LEN + 1] = "";
-  if (session && json_object_is_type(session, json_type_string))
-    snprintf(sid, sizeof(sid), "%s", json_object_get_string(session));
-  json_object_put(params);
-  atl_trace_emit(ATL_TR_RPC, sid, req->method, f);
+  atl_tw_end(&w);
+  free(text);
 }
 
 void atl_rpc_dispatch(atl_daemon_t *d, atl_rpc_call_t *c,
                       atl_rpc_request_t *req) {
   size_t n = N_METHODS;
   static atl_series_t *series[N_METHODS];
-  if (atl_trace_wants(ATL_TR_RPC))
-    trace_request(d, c, req);
   for (size_t i = 0; i < n; i++) {
     if (strcmp(methods[i].name, req->method) != 0)
       continue;
@@ -1036,4 +1038,5 @@ const atl_server_kind_t atl_api_kind = {.name = "api",
                                         .umask = 0117,
                                         .check_peer = 0,
                                         .needs_auth = 0,
+                                        .traced = 1,
                                         .dispatch = atl_rpc_dispatch};

@@ -23,6 +23,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "stats.h"
+#include "trace.h"
 
 /* A client that sends faster than it reads gets its reading paused at this
  * many unanswered requests, or this many bytes of answers it has not read
@@ -322,6 +323,8 @@ static int on_frame(int kind, const char *line, size_t len, void *user) {
       r->notification = req.notification;
       snprintf(c->last_method, sizeof(c->last_method), "%s", req.method);
       r->t0_ns = atl_mono_ns();
+      if (c->srv->kind->traced && atl_trace_wants(ATL_TR_RPC))
+        atl_rpc_trace(d, r, &req, line, len);
       c->srv->kind->dispatch(d, r, &req);
     }
   }

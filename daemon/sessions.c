@@ -105,18 +105,16 @@ int atl_session_submit(atl_daemon_t *d, atl_session_t *s, atl_txn_t *t,
   if (rc == 0) {
     atomic_fetch_add_explicit(&atl_stats.events_emitted, n_pre + 1,
                               memory_order_relaxed);
-    if (atl_trace_wants(ATL_TR_EVENT)) {
-      for (size_t i = 0; i <= n_pre; i++) {
-        const char *ty = i < n_pre ? pre_types[i] : type;
-        const char *da = i < n_pre ? pre_data[i] : data;
-        json_object *f = json_object_new_object();
-        json_object_object_add(f, "seq",
-                               json_object_new_int64(first + 1 + (int64_t)i));
-        json_object_object_add(f, "type", json_object_new_string(ty));
-        size_t len = da ? strlen(da) : 0;
-        json_object_object_add(f, "bytes", json_object_new_int64((int64_t)len));
-        atl_trace_emit(ATL_TR_EVENT, s->id, ty, f);
-      }
+    for (size_t i = 0; i <= n_pre; i++) {
+      const char *ty = i < n_pre ? pre_types[i] : type;
+      const char *da = i < n_pre ? pre_data[i] : data;
+      atl_tw_t w;
+      if (!atl_tw_begin(&w, ATL_TR_EVENT, s->id, ty))
+        break;
+      atl_tw_int(&w, "seq", first + 1 + (int64_t)i);
+      atl_tw_str(&w, "type", ty);
+      atl_tw_int(&w, "bytes", da ? (int64_t)strlen(da) : 0);
+      atl_tw_end(&w);
     }
   }
   return rc;

@@ -630,16 +630,12 @@ static void count_group(uint64_t t0_ns, uint64_t n, bool ok) {
     atl_hist_add(&lat->h, us, !ok);
   if (size != NULL)
     atl_hist_add(&size->h, n, !ok);
-  if (atl_trace_wants(ATL_TR_COMMIT)) {
-    json_object *f = json_object_new_object();
-    json_object_object_add(f, "transactions",
-                           json_object_new_int64((int64_t)n));
-    json_object_object_add(f, "ok", json_object_new_boolean(ok));
-    char ms[32];
-    snprintf(ms, sizeof(ms), "%.3f", (double)us / 1000.0);
-    json_object_object_add(f, "ms",
-                           json_object_new_double_s((double)us / 1000.0, ms));
-    atl_trace_emit(ATL_TR_COMMIT, NULL, "group", f);
+  atl_tw_t w;
+  if (atl_tw_begin(&w, ATL_TR_COMMIT, NULL, "group")) {
+    atl_tw_int(&w, "transactions", (int64_t)n);
+    atl_tw_bool(&w, "ok", ok);
+    atl_tw_ms(&w, "ms", us);
+    atl_tw_end(&w);
   }
 }
 

@@ -390,35 +390,30 @@ static void count_call(atl_call_job_t *j) {
     if (kind >= 0)
       atomic_fetch_add_explicit(&st->n[kind], 1, memory_order_relaxed);
   }
-  if (!atl_trace_wants(ATL_TR_TOOL))
+  atl_tw_t w;
+  if (!atl_tw_begin(&w, ATL_TR_TOOL, j->session_id, "end"))
     return;
-  json_object *f = json_object_new_object();
-  json_object_object_add(f, "tool", json_object_new_string(j->tool_name));
+  atl_tw_str(&w, "tool", j->tool_name);
   if (j->call_id)
-    json_object_object_add(f, "call_id", json_object_new_string(j->call_id));
-  json_object_object_add(f, "ok", json_object_new_boolean(ok));
-  char ms[32];
-  snprintf(ms, sizeof(ms), "%.3f", (double)us / 1000.0);
-  json_object_object_add(f, "ms",
-                         json_object_new_double_s((double)us / 1000.0, ms));
+    atl_tw_str(&w, "call_id", j->call_id);
+  atl_tw_bool(&w, "ok", ok);
+  atl_tw_ms(&w, "ms", us);
   if (j->target)
-    json_object_object_add(f, "target", json_object_new_string(j->target));
+    atl_tw_str(&w, "target", j->target);
   if (!ok && j->error)
-    json_object_object_add(f, "error", json_object_new_string(j->error));
+    atl_tw_str(&w, "error", j->error);
   if (j->n_images > 0)
-    json_object_object_add(f, "images", json_object_new_int((int)j->n_images));
+    atl_tw_int(&w, "images", (int64_t)j->n_images);
   if (j->envelope) {
     size_t len = strlen(j->envelope);
-    json_object_object_add(f, "result_bytes",
-                           json_object_new_int64((int64_t)len));
+    atl_tw_int(&w, "result_bytes", (int64_t)len);
     /* The start of the envelope, cut on a character's first byte. */
     size_t cut = len > 300 ? 300 : len;
     while (cut < len && cut > 0 && (j->envelope[cut] & 0xC0) == 0x80)
       cut--;
-    json_object_object_add(f, "result_head",
-                           json_object_new_string_len(j->envelope, (int)cut));
+    atl_tw_strn(&w, "result_head", j->envelope, cut);
   }
-  atl_trace_emit(ATL_TR_TOOL, j->session_id, "end", f);
+  atl_tw_end(&w);
 }
 
 static void commit_loop(void *arg) {
@@ -581,16 +576,20 @@ static void start(atl_daemon_t *d, atl_call_job_t *j) {
   j->started_ms = atl_now_ms();
   j->started_ns = atl_mono_ns();
   j->stat_kind = -1;
-  if (atl_trace_wants(ATL_TR_TOOL)) {
+  atl_tw_t w;
+  if (atl_tw_begin(&w, ATL_TR_TOOL, j->session_id, "start")) {
     /* The arguments as they arrived; a redacting tool's keys only. */
-    json_object *f = json_object_new_object();
-    json_object_object_add(f, "tool", json_object_new_string(j->tool_name));
+    atl_tw_str(&w, "tool", j->tool_name);
     if (j->call_id)
-      json_object_object_add(f, "call_id", json_object_new_string(j->call_id));
-    json_object_object_add(f, "args",
-                           redacts(j) ? atl_redact_args(j->args)
-                                      : json_object_get(j->args));
-    atl_trace_emit(ATL_TR_TOOL, j->session_id, "start", f);
+      atl_tw_str(&w, "call_id", j->call_id);
+    json_object *shown = redacts(j) ? atl_redact_args(j->args) : j->args;
+    size_t n = 0;
+    const char *text = json_object_to_json_string_length(
+        shown, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+    atl_tw_json(&w, "args", text, n);
+    if (shown != j->args)
+      json_object_put(shown);
+    atl_tw_end(&w);
   }
   /* Reading the session's document from the pool thread is safe: nothing
    * changes it while the session is busy, and deep copying only reads. */

@@ -41,10 +41,11 @@ static sub_t *subs;
 static unsigned n_subs;
 
 /* Lines on their way to the loop, from any thread: records of a header
- * and the line, appended under the lock, taken whole by the loop. One
- * wake-up serves every line emitted before the loop gets to them, so a
- * burst costs one uv_async_send and one write per subscriber, not one of
- * each per line. */
+ * and the line, appended under the lock, taken whole by the loop every
+ * DRAIN_MS while anyone traces. No thread wakes the loop for a line, and
+ * a subscriber gets one write per DRAIN_MS, not one per line: at tens of
+ * thousands of lines a second, wake-ups and writes per line cost the
+ * loop a quarter of its time (bench/README.md, admin). */
 typedef struct {
   uint32_t len; /* of the line, without its newline */
   uint16_t kind;
@@ -59,10 +60,10 @@ typedef struct {
 static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *q_buf;
 static size_t q_len, q_cap;
-static int q_posted;
 static uint64_t q_dropped; /* lines the queue had no room for */
-static uv_async_t q_async;
-static int q_ready; /* q_async is initialised (loop thread) */
+static uv_timer_t q_timer;
+static int q_ready; /* q_timer is initialised (loop thread) */
+#define DRAIN_MS 5
 
 const char *atl_trace_kind_name(unsigned kind) {
   for (unsigned i = 0; i < N_KINDS; i++)
@@ -80,6 +81,7 @@ unsigned atl_trace_kind_parse(const char *name) {
 
 /* The mask and the log tap follow the subscribers. Loop thread. */
 static void log_tap(atl_log_level_t level, const char *line, size_t len);
+static void drain_cb(uv_timer_t *h);
 static void recompute(void) {
   unsigned mask = 0;
   int level = -1;
@@ -92,25 +94,26 @@ static void recompute(void) {
   }
   atomic_store(&atl_trace_mask, mask);
   atl_log_set_tap(level >= 0 ? log_tap : NULL, level);
+  if (mask != 0 && !uv_is_active((uv_handle_t *)&q_timer))
+    uv_timer_start(&q_timer, drain_cb, DRAIN_MS, DRAIN_MS);
+  else if (mask == 0)
+    uv_timer_stop(&q_timer);
 }
 
-static void drain_cb(uv_async_t *h);
-
-static void async_closed(uv_handle_t *h) {
+static void timer_closed(uv_handle_t *h) {
   (void)h;
   pthread_mutex_lock(&q_mu);
   free(q_buf);
   q_buf = NULL;
   q_len = q_cap = 0;
-  q_posted = 0;
   pthread_mutex_unlock(&q_mu);
 }
 
 void atl_trace_init(atl_daemon_t *d) {
   if (d != NULL) {
-    uv_async_init(d->loop, &q_async, drain_cb);
+    uv_timer_init(d->loop, &q_timer);
     /* Lines in flight never keep a stopping daemon's loop alive. */
-    uv_unref((uv_handle_t *)&q_async);
+    uv_unref((uv_handle_t *)&q_timer);
     pthread_mutex_lock(&q_mu);
     q_ready = 1;
     pthread_mutex_unlock(&q_mu);
@@ -123,8 +126,8 @@ void atl_trace_init(atl_daemon_t *d) {
   int was = q_ready;
   q_ready = 0;
   pthread_mutex_unlock(&q_mu);
-  if (was && !uv_is_closing((uv_handle_t *)&q_async))
-    uv_close((uv_handle_t *)&q_async, async_closed);
+  if (was && !uv_is_closing((uv_handle_t *)&q_timer))
+    uv_close((uv_handle_t *)&q_timer, timer_closed);
 }
 
 static int matches(const sub_t *s, unsigned kind, int level,
@@ -200,7 +203,7 @@ static void batch_flush(sub_t *s) {
   }
 }
 
-static void drain_cb(uv_async_t *h) {
+static void drain_cb(uv_timer_t *h) {
   (void)h;
   pthread_mutex_lock(&q_mu);
   char *buf = q_buf;
@@ -208,7 +211,6 @@ static void drain_cb(uv_async_t *h) {
   uint64_t lost = q_dropped;
   q_buf = NULL;
   q_len = q_cap = 0;
-  q_posted = 0;
   q_dropped = 0;
   pthread_mutex_unlock(&q_mu);
   for (sub_t *s = subs; s != NULL && lost > 0; s = s->next) {
@@ -233,7 +235,7 @@ static void enqueue(unsigned kind, int level, const char *session,
                     const char *line, size_t len) {
   atl_daemon_t *d = atomic_load(&g_daemon);
   size_t need = REC_ALIGN(sizeof(rec_t) + len);
-  int wake = 0;
+  size_t slen = session ? strnlen(session, ATL_SESSION_ID_LEN) : 0;
   pthread_mutex_lock(&q_mu);
   if (!q_ready || d == NULL) {
     pthread_mutex_unlock(&q_mu);
@@ -254,71 +256,201 @@ static void enqueue(unsigned kind, int level, const char *session,
     r->len = (uint32_t)len;
     r->kind = (uint16_t)kind;
     r->level = (int16_t)level;
-    snprintf(r->session, sizeof(r->session), "%s", session ? session : "");
+    memcpy(r->session, session ? session : "", slen);
+    r->session[slen] = '\0';
     memcpy(q_buf + q_len + sizeof(rec_t), line, len);
     q_len += need;
   } else {
     q_dropped++;
   }
-  if (!q_posted) {
-    q_posted = 1;
-    wake = 1;
-  }
   pthread_mutex_unlock(&q_mu);
-  if (wake)
-    uv_async_send(&q_async);
+}
+
+/* ---- the writer ---- */
+
+static void tw_put(atl_tw_t *w, const char *s, size_t n) {
+  if (w->failed)
+    return;
+  if (w->len + n > w->cap) {
+    size_t cap = w->cap * 2;
+    while (cap < w->len + n)
+      cap *= 2;
+    char *nb = w->p == w->stack ? malloc(cap) : realloc(w->p, cap);
+    if (nb == NULL) {
+      w->failed = 1;
+      return;
+    }
+    if (w->p == w->stack)
+      memcpy(nb, w->stack, w->len);
+    w->p = nb;
+    w->cap = cap;
+  }
+  memcpy(w->p + w->len, s, n);
+  w->len += n;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped;
+ * other bytes as they are (the daemon's strings are UTF-8). */
+static void tw_quoted(atl_tw_t *w, const char *s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  tw_put(w, "\"", 1);
+  size_t run = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x20 && c != '"' && c != '\\')
+      continue;
+    tw_put(w, s + run, i - run);
+    run = i + 1;
+    char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
+    size_t k = 2;
+    if (c == '\n')
+      esc[1] = 'n';
+    else if (c == '\t')
+      esc[1] = 't';
+    else if (c == '\r')
+      esc[1] = 'r';
+    else if (c < 0x20) {
+      memcpy(esc, "\\u00", 4);
+      esc[4] = hex[c >> 4];
+      esc[5] = hex[c & 15];
+      k = 6;
+    }
+    tw_put(w, esc, k);
+  }
+  tw_put(w, s + run, n - run);
+  tw_put(w, "\"", 1);
+}
+
+/* v in decimal into out (at least 21 bytes); its length. */
+static size_t utoa(uint64_t v, char *out) {
+  char tmp[21];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (size_t i = 0; i < n; i++)
+    out[i] = tmp[n - 1 - i];
+  return n;
+}
+
+/* whole "." frac, frac with digits digits (zero-padded). */
+static size_t fixed(uint64_t whole, uint64_t frac, int digits, char *out) {
+  size_t n = utoa(whole, out);
+  out[n++] = '.';
+  for (int i = digits - 1; i >= 0; i--) {
+    out[n + (size_t)i] = (char)('0' + frac % 10);
+    frac /= 10;
+  }
+  return n + (size_t)digits;
+}
+
+static void tw_key(atl_tw_t *w, const char *key) {
+  tw_put(w, ",\"", 2);
+  tw_put(w, key, strlen(key));
+  tw_put(w, "\":", 2);
+}
+
+int atl_tw_begin(atl_tw_t *w, unsigned kind, const char *session,
+                 const char *what) {
+  atl_daemon_t *d = atomic_load(&g_daemon);
+  if (d == NULL || !atl_trace_wants(kind))
+    return 0;
+  w->kind = kind;
+  w->level = -1;
+  w->p = w->stack;
+  w->len = 0;
+  w->cap = sizeof(w->stack);
+  w->failed = 0;
+  size_t slen = session ? strnlen(session, ATL_SESSION_ID_LEN) : 0;
+  memcpy(w->session, session ? session : "", slen);
+  w->session[slen] = '\0';
+  /* Written by hand: snprintf's "%.6f" was most of a line's cost. */
+  uint64_t us = (atl_mono_ns() - d->started_ns) / 1000u;
+  char head[96] = "{\"t\":";
+  size_t n = 5;
+  n += fixed(us / 1000000u, us % 1000000u, 6, head + n);
+  const char *kn = atl_trace_kind_name(kind);
+  memcpy(head + n, ",\"kind\":\"", 9);
+  n += 9;
+  memcpy(head + n, kn, strlen(kn));
+  n += strlen(kn);
+  head[n++] = '"';
+  tw_put(w, head, n);
+  if (w->session[0] != '\0')
+    atl_tw_str(w, "session", w->session);
+  if (what != NULL)
+    atl_tw_str(w, "what", what);
+  return 1;
+}
+
+void atl_tw_strn(atl_tw_t *w, const char *key, const char *val, size_t len) {
+  tw_key(w, key);
+  tw_quoted(w, val, len);
+}
+
+void atl_tw_str(atl_tw_t *w, const char *key, const char *val) {
+  if (val == NULL) {
+    tw_key(w, key);
+    tw_put(w, "null", 4);
+    return;
+  }
+  atl_tw_strn(w, key, val, strlen(val));
+}
+
+void atl_tw_int(atl_tw_t *w, const char *key, int64_t v) {
+  char num[24];
+  size_t n = 0;
+  if (v < 0)
+    num[n++] = '-';
+  n += utoa(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, num + n);
+  tw_key(w, key);
+  tw_put(w, num, n);
+}
+
+void atl_tw_ms(atl_tw_t *w, const char *key, uint64_t us) {
+  char num[32];
+  size_t n = fixed(us / 1000, us % 1000, 3, num);
+  tw_key(w, key);
+  tw_put(w, num, n);
+}
+
+void atl_tw_bool(atl_tw_t *w, const char *key, int v) {
+  tw_key(w, key);
+  tw_put(w, v ? "true" : "false", v ? 4 : 5);
+}
+
+void atl_tw_json(atl_tw_t *w, const char *key, const char *json, size_t len) {
+  tw_key(w, key);
+  tw_put(w, json, len);
+}
+
+void atl_tw_end(atl_tw_t *w) {
+  tw_put(w, "}", 1);
+  if (!w->failed)
+    enqueue(w->kind, w->level, w->session, w->p, w->len);
+  if (w->p != w->stack)
+    free(w->p);
+  w->p = w->stack;
 }
 
 static void emit(unsigned kind, int level, const char *session,
                  const char *what, json_object *fields) {
-  atl_daemon_t *d = atomic_load(&g_daemon);
-  if (d == NULL || !atl_trace_wants(kind)) {
+  atl_tw_t w;
+  if (!atl_tw_begin(&w, kind, session, what)) {
     json_object_put(fields);
     return;
   }
-  /* The line is the header written here and the fields' own text
-   * spliced in: no second object is built. */
-  char head[256];
-  int n = snprintf(head, sizeof(head), "{\"t\":%.6f,\"kind\":\"%s\"",
-                   (double)(atl_mono_ns() - d->started_ns) / 1e9,
-                   atl_trace_kind_name(kind));
-  if (session != NULL && session[0] != '\0' && atl_is_session_id(session))
-    n += snprintf(head + n, sizeof(head) - (size_t)n, ",\"session\":\"%s\"",
-                  session);
-  size_t flen = 0;
-  const char *ftext = "{}";
-  json_object *w = NULL;
-  if (what != NULL) {
-    w = json_object_new_string(what);
-    n += snprintf(head + n, sizeof(head) - (size_t)n, ",\"what\":%s",
-                  json_object_to_json_string_ext(w, JSON_C_TO_STRING_PLAIN));
-  }
-  if (fields != NULL)
-    ftext = json_object_to_json_string_length(
-        fields, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &flen);
-  else
-    flen = 2;
-  if (n > 0 && (size_t)n < sizeof(head)) {
-    /* head + ("," + the fields' members | "") + "}" */
-    size_t len = (size_t)n + flen + 1;
-    char stack[4096];
-    char *line = len <= sizeof(stack) ? stack : malloc(len);
-    if (line != NULL) {
-      memcpy(line, head, (size_t)n);
-      size_t k = (size_t)n;
-      if (flen > 2) {
-        line[k++] = ',';
-        memcpy(line + k, ftext + 1, flen - 1); /* members and the "}" */
-        k += flen - 1;
-      } else {
-        line[k++] = '}';
-      }
-      enqueue(kind, level, session, line, k);
-      if (line != stack)
-        free(line);
+  w.level = level;
+  if (fields != NULL) {
+    json_object_object_foreach(fields, k, v) {
+      size_t n = 0;
+      const char *text = json_object_to_json_string_length(
+          v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+      atl_tw_json(&w, k, text, n);
     }
   }
-  json_object_put(w);
+  atl_tw_end(&w);
   json_object_put(fields);
 }
 
@@ -328,11 +460,13 @@ void atl_trace_emit(unsigned kind, const char *session, const char *what,
 }
 
 static void log_tap(atl_log_level_t level, const char *line, size_t len) {
-  json_object *f = json_object_new_object();
-  json_object_object_add(f, "level",
-                         json_object_new_string(atl_log_level_name(level)));
-  json_object_object_add(f, "line", json_object_new_string_len(line, (int)len));
-  emit(ATL_TR_LOG, (int)level, NULL, NULL, f);
+  atl_tw_t w;
+  if (!atl_tw_begin(&w, ATL_TR_LOG, NULL, NULL))
+    return;
+  w.level = (int)level;
+  atl_tw_str(&w, "level", atl_log_level_name(level));
+  atl_tw_strn(&w, "line", line, len);
+  atl_tw_end(&w);
 }
 
 /* ---- subscribers ---- */

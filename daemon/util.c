@@ -64,12 +64,35 @@ uint64_t atl_mono_ns(void) {
 }
 
 void atl_format_time_ms(int64_t ms, char *buf, size_t len) {
-  time_t secs = (time_t)(ms / 1000);
-  struct tm tm;
-  gmtime_r(&secs, &tm);
-  snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-           (int)(ms % 1000));
+  /* Each thread keeps the text of the last second it formatted: a busy
+   * daemon stamps thousands of log lines and events a second, and
+   * gmtime_r with snprintf was a visible part of each. */
+  static _Thread_local int64_t cached_sec = INT64_MIN;
+  static _Thread_local char prefix[64]; /* "YYYY-MM-DDTHH:MM:SS." */
+  int64_t sec = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+  int frac = (int)(ms - sec * 1000);
+  if (sec != cached_sec) {
+    time_t t = (time_t)sec;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    snprintf(prefix, sizeof(prefix), "%04d-%02d-%02dT%02d:%02d:%02d.",
+             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+             tm.tm_min, tm.tm_sec);
+    cached_sec = sec;
+  }
+  char text[72];
+  size_t n = strlen(prefix);
+  memcpy(text, prefix, n);
+  text[n++] = (char)('0' + frac / 100);
+  text[n++] = (char)('0' + frac / 10 % 10);
+  text[n++] = (char)('0' + frac % 10);
+  text[n++] = 'Z';
+  if (len == 0)
+    return;
+  if (n >= len)
+    n = len - 1;
+  memcpy(buf, text, n);
+  buf[n] = '\0';
 }
 
 void atl_hex(const void *data, size_t len, char *out) {

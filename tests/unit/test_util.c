@@ -31,6 +31,18 @@ Test(util, time_format) {
   char buf[32];
   atl_format_time_ms(1795275738123LL, buf, sizeof(buf));
   cr_assert_str_eq(buf, "2026-11-21T15:42:18.123Z");
+  /* The same second again (the cached text), the next one, and the
+   * milliseconds' zeros. */
+  atl_format_time_ms(1795275738007LL, buf, sizeof(buf));
+  cr_assert_str_eq(buf, "2026-11-21T15:42:18.007Z");
+  atl_format_time_ms(1795275739000LL, buf, sizeof(buf));
+  cr_assert_str_eq(buf, "2026-11-21T15:42:19.000Z");
+  /* Before the epoch, and a buffer too short (cut, still a string). */
+  atl_format_time_ms(-1, buf, sizeof(buf));
+  cr_assert_str_eq(buf, "1969-12-31T23:59:59.999Z");
+  char small[11];
+  atl_format_time_ms(1795275738123LL, small, sizeof(small));
+  cr_assert_str_eq(small, "2026-11-21");
 }
 
 Test(util, strerror_names) {
