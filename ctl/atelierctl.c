@@ -66,6 +66,8 @@ static const char *const usage_text =
     "  admin cancel ID | rm ID          cancel a session's run / delete it\n"
     "  admin kill CLIENT-ID             close a connection\n"
     "  admin log-level [LEVEL]          show or set the log level\n"
+    "  admin slowlog [get N|len|reset]  the slowest calls, turns, commits\n"
+    "                                   and renders (newest first)\n"
     "  admin drain | undrain            refuse / accept new sessions and\n"
     "                                   messages (before an upgrade)\n"
     "  admin shutdown [SECONDS]         stop the daemon gracefully\n"

@@ -112,14 +112,16 @@ int ctl_cmd_admin(int argc, char **argv) {
   if (argc < 1)
     return ctl_usage_error("admin needs a command: info, stats, sessions, "
                            "session ID, clients, kill ID, plugins, log-level "
-                           "[LEVEL], metrics, drain, undrain, shutdown "
-                           "[SECONDS]");
+                           "[LEVEL], slowlog [get N|len|reset], metrics, "
+                           "drain, undrain, shutdown [SECONDS]");
   const char *sub = argv[0];
   int want = 1; /* arguments the command takes, at most */
   if (!strcmp(sub, "session") || !strcmp(sub, "kill") ||
       !strcmp(sub, "cancel") || !strcmp(sub, "rm") ||
       !strcmp(sub, "log-level") || !strcmp(sub, "shutdown"))
     want = 2;
+  if (!strcmp(sub, "slowlog"))
+    want = 3;
   if (argc > want)
     return ctl_usage_error("too many arguments for admin %s", sub);
   const char *arg = argc > 1 ? argv[1] : NULL;
@@ -158,6 +160,27 @@ int ctl_cmd_admin(int argc, char **argv) {
       json_object_object_add(p, "level", json_object_new_string(arg));
     }
     return simple("log.level", p);
+  }
+  if (!strcmp(sub, "slowlog")) {
+    const char *what = arg ? arg : "get";
+    if (!strcmp(what, "len") || !strcmp(what, "reset")) {
+      if (argc > 2)
+        return ctl_usage_error("admin slowlog %s takes no count", what);
+      return simple(!strcmp(what, "len") ? "slowlog.len" : "slowlog.reset",
+                    NULL);
+    }
+    if (strcmp(what, "get") != 0)
+      return ctl_usage_error("admin slowlog takes get [N], len or reset");
+    if (argc > 2) {
+      char *end = NULL;
+      long long k = strtoll(argv[2], &end, 10);
+      if (*end != '\0' || k < 1 || k > 100000)
+        return ctl_usage_error("admin slowlog get takes a count from 1 to "
+                               "100000");
+      p = json_object_new_object();
+      json_object_object_add(p, "count", json_object_new_int64(k));
+    }
+    return simple("slowlog.get", p);
   }
   if (!strcmp(sub, "drain") || !strcmp(sub, "undrain")) {
     p = json_object_new_object();

@@ -29,6 +29,7 @@
 #include "agent/agent.h"
 #include "log.h"
 #include "render_host.h"
+#include "slowlog.h"
 #include "stats.h"
 #include "trace.h"
 
@@ -209,6 +210,8 @@ static json_object *config_json(atl_daemon_t *d) {
                          json_object_new_boolean(cfg->http_auth));
   json_object_object_add(o, "admin_secret",
                          set_unset(d->admin_secret[0] != '\0'));
+  json_object_object_add(o, "slowlog_ms",
+                         json_object_new_int64(cfg->admin_slowlog_ms));
   /* Providers: where their keys come from, and whether they are there;
    * never the keys. */
   json_object *pa = json_object_new_array();
@@ -564,6 +567,53 @@ static void m_trace(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
     atl_conn_close(conn);
 }
 
+/* ---- slowlog ---- */
+
+static void m_slowlog_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {"count", NULL};
+  if (!atl_rpc_only(d, c, p, names))
+    return;
+  json_object *v = NULL;
+  int64_t count = 10;
+  if (p && json_object_object_get_ex(p, "count", &v)) {
+    if (!json_object_is_type(v, json_type_int) ||
+        json_object_get_int64(v) < 1 || json_object_get_int64(v) > 100000) {
+      atl_rpc_invalid(d, c,
+                      "\"count\" must be a whole number from 1 to "
+                      "100000 (the newest entries; default 10)");
+      return;
+    }
+    count = json_object_get_int64(v);
+  }
+  json_object *r = json_object_new_object();
+  json_object_object_add(r, "entries", atl_slowlog_get((size_t)count));
+  json_object_object_add(
+      r, "threshold_ms",
+      json_object_new_int64((int64_t)(atomic_load(&atl_slowlog_us) / 1000)));
+  reply_take(d, c, r);
+}
+
+static void m_slowlog_len(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {NULL};
+  if (!atl_rpc_only(d, c, p, names))
+    return;
+  json_object *r = json_object_new_object();
+  json_object_object_add(r, "len",
+                         json_object_new_int64((int64_t)atl_slowlog_len()));
+  reply_take(d, c, r);
+}
+
+static void m_slowlog_reset(atl_daemon_t *d, atl_rpc_call_t *c,
+                            json_object *p) {
+  static const char *const names[] = {NULL};
+  if (!atl_rpc_only(d, c, p, names))
+    return;
+  json_object *r = json_object_new_object();
+  json_object_object_add(r, "removed",
+                         json_object_new_int64((int64_t)atl_slowlog_reset()));
+  reply_take(d, c, r);
+}
+
 /* ---- accept_sessions, shutdown, forwarded session methods ---- */
 
 static void m_accept_sessions(atl_daemon_t *d, atl_rpc_call_t *c,
@@ -642,6 +692,9 @@ static const struct {
     {"session.delete", m_forward},
     {"sessions", atl_admin_sessions},
     {"shutdown", m_shutdown},
+    {"slowlog.get", m_slowlog_get},
+    {"slowlog.len", m_slowlog_len},
+    {"slowlog.reset", m_slowlog_reset},
     {"stats", m_stats},
     {"trace", m_trace},
 };

@@ -89,6 +89,10 @@ static const key_def_t keys[] = {
     {"render", "worker", T_OPTPATH, OFF(render_worker), 0, 0, NULL},
     {"http", "auth", T_BOOL, OFF(http_auth), 0, 0, NULL},
     {"admin", "secret_file", T_OPTPATH, OFF(admin_secret_file), 0, 0, NULL},
+    {"admin", "slowlog_ms", T_U32, OFF(admin_slowlog_ms), 0, 86400000,
+     "milliseconds"},
+    {"admin", "slowlog_max", T_U32, OFF(admin_slowlog_max), 1, 100000,
+     "entries"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -127,6 +131,8 @@ const char *const atl_config_keys[] = {
     "render.worker",
     "http.auth",
     "admin.secret_file",
+    "admin.slowlog_ms",
+    "admin.slowlog_max",
     NULL,
 };
 
@@ -158,6 +164,8 @@ void atl_config_defaults(atl_config_t *cfg) {
   cfg->log_file = NULL;
   cfg->max_frame = 8388608;
   cfg->max_clients = 4096;
+  cfg->admin_slowlog_ms = 500;
+  cfg->admin_slowlog_max = 128;
   cfg->plugins_strict = 0;
   cfg->plugins_disable = NULL;
   cfg->tool_timeout_ms = 30000;

@@ -85,7 +85,9 @@ typedef struct {
   /* [http] */
   int http_auth; /* /api/ requests need the token (daemon/token.h); 1 */
   /* [admin] */
-  char *admin_secret_file; /* NULL: admin.sock needs no secret */
+  char *admin_secret_file;    /* NULL: admin.sock needs no secret */
+  uint32_t admin_slowlog_ms;  /* slower work goes to the slow log; 0: off */
+  uint32_t admin_slowlog_max; /* entries it keeps; default 128 */
   /* [provider.NAME] sections, in file order; owned by the configuration. */
   atl_provider_conf_t *providers;
   size_t n_providers;

@@ -10,6 +10,7 @@
 
 #include "admin.h"
 #include "daemon.h"
+#include "slowlog.h"
 #include "token.h"
 #include "trace.h"
 #include "render_host.h"
@@ -294,6 +295,7 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
   rc = atl_admin_load_secret(d);
   if (rc != 0)
     return rc;
+  atl_slowlog_configure(cfg->admin_slowlog_ms, cfg->admin_slowlog_max);
 
   atl_store_options_t so = {.data_dir = cfg->data_dir,
                             .synchronous = cfg->store_synchronous,

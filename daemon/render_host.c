@@ -26,6 +26,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "render_host.h"
+#include "slowlog.h"
 #include "stats.h"
 #include "toolcall.h"
 #include "trace.h"
@@ -358,6 +359,14 @@ static void count_render(render_wait_t *rw, const char *sid, uint64_t t0_ns,
                      (uint64_t)(passes > 0 ? passes : 0));
     atomic_fetch_add(&st->n[ATL_RS_PATHS], (uint64_t)(paths > 0 ? paths : 0));
     atomic_fetch_add(&st->n[ATL_RS_RESTARTS], (uint64_t)out->worker_restarts);
+  }
+  if (atl_slowlog_wants(us)) {
+    json_object *dt = json_object_new_object();
+    json_object_object_add(dt, "passes", json_object_new_int(passes));
+    json_object_object_add(dt, "paths_per_s",
+                           json_object_new_int64((int64_t)out->paths_per_s));
+    json_object_object_add(dt, "ok", json_object_new_boolean(rc == 0));
+    atl_slowlog_add("render", sid, "render", us, dt);
   }
   if (!atl_trace_wants(ATL_TR_RENDER))
     return;

@@ -20,6 +20,7 @@
 #include <openssl/evp.h>
 
 #include "checkpoint.h"
+#include "slowlog.h"
 #include "stats.h"
 #include "store.h"
 #include "trace.h"
@@ -630,6 +631,13 @@ static void count_group(uint64_t t0_ns, uint64_t n, bool ok) {
     atl_hist_add(&lat->h, us, !ok);
   if (size != NULL)
     atl_hist_add(&size->h, n, !ok);
+  if (atl_slowlog_wants(us)) {
+    json_object *dt = json_object_new_object();
+    json_object_object_add(dt, "transactions",
+                           json_object_new_int64((int64_t)n));
+    json_object_object_add(dt, "ok", json_object_new_boolean(ok));
+    atl_slowlog_add("commit", NULL, "group commit", us, dt);
+  }
   atl_tw_t w;
   if (atl_tw_begin(&w, ATL_TR_COMMIT, NULL, "group")) {
     atl_tw_int(&w, "transactions", (int64_t)n);

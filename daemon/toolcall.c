@@ -25,6 +25,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "redact.h"
+#include "slowlog.h"
 #include "stats.h"
 #include "toolcall.h"
 #include "trace.h"
@@ -389,6 +390,34 @@ static void count_call(atl_call_job_t *j) {
                                                    : -1;
     if (kind >= 0)
       atomic_fetch_add_explicit(&st->n[kind], 1, memory_order_relaxed);
+  }
+  if (atl_slowlog_wants(us)) {
+    json_object *dt = json_object_new_object();
+    json_object *shown = j->tool == NULL || !redacts(j)
+                             ? json_object_get(j->args)
+                             : atl_redact_args(j->args);
+    size_t alen = 0;
+    const char *atext =
+        json_object_to_json_string_length(shown, JSON_C_TO_STRING_PLAIN, &alen);
+    if (alen > 2048) {
+      /* A drawing's thousand paths are not kept whole 128 times over. */
+      size_t cut = 2048;
+      while (cut > 0 && (atext[cut] & 0xC0) == 0x80)
+        cut--;
+      json_object_object_add(dt, "args_cut",
+                             json_object_new_string_len(atext, (int)cut));
+      json_object_object_add(dt, "args_bytes",
+                             json_object_new_int64((int64_t)alen));
+      json_object_put(shown);
+    } else {
+      json_object_object_add(dt, "args", shown);
+    }
+    json_object_object_add(dt, "handler_ms",
+                           json_object_new_int64(j->duration_ms));
+    json_object_object_add(dt, "ok", json_object_new_boolean(ok));
+    if (!ok && j->error)
+      json_object_object_add(dt, "error", json_object_new_string(j->error));
+    atl_slowlog_add("tool", j->session_id, j->tool_name, us, dt);
   }
   atl_tw_t w;
   if (!atl_tw_begin(&w, ATL_TR_TOOL, j->session_id, "end"))

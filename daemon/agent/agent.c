@@ -28,6 +28,7 @@
 #include "agent/sse.h"
 #include "log.h"
 #include "redact.h"
+#include "slowlog.h"
 #include "stats.h"
 #include "trace.h"
 
@@ -490,6 +491,24 @@ static void count_turn(atl_agent_t *a, int err_kind, int retried,
     if (tt != NULL)
       atl_hist_add(&tt->h, (a->call.first_byte_ns - a->call_started_ns) / 1000,
                    0);
+  }
+  if (atl_slowlog_wants(us)) {
+    json_object *dt = json_object_new_object();
+    json_object_object_add(dt, "turn", json_object_new_int((int)a->turns + 1));
+    json_object_object_add(
+        dt, "first_byte_ms",
+        json_object_new_int64(
+            a->call.first_byte_ns > a->call_started_ns
+                ? (int64_t)((a->call.first_byte_ns - a->call_started_ns) /
+                            1000000u)
+                : -1));
+    json_object_object_add(dt, "tokens_in",
+                           json_object_new_int64(a->call.turn.input_tokens));
+    json_object_object_add(dt, "tokens_out",
+                           json_object_new_int64(a->call.turn.output_tokens));
+    if (error != NULL)
+      json_object_object_add(dt, "error", json_object_new_string(error));
+    atl_slowlog_add("turn", a->s->id, label, us, dt);
   }
   if (!atl_trace_wants(ATL_TR_TURN))
     return;

@@ -304,6 +304,36 @@ def _(ctx):
     a.close()
 
 
+@check("slowlog: what took longer than slowlog_ms, newest first, with "
+       "its arguments; len, reset, and a bad count refused")
+def _(ctx):
+    d = Daemon("slow", CONF + "[admin]\nslowlog_ms = 100\nslowlog_max = 2\n",
+               env=ENV)
+    sid = d.session()
+    a = Admin(admin_path(d))
+    assert a.ok("slowlog.len") == {"len": 0}
+    assert call(d, sid, "echo_sleep", {"ms": 20})["success"]
+    assert a.ok("slowlog.len") == {"len": 0}, "a fast call was kept"
+    for ms in (150, 160, 170):
+        assert call(d, sid, "echo_sleep", {"ms": ms})["success"]
+    r = a.ok("slowlog.get")
+    assert r["threshold_ms"] == 100
+    e = r["entries"]
+    # At most slowlog_max, the newest first.
+    assert [x["detail"]["args"]["ms"] for x in e] == [170, 160], e
+    assert e[0]["kind"] == "tool" and e[0]["what"] == "echo_sleep" and \
+        e[0]["session"] == sid and e[0]["ms"] >= 170, e[0]
+    assert e[0]["detail"]["ok"] is True and e[0]["id"] > e[1]["id"], e
+    assert len(a.ok("slowlog.get", {"count": 1})["entries"]) == 1
+    r = a.call("slowlog.get", {"count": 0})
+    assert r["error"]["code"] == -32602 and "1 to 100000" in \
+        r["error"]["message"], r
+    assert a.ok("slowlog.reset") == {"removed": 2}
+    assert a.ok("slowlog.len") == {"len": 0}
+    a.close()
+    d.stop()
+
+
 @check("metrics: the Prometheus text, accepted by promtool check metrics")
 def _(ctx):
     d = ctx["d"]

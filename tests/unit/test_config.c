@@ -386,7 +386,7 @@ Test(config, sample_loads_and_mentions_every_key) {
     cr_assert(at != NULL && (next == NULL || at < next),
               "%s is not in the sample's [%s]", *k, section);
   }
-  cr_assert_eq(count, 29);
+  cr_assert_eq(count, 31);
 }
 
 /* Runs atl_config_from_args on a NULL-terminated list of arguments. */
