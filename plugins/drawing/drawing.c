@@ -531,6 +531,42 @@ oom:
   return -1;
 }
 
+/* ---- the admin socket's summary (plugin ABI 1.4) ---- */
+
+static json_object *admin_summary(void *state, const char *session_id,
+                                  json_object *ns) {
+  (void)state;
+  (void)session_id;
+  json_object *piece = ns ? drw_current(ns) : NULL;
+  if (piece == NULL)
+    return NULL;
+  json_object *strokes = drw_strokes(piece);
+  size_t n = strokes ? json_object_array_length(strokes) : 0, human = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *s =
+        json_object_get_string(json_object_array_get_idx(strokes, i));
+    const char *a = s ? strchr(s, ';') : NULL;
+    human += a && a[1] == 'h';
+  }
+  json_object *pieces = get(ns, "pieces");
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "piece",
+                         json_object_new_int64(drw_piece_number(piece)));
+  json_object_object_add(o, "title",
+                         json_object_new_string(drw_piece_title(piece)));
+  json_object_object_add(
+      o, "mode", json_object_new_string(cv_mode_name(drw_piece_mode(piece))));
+  json_object_object_add(o, "strokes", json_object_new_int64((int64_t)n));
+  json_object_object_add(o, "human_strokes",
+                         json_object_new_int64((int64_t)human));
+  json_object_object_add(
+      o, "pieces",
+      json_object_new_int64(json_object_is_type(pieces, json_type_array)
+                                ? (int64_t)json_object_array_length(pieces)
+                                : 0));
+  return o;
+}
+
 /* ---- describe ---- */
 
 static char *describe(void *state, json_object *ns) {
@@ -680,4 +716,5 @@ ATL_PLUGIN_DEFINE(.name = "canvas", .version = "1.0",
                   .description = "Drawing on an 800x600 canvas (seed 004)",
                   .tools = tools, .n_tools = sizeof(tools) / sizeof(tools[0]),
                   .init = init, .destroy = destroy,
-                  .session_close = session_close, .describe = describe);
+                  .session_close = session_close, .describe = describe,
+                  .admin_summary = admin_summary);

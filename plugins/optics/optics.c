@@ -460,6 +460,35 @@ static char *describe(void *state, json_object *ns) {
   return opx_bench_describe(ns);
 }
 
+/* The admin socket's summary (plugin ABI 1.4): the bench's objects by
+ * type. */
+static json_object *admin_summary(void *state, const char *session_id,
+                                  json_object *ns) {
+  (void)state;
+  (void)session_id;
+  json_object *objs = NULL;
+  if (ns == NULL || !json_object_object_get_ex(ns, "objs", &objs) ||
+      !json_object_is_type(objs, json_type_array))
+    return NULL;
+  json_object *o = json_object_new_object(), *types = json_object_new_object();
+  size_t n = json_object_array_length(objs);
+  for (size_t i = 0; i < n; i++) {
+    json_object *t = NULL;
+    const char *type = json_object_object_get_ex(
+                           json_object_array_get_idx(objs, i), "type", &t)
+                           ? json_object_get_string(t)
+                           : "?";
+    json_object *c = NULL;
+    int64_t k = json_object_object_get_ex(types, type, &c)
+                    ? json_object_get_int64(c)
+                    : 0;
+    json_object_object_add(types, type, json_object_new_int64(k + 1));
+  }
+  json_object_object_add(o, "objects", json_object_new_int64((int64_t)n));
+  json_object_object_add(o, "types", types);
+  return o;
+}
+
 ATL_PLUGIN_DEFINE(.name = "optics", .version = "1.0.0",
                   .description = "The optical bench: a 2D ray optics scene "
                                  "(Ray Optics Simulation's format), its "
@@ -467,4 +496,5 @@ ATL_PLUGIN_DEFINE(.name = "optics", .version = "1.0.0",
                                  "Fresnel and pictures",
                   .tools = tools, .n_tools = sizeof(tools) / sizeof(tools[0]),
                   .init = init, .destroy = destroy,
-                  .session_close = session_close, .describe = describe);
+                  .session_close = session_close, .describe = describe,
+                  .admin_summary = admin_summary);

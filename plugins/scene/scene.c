@@ -314,6 +314,38 @@ static char *describe(void *state, json_object *ns) {
   return text;
 }
 
+/* The admin socket's summary (plugin ABI 1.4): counts and the first ids. */
+static json_object *admin_summary(void *state, const char *session_id,
+                                  json_object *ns) {
+  (void)state;
+  (void)session_id;
+  if (ns == NULL)
+    return NULL;
+  json_object *o = json_object_new_object();
+  static const char *const arrays[] = {"shapes", "lights"};
+  for (int k = 0; k < 2; k++) {
+    json_object *a = NULL;
+    size_t n = json_object_object_get_ex(ns, arrays[k], &a) &&
+                       json_object_is_type(a, json_type_array)
+                   ? json_object_array_length(a)
+                   : 0;
+    json_object_object_add(o, arrays[k], json_object_new_int64((int64_t)n));
+    json_object *ids = json_object_new_array();
+    for (size_t i = 0; i < n && i < 20; i++) {
+      json_object *id = NULL;
+      if (json_object_object_get_ex(json_object_array_get_idx(a, i), "id", &id))
+        json_object_array_add(ids, json_object_get(id));
+    }
+    char key[16];
+    snprintf(key, sizeof(key), "%.5s_ids", arrays[k]);
+    json_object_object_add(o, key, ids);
+  }
+  json_object_object_add(
+      o, "camera",
+      json_object_new_boolean(json_object_object_get_ex(ns, "camera", NULL)));
+  return o;
+}
+
 static void destroy(void *state) {
   scene_plugin_t *sp = state;
   if (sp == NULL)
@@ -466,4 +498,5 @@ ATL_PLUGIN_DEFINE(.name = "scene", .version = "1.0.0",
                                  "camera, environment.",
                   .tools = scene_tools,
                   .n_tools = sizeof(scene_tools) / sizeof(scene_tools[0]),
-                  .init = init, .destroy = destroy, .describe = describe);
+                  .init = init, .destroy = destroy, .describe = describe,
+                  .admin_summary = admin_summary);

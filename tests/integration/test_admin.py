@@ -227,9 +227,21 @@ def _(ctx):
     assert sid in byid and other in byid, r
     assert byid[sid]["state"] == "idle" and byid[sid]["loaded"], byid[sid]
     assert byid[sid]["last_seq"] == len(d.events(sid)), byid[sid]
+    assert call(d, sid, "create_shape", {
+        "id": "ball", "type": "sphere",
+        "properties": {"center": [0, 1, 0], "radius": 1}})["success"]
+    assert call(d, sid, "draw_paths", {"paths": [
+        {"type": "line", "points": [{"x": 1, "y": 1}, {"x": 50, "y": 50}]}]})[
+        "success"]
     r = a.ok("session", {"session": sid})
+    cv = r["namespaces"]["canvas"]["summary"]
+    assert cv["strokes"] == 1 and cv["mode"] == "plotter" and \
+        cv["piece"] == 1, cv
     ns = r["namespaces"]["echo_test"]
     assert ns["summary"] == {"keys": 5}, ns
+    sc = r["namespaces"]["scene"]["summary"]
+    assert sc["shapes"] == 1 and sc["shape_ids"] == ["ball"] and \
+        sc["lights"] == 0, sc
     assert ns["bytes"] > 10
     r = a.call("session", {"session": "0" * 32})
     assert r["error"]["code"] == -32001, r
