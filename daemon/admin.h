@@ -17,6 +17,10 @@ void atl_admin_session(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p);
 /* The Prometheus text exposition of the daemon's counters (metrics.c):
  * a malloc()ed string. */
 char *atl_metrics_text(atl_daemon_t *d);
+/* Serves that text on the unix socket at path (mode 0660), one answer a
+ * connection, through listener (closed with the loop's other handles).
+ * 0 or ATL_EIO (logged). */
+int atl_metrics_listen(atl_daemon_t *d, const char *path, uv_pipe_t *listener);
 
 /* Reads [admin] secret_file into d->admin_secret: 0, or a negative code
  * with the reason logged (a file others may read, too short, missing). */

@@ -184,6 +184,11 @@ static void shutdown_finish(atl_daemon_t *d) {
     d->api = NULL;
   }
   atl_trace_end_all();
+  if (d->metrics_listening) {
+    d->metrics_listening = 0;
+    uv_close((uv_handle_t *)&d->metrics_listener, NULL);
+    unlink(d->metrics_path);
+  }
   if (d->admin) {
     atl_server_close(d->admin);
     d->admin = NULL;
@@ -358,6 +363,12 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
   rc = atl_server_start(d, admin_path, &atl_admin_kind, &d->admin);
   if (rc != 0)
     return rc;
+  snprintf(d->metrics_path, sizeof(d->metrics_path), "%s/metrics.sock",
+           cfg->socket_dir);
+  rc = atl_metrics_listen(d, d->metrics_path, &d->metrics_listener);
+  if (rc != 0)
+    return rc;
+  d->metrics_listening = 1;
   atl_sessions_resume(d);
   char ntools[16];
   snprintf(ntools, sizeof(ntools), "%zu", d->registry.n_tools);

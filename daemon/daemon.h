@@ -348,6 +348,9 @@ struct atl_daemon_s {
   atl_host_t host_template;
   atl_server_t *api;
   atl_server_t *admin;
+  uv_pipe_t metrics_listener; /* metrics.sock (metrics.c) */
+  int metrics_listening;
+  char metrics_path[4096];
   int64_t started_ms;
   uint64_t started_ns; /* atl_mono_ns() at start, for uptime */
   /* [admin] secret_file's contents; "" when none is set. */

@@ -11,8 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "admin.h"
+#include "log.h"
 #include "render_host.h"
 #include "stats.h"
 #include "trace.h"
@@ -240,4 +243,66 @@ char *atl_metrics_text(atl_daemon_t *d) {
          (double)atomic_load(&atl_stats.trace_dropped));
   fclose(f);
   return buf;
+}
+
+/* ---- metrics.sock ---- */
+
+/* <socket-dir>/metrics.sock, mode 0660 like api.sock: a connection gets
+ * the text above and is closed; nothing is read from it. It is how the
+ * web bridge (its own user, in api.sock's group, never admin.sock's)
+ * serves /metrics, so that scraping needs no admin power. */
+typedef struct {
+  uv_write_t req;
+  uv_pipe_t pipe;
+  char *text;
+} scrape_t;
+
+static void scrape_closed(uv_handle_t *h) {
+  scrape_t *s = h->data;
+  free(s->text);
+  free(s);
+}
+
+static void scrape_written(uv_write_t *req, int status) {
+  (void)status;
+  scrape_t *s = req->data;
+  uv_close((uv_handle_t *)&s->pipe, scrape_closed);
+}
+
+static void on_scrape(uv_stream_t *l, int status) {
+  atl_daemon_t *d = l->data;
+  if (status < 0)
+    return;
+  scrape_t *s = calloc(1, sizeof(*s));
+  if (s == NULL)
+    return;
+  uv_pipe_init(d->loop, &s->pipe, 0);
+  s->pipe.data = s;
+  s->req.data = s;
+  if (uv_accept(l, (uv_stream_t *)&s->pipe) != 0 ||
+      (s->text = atl_metrics_text(d)) == NULL) {
+    uv_close((uv_handle_t *)&s->pipe, scrape_closed);
+    return;
+  }
+  uv_buf_t b = uv_buf_init(s->text, (unsigned)strlen(s->text));
+  if (uv_write(&s->req, (uv_stream_t *)&s->pipe, &b, 1, scrape_written) != 0)
+    uv_close((uv_handle_t *)&s->pipe, scrape_closed);
+}
+
+int atl_metrics_listen(atl_daemon_t *d, const char *path, uv_pipe_t *listener) {
+  uv_pipe_init(d->loop, listener, 0);
+  listener->data = d;
+  unlink(path);
+  mode_t old = umask(0117);
+  int rc = uv_pipe_bind(listener, path);
+  umask(old);
+  if (rc == 0)
+    rc = uv_listen((uv_stream_t *)listener, 64, on_scrape);
+  if (rc != 0) {
+    atl_log_kv(ATL_LOG_ERROR, "cannot listen on the metrics socket", "path",
+               path, "error", uv_strerror(rc), NULL);
+    uv_close((uv_handle_t *)listener, NULL);
+    return ATL_EIO;
+  }
+  return 0;
 }

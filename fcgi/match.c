@@ -101,6 +101,10 @@ void fcgi_match(const char *method, const char *path, fcgi_match_t *m) {
   memset(m, 0, sizeof(*m));
   m->route = FCGI_R_NONE;
   m->why = "no such resource";
+  if (path != NULL && strcmp(path, "/metrics") == 0) {
+    accept_route(m, method, FCGI_R_METRICS, "GET, HEAD");
+    return;
+  }
   if (path == NULL || strncmp(path, "/api/", 5) != 0) {
     m->why = "no such resource (the API is under /api/)";
     return;

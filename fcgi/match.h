@@ -15,7 +15,8 @@ enum {
   FCGI_R_EVENTS,    /* …/{id}/events */
   FCGI_R_TOOL_CALL, /* …/{id}/tools/{name} */
   FCGI_R_IMAGE,     /* /api/images/{id}.png */
-  FCGI_R_AUTH       /* /api/auth: the token for a cookie (fcgi/auth.c) */
+  FCGI_R_AUTH,      /* /api/auth: the token for a cookie (fcgi/auth.c) */
+  FCGI_R_METRICS    /* /metrics: atelierd's counters for Prometheus */
 };
 
 typedef struct {

@@ -4,9 +4,14 @@
  * here rather than an error from deeper down. */
 #include "atl-build.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "bridge.h"
 #include "match.h"
@@ -156,6 +161,77 @@ static void image(fcgi_ctx_t *x, const char *id) {
   json_object_put(r);
 }
 
+/* /metrics: the text atelierd writes on metrics.sock, beside api.sock
+ * (doc/admin.md), passed on as it is. The bridge never needs admin.sock
+ * for it. */
+static void metrics(fcgi_ctx_t *x) {
+  char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  const char *api = fcgi_opt.daemon_socket;
+  const char *slash = strrchr(api, '/');
+  int dir = slash ? (int)(slash - api) : 1;
+  int n =
+      snprintf(path, sizeof(path), "%.*s/metrics.sock", dir, slash ? api : ".");
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  int fd = n > 0 && (size_t)n < sizeof(path)
+               ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)
+               : -1;
+  struct timeval tv = {.tv_sec = 5};
+  if (fd >= 0) {
+    memcpy(a.sun_path, path, (size_t)n + 1);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+    if (fd >= 0)
+      close(fd);
+    fcgi_reply_error(x, 503,
+                     "atelierd's metrics socket (%.200s) is not "
+                     "reachable; is atelierd running?",
+                     path);
+    return;
+  }
+  size_t len = 0, cap = 65536;
+  char *text = malloc(cap);
+  for (;;) {
+    if (text == NULL)
+      break;
+    if (len == cap) {
+      char *nt = cap < ((size_t)16 << 20) ? realloc(text, cap * 2) : NULL;
+      if (nt == NULL) {
+        free(text);
+        text = NULL;
+        break;
+      }
+      text = nt;
+      cap *= 2;
+    }
+    ssize_t r = read(fd, text + len, cap - len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      if (r < 0) {
+        free(text);
+        text = NULL;
+      }
+      break;
+    }
+    len += (size_t)r;
+  }
+  close(fd);
+  if (text == NULL) {
+    fcgi_reply_error(x, 502, "atelierd's metrics could not be read whole");
+    return;
+  }
+  x->status = 200;
+  fcgi_printf(x,
+              "Status: 200 OK\r\nContent-Type: text/plain; version=0.0.4; "
+              "charset=utf-8\r\nContent-Length: %zu\r\n"
+              "Cache-Control: no-store\r\n\r\n",
+              len);
+  if (!is_method(x, "HEAD"))
+    FCGX_PutStr(text, (int)len, x->req->out);
+  free(text);
+}
+
 void fcgi_route(fcgi_ctx_t *x) {
   fcgi_match_t m;
   fcgi_match(x->method, x->path, &m);
@@ -206,6 +282,9 @@ void fcgi_route(fcgi_ctx_t *x) {
     break;
   case FCGI_R_IMAGE:
     image(x, m.image);
+    break;
+  case FCGI_R_METRICS:
+    metrics(x);
     break;
   case FCGI_R_AUTH: /* answered by fcgi_guard */
     break;

@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import struct
@@ -215,6 +216,49 @@ def _(ctx):
     assert st == 200 and any(t["name"] == "create_shape" for t in b), b
     st, h, b = s.request("HEAD", "/api/health")
     assert st == 200 and b == b"", (st, b)
+
+
+@check("/metrics: the daemon's counters for Prometheus through nginx and "
+       "the bridge, accepted by promtool; the token and loopback required")
+def _(ctx):
+    s = ctx["stack"]
+    st, h, b = s.request("GET", "/metrics", raw=True)
+    assert st == 200, (st, b[:300])
+    assert h["content-type"] == "text/plain; version=0.0.4; charset=utf-8", h
+    text = b.decode()
+    assert "# TYPE atelier_uptime_seconds gauge" in text, text[:500]
+    assert 'atelier_rpc_request_seconds_count{socket="api",method=' in text
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool not found (Debian package prometheus)"
+    r = subprocess.run([promtool, "check", "metrics"], input=text,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and not (r.stdout + r.stderr).strip(), \
+        r.stdout + r.stderr
+    st, _, b = s.request("GET", "/metrics", auth=False)
+    assert st == 401, (st, b)
+    # Another Host (DNS rebinding): nginx closes without an answer (444).
+    try:
+        st, _, b = s.request("GET", "/metrics",
+                             headers={"Host": "evil.example"})
+        raise AssertionError("answered for another host: %s %r" % (st, b))
+    except http.client.RemoteDisconnected:
+        pass
+    st, _, b = s.request("POST", "/metrics", body={})
+    assert st == 405, (st, b)
+    # From another loopback address than 127.0.0.1: nginx's deny.
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=10,
+                                 source_address=("127.0.0.2", 0))
+    c.sendall(("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+               "Authorization: Bearer %s\r\nConnection: close\r\n\r\n"
+               % (s.port, s.token)).encode())
+    resp = b""
+    while True:
+        chunk = c.recv(65536)
+        if not chunk:
+            break
+        resp += chunk
+    c.close()
+    assert resp.startswith(b"HTTP/1.1 403"), resp[:200]
 
 
 @check("sessions: create (with a model), list, get, delete, then 404")
