@@ -71,6 +71,9 @@ static const char *const usage_text =
     "  admin drain | undrain            refuse / accept new sessions and\n"
     "                                   messages (before an upgrade)\n"
     "  admin shutdown [SECONDS]         stop the daemon gracefully\n"
+    "  top                              a live view, every second: calls,\n"
+    "                                   turns and tokens per second, the\n"
+    "                                   busiest tools, the farm, sessions\n"
     "  trace [SESSION] [--kinds K,...] [--seconds N] [--level L] [--json]\n"
     "                                   follow what happens, live: rpc, run,\n"
     "                                   turn, tool, commit, render, event,\n"
@@ -1044,6 +1047,8 @@ int main(int argc, char **argv) {
     status = ctl_cmd_admin(cargc, cargv);
   else if (is_trace)
     status = ctl_cmd_trace(cargc, cargv, opt.kinds, opt.seconds, opt.level);
+  else if (strcmp(cmd, "top") == 0)
+    status = ctl_cmd_top(cargc, cargv);
   else
     status = ctl_usage_error("unknown command '%s'", cmd);
   ctl_rpc_close(&rpc);

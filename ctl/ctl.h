@@ -49,5 +49,7 @@ const char *ctl_last_error(void);
 int ctl_cmd_admin(int argc, char **argv);
 int ctl_cmd_trace(int argc, char **argv, const char *kinds, double seconds,
                   const char *level);
+/* ctl_top.c: "top". */
+int ctl_cmd_top(int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ Standard library only.
 
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -600,6 +601,47 @@ def _(ctx):
     assert tr.returncode == 0, (tr.returncode, err)
     kinds = [json.loads(l)["kind"] for l in out.splitlines()]
     assert "tool" in kinds and "event" in kinds, out
+
+
+@check("atelierctl top in tmux: the rates, the busiest tools, the "
+       "sessions, refreshed; q quits")
+def _(ctx):
+    d = Daemon("top", CONF, env=ENV)
+    sid = d.session()
+    for i in range(3):
+        call(d, sid, "echo_store", {"key": "k%d" % i, "value": i})
+    tmux = ["tmux", "-L", "atl-top-%d" % os.getpid()]
+    cmd = "env ATELIER_SOCKET_DIR=%s %s top" % (os.path.dirname(d.sock), CTL)
+    subprocess.run(tmux + ["new-session", "-d", "-s", "top", "-x", "120",
+                           "-y", "40", cmd], check=True, timeout=20)
+    try:
+        # Calls while it runs: a refresh shows a rate above 0.
+        screen, rates = "", None
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            for _ in range(20):
+                call(d, sid, "echo_store", {"key": "k", "value": 1})
+            screen = subprocess.run(tmux + ["capture-pane", "-p", "-t", "top"],
+                                    capture_output=True, text=True,
+                                    timeout=10).stdout
+            rates = re.search(r"calls/s ([0-9.]+)", screen)
+            if rates and float(rates.group(1)) > 0 and sid in screen:
+                break
+        assert rates and float(rates.group(1)) > 0, screen
+        assert sid in screen and "echo_store" in screen, screen
+        assert "pid %d" % d.proc.pid in screen, screen
+        subprocess.run(tmux + ["send-keys", "-t", "top", "q"], check=True,
+                       timeout=10)
+        for _ in range(50):
+            if subprocess.run(tmux + ["has-session", "-t", "top"],
+                              capture_output=True).returncode != 0:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("top did not quit on q")
+    finally:
+        subprocess.run(tmux + ["kill-server"], capture_output=True)
+    d.stop()
 
 
 @check("a secret: nothing but auth before it, a wrong one refused and "
