@@ -367,10 +367,19 @@ static void log_call(atl_call_job_t *j) {
     atl_log_kv(ATL_LOG_INFO, msg, "session", j->session_id, "tool",
                j->tool_name, "target", j->target, "ms", ms, NULL);
   }
-  if (!ok)
-    atl_log_kv(ATL_LOG_ERROR, "Tool call FAIL", "session", j->session_id,
-               "tool", j->tool_name, "target", j->target, "error", j->error,
-               NULL);
+  if (!ok) {
+    /* As the mock-up: "Tool call FAIL: Shape not found (id: red_sphere)".
+     * The message is the one the model was given (a redacting tool's is
+     * scrubbed already), cut to a line's worth. */
+    char msg[600];
+    snprintf(msg, sizeof(msg), "Tool call FAIL: %.500s",
+             j->error ? j->error : "(no message)");
+    for (char *p = msg; *p; p++)
+      if (*p == '\n')
+        *p = ' ';
+    atl_log_kv(ATL_LOG_ERROR, msg, "session", j->session_id, "tool",
+               j->tool_name, "target", j->target, NULL);
+  }
 }
 
 /* The call's latency and failure kind (stats.h), and its end in the admin

@@ -347,6 +347,28 @@ def _(ctx):
     d.stop()
 
 
+@check("the log reads as seed 003's mock-up: one info line a call with "
+       "its session and time, a failure at error level with its message")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    assert call(d, sid, "create_shape", {
+        "id": "blue_sphere", "type": "sphere",
+        "properties": {"center": [0, 1, 0], "radius": 1}})["success"]
+    assert not call(d, sid, "update_shape", {
+        "id": "red_sphere", "updates": {"properties": {"radius": 2}}})[
+        "success"]
+    time.sleep(0.2)
+    lines = [l for l in log_text(d).splitlines() if "session=" + sid in l]
+    ok = [l for l in lines if 'msg="Tool call: create_shape (blue_sphere)"'
+          in l]
+    assert len(ok) == 1 and "level=info" in ok[0] and \
+        re.search(r" ms=[0-9]+ ", ok[0]), lines
+    bad = [l for l in lines if "Tool call FAIL: " in l]
+    assert len(bad) == 1 and "level=error" in bad[0] and \
+        "red_sphere" in bad[0] and "tool=update_shape" in bad[0], lines
+
+
 @check("metrics: the Prometheus text, accepted by promtool check metrics")
 def _(ctx):
     d = ctx["d"]
