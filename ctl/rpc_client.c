@@ -248,6 +248,11 @@ int ctl_rpc_call(ctl_rpc *c, const char *method, json_object *params,
   *result = NULL;
   clear_error(c);
   c->errmsg[0] = '\0';
+  if (c->start > 0) { /* lines a stream left: answers are read from 0 */
+    memmove(c->buf, c->buf + c->start, c->len - c->start);
+    c->len -= c->start;
+    c->start = 0;
+  }
   int64_t deadline = mono_ms() + timeout_ms;
   int64_t id = c->next_id++;
 

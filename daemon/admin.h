@@ -21,6 +21,8 @@ char *atl_metrics_text(atl_daemon_t *d);
  * connection, through listener (closed with the loop's other handles).
  * 0 or ATL_EIO (logged). */
 int atl_metrics_listen(atl_daemon_t *d, const char *path, uv_pipe_t *listener);
+/* Closes the scrapes still being written (at shutdown). */
+void atl_metrics_close_all(void);
 
 /* Reads [admin] secret_file into d->admin_secret: 0, or a negative code
  * with the reason logged (a file others may read, too short, missing). */

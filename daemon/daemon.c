@@ -189,6 +189,7 @@ static void shutdown_finish(atl_daemon_t *d) {
     uv_close((uv_handle_t *)&d->metrics_listener, NULL);
     unlink(d->metrics_path);
   }
+  atl_metrics_close_all();
   if (d->admin) {
     atl_server_close(d->admin);
     d->admin = NULL;

@@ -251,11 +251,18 @@ char *atl_metrics_text(atl_daemon_t *d) {
  * the text above and is closed; nothing is read from it. It is how the
  * web bridge (its own user, in api.sock's group, never admin.sock's)
  * serves /metrics, so that scraping needs no admin power. */
-typedef struct {
+typedef struct scrape_s {
+  struct scrape_s *next, *prev;
   uv_write_t req;
   uv_pipe_t pipe;
   char *text;
+  int closing;
 } scrape_t;
+
+/* Scrapes in flight (loop thread), closed at shutdown: a reader that never
+ * reads a text larger than the socket's buffer would otherwise keep its
+ * write, and the loop, alive. */
+static scrape_t *scrapes;
 
 static void scrape_closed(uv_handle_t *h) {
   scrape_t *s = h->data;
@@ -263,10 +270,27 @@ static void scrape_closed(uv_handle_t *h) {
   free(s);
 }
 
+static void scrape_close(scrape_t *s) {
+  if (s->closing)
+    return;
+  s->closing = 1;
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    scrapes = s->next;
+  if (s->next)
+    s->next->prev = s->prev;
+  uv_close((uv_handle_t *)&s->pipe, scrape_closed);
+}
+
 static void scrape_written(uv_write_t *req, int status) {
   (void)status;
-  scrape_t *s = req->data;
-  uv_close((uv_handle_t *)&s->pipe, scrape_closed);
+  scrape_close(req->data);
+}
+
+void atl_metrics_close_all(void) {
+  while (scrapes != NULL)
+    scrape_close(scrapes);
 }
 
 static void on_scrape(uv_stream_t *l, int status) {
@@ -279,14 +303,18 @@ static void on_scrape(uv_stream_t *l, int status) {
   uv_pipe_init(d->loop, &s->pipe, 0);
   s->pipe.data = s;
   s->req.data = s;
+  s->next = scrapes;
+  if (scrapes)
+    scrapes->prev = s;
+  scrapes = s;
   if (uv_accept(l, (uv_stream_t *)&s->pipe) != 0 ||
       (s->text = atl_metrics_text(d)) == NULL) {
-    uv_close((uv_handle_t *)&s->pipe, scrape_closed);
+    scrape_close(s);
     return;
   }
   uv_buf_t b = uv_buf_init(s->text, (unsigned)strlen(s->text));
   if (uv_write(&s->req, (uv_stream_t *)&s->pipe, &b, 1, scrape_written) != 0)
-    uv_close((uv_handle_t *)&s->pipe, scrape_closed);
+    scrape_close(s);
 }
 
 int atl_metrics_listen(atl_daemon_t *d, const char *path, uv_pipe_t *listener) {

@@ -955,15 +955,10 @@ static size_t utf8_prefix(const char *s, size_t len, size_t n) {
 
 void atl_rpc_trace(atl_daemon_t *d, atl_rpc_call_t *c,
                    const atl_rpc_request_t *req, const char *line, size_t len) {
-  json_object *params = req->params, *tool = NULL, *session = NULL;
-  json_object *args = NULL;
-  const atl_tool_entry_t *te = NULL;
-  if (params && json_object_is_type(params, json_type_object)) {
+  json_object *params = req->params, *v = NULL, *session = NULL;
+  int is_obj = params && json_object_is_type(params, json_type_object);
+  if (is_obj)
     json_object_object_get_ex(params, "session", &session);
-    if (json_object_object_get_ex(params, "name", &tool) &&
-        json_object_is_type(tool, json_type_string))
-      te = atl_registry_find(&d->registry, json_object_get_string(tool));
-  }
   const char *sid = session && json_object_is_type(session, json_type_string)
                         ? json_object_get_string(session)
                         : NULL;
@@ -972,25 +967,50 @@ void atl_rpc_trace(atl_daemon_t *d, atl_rpc_call_t *c,
                     req->method))
     return;
   atl_tw_int(&w, "client", (int64_t)atl_conn_id(c->conn));
+  /* The line as it came, like redis MONITOR, unless it could carry a
+   * secret: tool arguments (a tool.call) or a "/tool {json}" message
+   * (a session.send). Those are written from the parsed request, with a
+   * redacting tool's values replaced; the raw line is not used for them at
+   * all, since it may hold members the parser dropped (a key given
+   * twice). */
+  int parsed = is_obj && (json_object_object_get_ex(params, "arguments", &v) ||
+                          (json_object_object_get_ex(params, "text", &v) &&
+                           json_object_is_type(v, json_type_string) &&
+                           json_object_get_string(v)[0] == '/'));
   char *text = NULL;
-  if (te && (te->tool.flags & ATL_TOOL_REDACT_ARGS) &&
-      json_object_object_get_ex(params, "arguments", &args)) {
-    /* A secret call: the request again, its arguments' values replaced. */
+  if (parsed) {
     json_object *copy = NULL;
-    if (json_object_deep_copy(req->params, &copy, NULL) == 0 && copy) {
-      json_object_object_add(copy, "arguments", atl_redact_args(args));
+    if (json_object_deep_copy(params, &copy, NULL) == 0 && copy != NULL) {
+      json_object *tool = NULL, *args = NULL, *msg = NULL;
+      if (json_object_object_get_ex(copy, "name", &tool) &&
+          json_object_is_type(tool, json_type_string) &&
+          json_object_object_get_ex(copy, "arguments", &args)) {
+        const atl_tool_entry_t *te =
+            atl_registry_find(&d->registry, json_object_get_string(tool));
+        if (te && (te->tool.flags & ATL_TOOL_REDACT_ARGS))
+          json_object_object_add(copy, "arguments", atl_redact_args(args));
+      }
+      if (json_object_object_get_ex(copy, "text", &msg) &&
+          json_object_is_type(msg, json_type_string)) {
+        char *shown = atl_agent_redacted_text(d, json_object_get_string(msg));
+        if (shown != NULL)
+          json_object_object_add(copy, "text", json_object_new_string(shown));
+        free(shown);
+      }
       text =
           strdup(json_object_to_json_string_ext(copy, JSON_C_TO_STRING_PLAIN));
     }
     json_object_put(copy);
     line = text ? text : "null";
     len = strlen(line);
-    atl_tw_json(&w, "params", line, len);
-  } else if (len <= 2048) {
-    /* The request as it came, like redis MONITOR: no second serialization. */
-    atl_tw_json(&w, "request", line, len);
+  }
+  const char *key = parsed ? "params" : "request";
+  if (len <= 2048) {
+    atl_tw_json(&w, key, line, len);
   } else {
-    atl_tw_strn(&w, "request_cut", line, utf8_prefix(line, len, 2048));
+    char cut[32];
+    snprintf(cut, sizeof(cut), "%s_cut", key);
+    atl_tw_strn(&w, cut, line, utf8_prefix(line, len, 2048));
     atl_tw_int(&w, "bytes", (int64_t)len);
   }
   atl_tw_end(&w);

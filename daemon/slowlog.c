@@ -25,6 +25,10 @@ typedef struct {
   char *detail;
 } entry_t;
 
+/* The most text an entry's detail keeps (a call's arguments are cut at
+ * 2 kB before they get here, its strings at 512 bytes here). */
+#define DETAIL_MAX 8192
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static entry_t *ring;
 static size_t cap, head, n; /* head: where the next entry goes */
@@ -54,9 +58,28 @@ void atl_slowlog_configure(uint32_t ms, uint32_t max_entries) {
 
 void atl_slowlog_add(const char *kind, const char *session, const char *what,
                      uint64_t us, json_object *detail) {
-  char *text = detail ? strdup(json_object_to_json_string_ext(
-                            detail, JSON_C_TO_STRING_PLAIN))
-                      : NULL;
+  /* Each entry's detail is held to DETAIL_MAX bytes: a long error (a
+   * list of every tool, a provider's page of HTML) keeps its start. */
+  if (detail != NULL) {
+    json_object_object_foreach(detail, key, val) {
+      if (json_object_is_type(val, json_type_string) &&
+          json_object_get_string_len(val) > 512) {
+        const char *t = json_object_get_string(val);
+        size_t cut = 512;
+        while (cut > 0 && (t[cut] & 0xC0) == 0x80)
+          cut--;
+        json_object_object_add(detail, key,
+                               json_object_new_string_len(t, (int)cut));
+      }
+    }
+  }
+  const char *full =
+      detail ? json_object_to_json_string_ext(detail, JSON_C_TO_STRING_PLAIN)
+             : NULL;
+  char *text = full && strlen(full) <= DETAIL_MAX ? strdup(full) : NULL;
+  if (full && text == NULL)
+    text = strdup("{\"cut\":\"the detail was longer than the slow log "
+                  "keeps\"}");
   json_object_put(detail);
   pthread_mutex_lock(&mu);
   if (cap == 0) {
@@ -80,10 +103,19 @@ void atl_slowlog_add(const char *kind, const char *session, const char *what,
 }
 
 json_object *atl_slowlog_get(size_t count) {
-  json_object *a = json_object_new_array();
+  /* The entries are copied under the lock and made into JSON after it, so
+   * that a long answer never holds up the threads that record. */
   pthread_mutex_lock(&mu);
-  for (size_t k = 0; k < n && k < count; k++) {
-    const entry_t *e = &ring[(head + cap - 1 - k) % cap];
+  size_t k = n < count ? n : count;
+  entry_t *copy = calloc(k ? k : 1, sizeof(*copy));
+  for (size_t i = 0; copy != NULL && i < k; i++) {
+    copy[i] = ring[(head + cap - 1 - i) % cap];
+    copy[i].detail = copy[i].detail ? strdup(copy[i].detail) : NULL;
+  }
+  pthread_mutex_unlock(&mu);
+  json_object *a = json_object_new_array();
+  for (size_t i = 0; copy != NULL && i < k; i++) {
+    const entry_t *e = &copy[i];
     json_object *o = json_object_new_object();
     json_object_object_add(o, "id", json_object_new_int64((int64_t)e->id));
     char ts[32];
@@ -101,8 +133,9 @@ json_object *atl_slowlog_get(size_t count) {
     json_object_object_add(o, "detail",
                            e->detail ? json_tokener_parse(e->detail) : NULL);
     json_object_array_add(a, o);
+    free(copy[i].detail);
   }
-  pthread_mutex_unlock(&mu);
+  free(copy);
   return a;
 }
 

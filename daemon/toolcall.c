@@ -372,8 +372,14 @@ static void log_call(atl_call_job_t *j) {
      * The message is the one the model was given (a redacting tool's is
      * scrubbed already), cut to a line's worth. */
     char msg[600];
-    snprintf(msg, sizeof(msg), "Tool call FAIL: %.500s",
-             j->error ? j->error : "(no message)");
+    const char *e = j->error ? j->error : "(no message)";
+    size_t cut = strlen(e);
+    if (cut > 500) { /* on a character's first byte */
+      cut = 500;
+      while (cut > 0 && (e[cut] & 0xC0) == 0x80)
+        cut--;
+    }
+    snprintf(msg, sizeof(msg), "Tool call FAIL: %.*s", (int)cut, e);
     for (char *p = msg; *p; p++)
       if (*p == '\n')
         *p = ' ';

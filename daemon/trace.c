@@ -94,10 +94,17 @@ static void recompute(void) {
   }
   atomic_store(&atl_trace_mask, mask);
   atl_log_set_tap(level >= 0 ? log_tap : NULL, level);
-  if (mask != 0 && !uv_is_active((uv_handle_t *)&q_timer))
+  if (mask != 0 && !uv_is_active((uv_handle_t *)&q_timer)) {
     uv_timer_start(&q_timer, drain_cb, DRAIN_MS, DRAIN_MS);
-  else if (mask == 0)
+  } else if (mask == 0) {
     uv_timer_stop(&q_timer);
+    /* Lines nobody wants any more: a later subscriber must not get lines
+     * from before it asked. */
+    pthread_mutex_lock(&q_mu);
+    q_len = 0;
+    q_dropped = 0;
+    pthread_mutex_unlock(&q_mu);
+  }
 }
 
 static void timer_closed(uv_handle_t *h) {
@@ -131,7 +138,7 @@ void atl_trace_init(atl_daemon_t *d) {
 }
 
 static int matches(const sub_t *s, unsigned kind, int level,
-                   const char *session, const char *line) {
+                   const char *session, const char *line, size_t len) {
   if (s->ended || !(s->mask & kind))
     return 0;
   /* Each subscriber's own level: the tap formats at the most verbose
@@ -143,8 +150,9 @@ static int matches(const sub_t *s, unsigned kind, int level,
   if (kind == ATL_TR_LOG) {
     /* A log line names its session as a logfmt field. */
     char key[ATL_SESSION_ID_LEN + 16];
-    snprintf(key, sizeof(key), "session=%s", s->session);
-    return strstr(line, key) != NULL;
+    int k = snprintf(key, sizeof(key), "session=%s", s->session);
+    /* The line is not NUL-terminated in the queue: its length bounds it. */
+    return memmem(line, len, key, (size_t)k) != NULL;
   }
   return strcmp(s->session, session) == 0;
 }
@@ -221,7 +229,7 @@ static void drain_cb(uv_timer_t *h) {
     const rec_t *r = (const rec_t *)(buf + off);
     const char *line = buf + off + sizeof(rec_t);
     for (sub_t *s = subs; s != NULL; s = s->next)
-      if (matches(s, r->kind, r->level, r->session, line))
+      if (matches(s, r->kind, r->level, r->session, line, r->len))
         batch_add(s, line, r->len);
     off += REC_ALIGN(sizeof(rec_t) + r->len);
   }
@@ -291,12 +299,43 @@ static void tw_put(atl_tw_t *w, const char *s, size_t n) {
 
 /* A JSON string: quotes, backslashes and control characters escaped;
  * other bytes as they are (the daemon's strings are UTF-8). */
+/* The length of the well-formed UTF-8 sequence at s (n bytes left), or 0
+ * when the bytes there are not one (RFC 3629: no overlongs, no
+ * surrogates, nothing past U+10FFFF). */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned char c = s[0];
+  size_t k = c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+  if (k == 0 || k > n)
+    return 0;
+  for (size_t i = 1; i < k; i++)
+    if ((s[i] & 0xC0) != 0x80)
+      return 0;
+  if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) ||
+      (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))
+    return 0;
+  return k;
+}
+
 static void tw_quoted(atl_tw_t *w, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   tw_put(w, "\"", 1);
   size_t run = 0;
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
+    if (c >= 0x80) {
+      /* Text from plugins, models and logs: a byte that is not UTF-8
+       * becomes U+FFFD, so that every line stays JSON a strict parser
+       * takes. */
+      size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+      if (k > 0) {
+        i += k - 1;
+        continue;
+      }
+      tw_put(w, s + run, i - run);
+      run = i + 1;
+      tw_put(w, "\\ufffd", 6);
+      continue;
+    }
     if (c >= 0x20 && c != '"' && c != '\\')
       continue;
     tw_put(w, s + run, i - run);
@@ -501,6 +540,8 @@ static void on_conn_close(void *arg) {
 static void end_sub(sub_t *s, const char *why) {
   if (s->ended)
     return;
+  /* What was emitted before the end goes out before it. */
+  drain_cb(NULL);
   char line[64];
   int n = snprintf(line, sizeof(line), "{\"end\":\"%s\"}", why);
   batch_add(s, line, (size_t)n);

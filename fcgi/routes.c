@@ -179,6 +179,8 @@ static void metrics(fcgi_ctx_t *x) {
   if (fd >= 0) {
     memcpy(a.sun_path, path, (size_t)n + 1);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    /* A unix connect() waits on a full backlog: this bounds it too. */
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   }
   if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
     if (fd >= 0)

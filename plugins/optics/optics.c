@@ -475,7 +475,8 @@ static json_object *admin_summary(void *state, const char *session_id,
   for (size_t i = 0; i < n; i++) {
     json_object *t = NULL;
     const char *type = json_object_object_get_ex(
-                           json_object_array_get_idx(objs, i), "type", &t)
+                           json_object_array_get_idx(objs, i), "type", &t) &&
+                               json_object_is_type(t, json_type_string)
                            ? json_object_get_string(t)
                            : "?";
     json_object *c = NULL;

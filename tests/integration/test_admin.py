@@ -428,6 +428,8 @@ def _(ctx):
     assert starts[0]["args"] == {"key": "y", "value": 2}, starts[0]
     assert ends[0]["ok"] is True and ends[0]["ms"] >= 0, ends[0]
     assert ends[1]["ok"] is False and ends[1]["error"] == "on purpose", ends
+    # Bytes that are not UTF-8 in an error come out as U+FFFD: every line
+    # stays JSON a strict parser takes.
     evs = [l for l in lines if l["kind"] == "event"]
     assert [e["type"] for e in evs][:3] == ["tool.started", "echo.store",
                                             "tool.finished"] or \
@@ -436,6 +438,41 @@ def _(ctx):
     assert seqs == sorted(seqs), seqs
     ts = [l["t"] for l in lines]
     assert ts == sorted(ts), ts
+
+
+@check("trace lines are strict JSON and UTF-8: a request with bytes that "
+       "are not UTF-8 is refused before it, and text in other scripts "
+       "comes out whole")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    a = Admin(admin_path(d))
+    a.ok("trace", {"session": sid, "kinds": ["tool"]})
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(10)
+    c.connect(d.sock)
+    bad = (b'{"jsonrpc":"2.0","id":1,"method":"tool.call","params":{'
+           b'"session":"' + sid.encode() + b'","name":"echo_fail",'
+           b'"arguments":{"message":"caf\xc3\xa9 \xff\xfe end"}}}\n')
+    c.sendall(bad)
+    r = json.loads(c.recv(65536).split(b"\n")[0])
+    assert r["error"]["code"] in (-32700, -32600), r
+    good = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tool.call",
+                       "params": {"session": sid, "name": "echo_fail",
+                                  "arguments": {"message": "café ✓ 日本"}}},
+                      ensure_ascii=False).encode() + b"\n"
+    c.sendall(good)
+    c.recv(65536)
+    c.close()
+    a.s.settimeout(10)
+    got = b""
+    while got.count(b"\n") < 2:
+        got += a.s.recv(65536)
+    a.close()
+    for line in got.splitlines():
+        json.loads(line.decode("utf-8"))  # strict: raises on a bad byte
+    end = json.loads(got.splitlines()[1])
+    assert end["what"] == "end" and end["error"] == "café ✓ 日本", end
 
 
 @check("trace kinds and a time limit: only the kinds asked for, then "
@@ -484,6 +521,26 @@ def _(ctx):
                              "api_key": "(redacted)"}, start
     rpcl = [l for l in lines if l.get("kind") == "rpc"][0]
     assert rpcl["params"]["arguments"]["api_key"] == "(redacted)", rpcl
+    # The same secret in a "/tool {json}" message, and a key given twice
+    # (the parser keeps the last; the raw line has both).
+    a = Admin(admin_path(d))
+    a.ok("trace", {"kinds": ["rpc"]})
+    d.rpc("session.send", {"session": sid, "text": '/echo_vault {"label": '
+                           '"x", "api_key": "%s"}' % secret})
+    raw = ('{"jsonrpc":"2.0","id":9,"method":"tool.call","params":{'
+           '"session":"%s","name":"echo_vault","arguments":{"label":"y",'
+           '"api_key":"%s"},"arguments":{"label":"y","api_key":"%s"}}}\n'
+           % (sid, secret, secret))
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(d.sock)
+    c.sendall(raw.encode())
+    c.recv(65536)
+    c.close()
+    lines = trace_lines(a, lambda ls: len(ls) >= 2)
+    a.close()
+    text = json.dumps(lines)
+    assert len(lines) >= 2 and secret not in text, text[:3000]
+    assert lines[0]["params"]["text"] == "/echo_vault (redacted)", lines[0]
 
 
 @check("a reader that stops reading loses lines, not the daemon's pace: "
