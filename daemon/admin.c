@@ -707,14 +707,8 @@ static void admin_dispatch(atl_daemon_t *d, atl_rpc_call_t *c,
     if (strcmp(methods[i].name, req->method) == 0)
       break;
   if (i == N_METHODS) {
-    char msg[512];
-    int k = snprintf(msg, sizeof(msg),
-                     "Method not found: '%.64s' (admin methods:", req->method);
-    for (size_t m = 0; m < N_METHODS && k < (int)sizeof(msg) - 40; m++)
-      k += snprintf(msg + k, sizeof(msg) - (size_t)k, "%s %s", m ? "," : "",
-                    methods[m].name);
-    snprintf(msg + k, sizeof(msg) - (size_t)k, ")");
-    atl_rpc_reply_error(d, c, ATL_RPC_METHOD_NOT_FOUND, msg, NULL);
+    atl_rpc_not_found(d, c, req->method, "admin methods", methods, N_METHODS,
+                      sizeof(methods[0]));
     atl_rpc_request_free(req);
     return;
   }

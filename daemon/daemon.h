@@ -78,6 +78,7 @@ typedef struct {
   size_t n_plugins;
   atl_tool_entry_t **tools; /* sorted by name */
   size_t n_tools;
+  size_t n_redacting; /* tools flagged ATL_TOOL_REDACT_ARGS */
 } atl_registry_t;
 
 typedef struct {
@@ -332,6 +333,12 @@ json_object *atl_rpc_daemon_info(atl_daemon_t *d);
  * values replaced; past 2 kB, cut. */
 void atl_rpc_trace(atl_daemon_t *d, atl_rpc_call_t *c,
                    const atl_rpc_request_t *req, const char *line, size_t len);
+/* Answers "Method not found: 'method' (what: a, b, ...)" with the names
+ * of a method table: n entries of stride bytes, each beginning with its
+ * name (const char *). */
+void atl_rpc_not_found(atl_daemon_t *d, atl_rpc_call_t *c, const char *method,
+                       const char *what, const void *table, size_t n,
+                       size_t stride);
 /* Dispatches a parsed request (takes ownership of req). */
 void atl_rpc_dispatch(atl_daemon_t *d, atl_rpc_call_t *c,
                       atl_rpc_request_t *req);

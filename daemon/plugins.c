@@ -297,9 +297,12 @@ int atl_registry_load(atl_registry_t *reg, const char *path,
     goto fail;
   }
   reg->plugins[reg->n_plugins++] = p;
-  for (uint32_t i = 0; i < p->desc.n_tools; i++)
-    if (tools[i] != NULL)
-      reg->tools[reg->n_tools++] = tools[i];
+  for (uint32_t i = 0; i < p->desc.n_tools; i++) {
+    if (tools[i] == NULL)
+      continue;
+    reg->tools[reg->n_tools++] = tools[i];
+    reg->n_redacting += (tools[i]->tool.flags & ATL_TOOL_REDACT_ARGS) != 0;
+  }
   free(tools);
   qsort(reg->tools, reg->n_tools, sizeof(*reg->tools), tool_cmp);
   return 0;

@@ -944,15 +944,6 @@ static const struct {
 };
 #define N_METHODS (sizeof(methods) / sizeof(methods[0]))
 
-/* The first n bytes of s, not cutting a UTF-8 character. */
-static size_t utf8_prefix(const char *s, size_t len, size_t n) {
-  if (len <= n)
-    return len;
-  while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-    n--;
-  return n;
-}
-
 void atl_rpc_trace(atl_daemon_t *d, atl_rpc_call_t *c,
                    const atl_rpc_request_t *req, const char *line, size_t len) {
   json_object *params = req->params, *v = NULL, *session = NULL;
@@ -973,10 +964,13 @@ void atl_rpc_trace(atl_daemon_t *d, atl_rpc_call_t *c,
    * redacting tool's values replaced; the raw line is not used for them at
    * all, since it may hold members the parser dropped (a key given
    * twice). */
-  int parsed = is_obj && (json_object_object_get_ex(params, "arguments", &v) ||
-                          (json_object_object_get_ex(params, "text", &v) &&
-                           json_object_is_type(v, json_type_string) &&
-                           json_object_get_string(v)[0] == '/'));
+  /* Without a redacting tool loaded (the shipped plugins have none) no
+   * request can carry a secret argument: the raw line is always used. */
+  int parsed = is_obj && d->registry.n_redacting > 0 &&
+               (json_object_object_get_ex(params, "arguments", &v) ||
+                (json_object_object_get_ex(params, "text", &v) &&
+                 json_object_is_type(v, json_type_string) &&
+                 json_object_get_string(v)[0] == '/'));
   char *text = NULL;
   if (parsed) {
     json_object *copy = NULL;
@@ -1010,7 +1004,7 @@ void atl_rpc_trace(atl_daemon_t *d, atl_rpc_call_t *c,
   } else {
     char cut[32];
     snprintf(cut, sizeof(cut), "%s_cut", key);
-    atl_tw_strn(&w, cut, line, utf8_prefix(line, len, 2048));
+    atl_tw_strn(&w, cut, line, atl_utf8_prefix(line, len, 2048));
     atl_tw_int(&w, "bytes", (int64_t)len);
   }
   atl_tw_end(&w);
@@ -1043,15 +1037,21 @@ void atl_rpc_dispatch(atl_daemon_t *d, atl_rpc_call_t *c,
     atl_rpc_request_free(req);
     return;
   }
+  atl_rpc_not_found(d, c, req->method, "known", methods, n, sizeof(methods[0]));
+  atl_rpc_request_free(req);
+}
+
+void atl_rpc_not_found(atl_daemon_t *d, atl_rpc_call_t *c, const char *method,
+                       const char *what, const void *table, size_t n,
+                       size_t stride) {
   char msg[512];
-  int k = snprintf(msg, sizeof(msg),
-                   "Method not found: '%.64s' (known:", req->method);
+  int k = snprintf(msg, sizeof(msg), "Method not found: '%.64s' (%s:", method,
+                   what);
   for (size_t i = 0; i < n && k < (int)sizeof(msg) - 40; i++)
     k += snprintf(msg + k, sizeof(msg) - (size_t)k, "%s %s", i ? "," : "",
-                  methods[i].name);
+                  *(const char *const *)((const char *)table + i * stride));
   snprintf(msg + k, sizeof(msg) - (size_t)k, ")");
   atl_rpc_reply_error(d, c, ATL_RPC_METHOD_NOT_FOUND, msg, NULL);
-  atl_rpc_request_free(req);
 }
 
 const atl_server_kind_t atl_api_kind = {.name = "api",

@@ -65,9 +65,8 @@ void atl_slowlog_add(const char *kind, const char *session, const char *what,
       if (json_object_is_type(val, json_type_string) &&
           json_object_get_string_len(val) > 512) {
         const char *t = json_object_get_string(val);
-        size_t cut = 512;
-        while (cut > 0 && (t[cut] & 0xC0) == 0x80)
-          cut--;
+        size_t cut =
+            atl_utf8_prefix(t, (size_t)json_object_get_string_len(val), 512);
         json_object_object_add(detail, key,
                                json_object_new_string_len(t, (int)cut));
       }

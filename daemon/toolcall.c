@@ -373,12 +373,7 @@ static void log_call(atl_call_job_t *j) {
      * scrubbed already), cut to a line's worth. */
     char msg[600];
     const char *e = j->error ? j->error : "(no message)";
-    size_t cut = strlen(e);
-    if (cut > 500) { /* on a character's first byte */
-      cut = 500;
-      while (cut > 0 && (e[cut] & 0xC0) == 0x80)
-        cut--;
-    }
+    size_t cut = atl_utf8_prefix(e, strlen(e), 500);
     snprintf(msg, sizeof(msg), "Tool call FAIL: %.*s", (int)cut, e);
     for (char *p = msg; *p; p++)
       if (*p == '\n')
@@ -416,9 +411,7 @@ static void count_call(atl_call_job_t *j) {
         json_object_to_json_string_length(shown, JSON_C_TO_STRING_PLAIN, &alen);
     if (alen > 2048) {
       /* A drawing's thousand paths are not kept whole 128 times over. */
-      size_t cut = 2048;
-      while (cut > 0 && (atext[cut] & 0xC0) == 0x80)
-        cut--;
+      size_t cut = atl_utf8_prefix(atext, alen, 2048);
       json_object_object_add(dt, "args_cut",
                              json_object_new_string_len(atext, (int)cut));
       json_object_object_add(dt, "args_bytes",
@@ -452,10 +445,8 @@ static void count_call(atl_call_job_t *j) {
     size_t len = strlen(j->envelope);
     atl_tw_int(&w, "result_bytes", (int64_t)len);
     /* The start of the envelope, cut on a character's first byte. */
-    size_t cut = len > 300 ? 300 : len;
-    while (cut < len && cut > 0 && (j->envelope[cut] & 0xC0) == 0x80)
-      cut--;
-    atl_tw_strn(&w, "result_head", j->envelope, cut);
+    atl_tw_strn(&w, "result_head", j->envelope,
+                atl_utf8_prefix(j->envelope, len, 300));
   }
   atl_tw_end(&w);
 }

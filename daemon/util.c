@@ -63,6 +63,14 @@ uint64_t atl_mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+size_t atl_utf8_prefix(const char *s, size_t len, size_t max) {
+  if (len <= max)
+    return len;
+  while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+    max--;
+  return max;
+}
+
 void atl_format_time_ms(int64_t ms, char *buf, size_t len) {
   /* Each thread keeps the text of the last second it formatted: a busy
    * daemon stamps thousands of log lines and events a second, and

@@ -32,6 +32,9 @@ const char *atl_err_name(int err);
 /* Wall-clock milliseconds since the epoch, and a monotonic clock in
  * nanoseconds for durations. */
 int64_t atl_now_ms(void);
+/* How much of s (len bytes) fits in max bytes without cutting a UTF-8
+ * character: len itself when it fits. */
+size_t atl_utf8_prefix(const char *s, size_t len, size_t max);
 uint64_t atl_mono_ns(void);
 
 /* Writes an RFC 3339 UTC timestamp with milliseconds, e.g.

@@ -72,13 +72,6 @@ static int kind_of(json_object *m) {
   return strcmp(role, "summary") == 0 ? ATL_MSG_SUMMARY : ATL_MSG_OTHER;
 }
 
-/* The first n bytes of s, not cutting a UTF-8 character. */
-static size_t utf8_cut(const char *s, size_t n) {
-  while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-    n--;
-  return n;
-}
-
 /* An earlier result's envelope in short: whether it succeeded, its error,
  * the start of its result, and what was left out. */
 static json_object *brief(json_object *env) {
@@ -88,7 +81,7 @@ static json_object *brief(json_object *env) {
   const char *err = atl_provider_str(env, "error");
   if (err != NULL) {
     size_t n = strlen(err);
-    size_t k = n > 2 * SHORT_KEEP ? utf8_cut(err, 2 * SHORT_KEEP) : n;
+    size_t k = atl_utf8_prefix(err, n, 2 * SHORT_KEEP);
     json_object_object_add(out, "error",
                            json_object_new_string_len(err, (int)k));
   }
@@ -99,7 +92,7 @@ static json_object *brief(json_object *env) {
     if (n <= SHORT_KEEP) {
       json_object_object_add(out, "result", json_object_get(v));
     } else {
-      size_t k = utf8_cut(t, SHORT_KEEP);
+      size_t k = atl_utf8_prefix(t, n, SHORT_KEEP);
       char note[200];
       snprintf(note, sizeof(note),
                "%zu more bytes of this earlier result were left out to fit "

@@ -531,6 +531,21 @@ oom:
   return -1;
 }
 
+/* The current piece's strokes, and in *human those a person drew (a
+ * packed stroke's author follows its first ';'). */
+static size_t count_strokes(json_object *piece, size_t *human) {
+  json_object *strokes = drw_strokes(piece);
+  size_t n = strokes ? json_object_array_length(strokes) : 0;
+  *human = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *s =
+        json_object_get_string(json_object_array_get_idx(strokes, i));
+    const char *a = s ? strchr(s, ';') : NULL;
+    *human += a && a[1] == 'h';
+  }
+  return n;
+}
+
 /* ---- the admin socket's summary (plugin ABI 1.4) ---- */
 
 static json_object *admin_summary(void *state, const char *session_id,
@@ -540,14 +555,7 @@ static json_object *admin_summary(void *state, const char *session_id,
   json_object *piece = ns ? drw_current(ns) : NULL;
   if (piece == NULL)
     return NULL;
-  json_object *strokes = drw_strokes(piece);
-  size_t n = strokes ? json_object_array_length(strokes) : 0, human = 0;
-  for (size_t i = 0; i < n; i++) {
-    const char *s =
-        json_object_get_string(json_object_array_get_idx(strokes, i));
-    const char *a = s ? strchr(s, ';') : NULL;
-    human += a && a[1] == 'h';
-  }
+  size_t human = 0, n = count_strokes(piece, &human);
   json_object *pieces = get(ns, "pieces");
   json_object *o = json_object_new_object();
   json_object_object_add(o, "piece",
@@ -576,14 +584,7 @@ static char *describe(void *state, json_object *ns) {
    * present the canvas, and every other session's prompt stays short. */
   if (piece == NULL)
     return NULL;
-  json_object *strokes = drw_strokes(piece);
-  size_t n = strokes ? json_object_array_length(strokes) : 0, human = 0;
-  for (size_t i = 0; i < n; i++) {
-    const char *s =
-        json_object_get_string(json_object_array_get_idx(strokes, i));
-    const char *a = s ? strchr(s, ';') : NULL;
-    human += a && a[1] == 'h';
-  }
+  size_t human = 0, n = count_strokes(piece, &human);
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
