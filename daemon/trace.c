@@ -28,6 +28,7 @@ typedef struct sub_s {
   /* This batch's lines for it, and how many. */
   char *out;
   size_t out_len, out_cap, out_lines;
+  size_t out_hint; /* the last batch's buffer size, for the next one */
   uv_timer_t timer;
   int has_timer;
   int ended;
@@ -160,7 +161,9 @@ static int matches(const sub_t *s, unsigned kind, int level,
 /* Appends a line and its newline to s's batch. */
 static void batch_add(sub_t *s, const char *line, size_t len) {
   if (s->out_len + len + 1 > s->out_cap) {
-    size_t cap = s->out_cap ? s->out_cap * 2 : 16384;
+    size_t cap = s->out_cap    ? s->out_cap * 2
+                 : s->out_hint ? s->out_hint
+                               : 16384;
     while (cap < s->out_len + len + 1)
       cap *= 2;
     char *nb = realloc(s->out, cap);
@@ -183,18 +186,28 @@ static void batch_add(sub_t *s, const char *line, size_t len) {
 static void batch_flush(sub_t *s) {
   if (s->out_lines == 0)
     return;
-  char note[64];
-  int n = s->dropped > 0 ? snprintf(note, sizeof(note), "{\"dropped\":%llu}\n",
-                                    (unsigned long long)s->dropped)
-                         : 0;
-  char *buf = malloc(s->out_len + (size_t)n);
-  int rc = ATL_ENOMEM;
-  if (buf != NULL) {
-    memcpy(buf, note, (size_t)n);
-    memcpy(buf + n, s->out, s->out_len);
-    rc = atl_conn_stream_write(s->conn, buf, s->out_len + (size_t)n,
-                               ATL_TRACE_BUFFER);
+  char *buf = s->out;
+  size_t len = s->out_len;
+  if (s->dropped > 0) {
+    /* The count of what was lost goes first: the batch is copied behind
+     * it. Otherwise the batch's own buffer is written, not copied. */
+    char note[64];
+    int n = snprintf(note, sizeof(note), "{\"dropped\":%llu}\n",
+                     (unsigned long long)s->dropped);
+    buf = malloc(len + (size_t)n);
+    if (buf != NULL) {
+      memcpy(buf, note, (size_t)n);
+      memcpy(buf + n, s->out, len);
+      len += (size_t)n;
+    }
+  } else {
+    s->out_hint = s->out_cap <= (size_t)1 << 20 ? s->out_cap : 0;
+    s->out = NULL;
+    s->out_cap = 0;
   }
+  int rc = buf != NULL
+               ? atl_conn_stream_write(s->conn, buf, len, ATL_TRACE_BUFFER)
+               : ATL_ENOMEM;
   if (rc == 0) {
     atomic_fetch_add(&atl_stats.trace_lines, s->out_lines);
     s->dropped = 0;
