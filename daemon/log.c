@@ -59,6 +59,9 @@ static pthread_rwlock_t g_secrets_lock = PTHREAD_RWLOCK_INITIALIZER;
 static char **g_secrets;
 static size_t *g_secret_lens;
 static size_t g_nsecrets;
+/* The bytes a registered secret starts with, so that a value is searched
+ * for secrets only where one could begin. */
+static uint64_t g_secret_first[4];
 
 static const char *const level_names[] = {"error", "warn", "info", "debug",
                                           "trace"};
@@ -223,6 +226,8 @@ void atl_log_add_secret(const char *secret) {
   g_secrets[at] = copy;
   g_secret_lens[at] = len;
   g_nsecrets++;
+  unsigned char first = (unsigned char)secret[0];
+  g_secret_first[first >> 6] |= (uint64_t)1 << (first & 63);
 out:
   pthread_rwlock_unlock(&g_secrets_lock);
 }
@@ -334,15 +339,52 @@ static size_t secret_at(const char *s, size_t avail) {
   return 0;
 }
 
+/* Appends as much of n bytes that need no escaping as fits; a cut marks
+ * the line truncated (and never leaves half a character). */
+static void put_run(line_t *l, const char *s, size_t n) {
+  if (l->truncated)
+    return;
+  size_t room = l->cap - l->len;
+  memcpy(l->buf + l->len, s, n <= room ? n : room);
+  l->len += n <= room ? n : room;
+  if (n > room) {
+    l->truncated = 1;
+    trim_partial_utf8(l);
+  }
+}
+
+/* How many of the n bytes at s come before the first place a registered
+ * secret could start. The caller holds g_secrets_lock for reading. */
+static size_t secret_free_prefix(const char *s, size_t n) {
+  if (g_nsecrets == 0)
+    return n;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (g_secret_first[c >> 6] & ((uint64_t)1 << (c & 63)))
+      return i;
+  }
+  return n;
+}
+
 /* Writes a value, quoted when needed, with every registered secret in it
  * replaced by REDACTED. Scrubbing the raw text (before escaping) finds a
- * secret even when it contains characters that escaping would change. */
+ * secret even when it contains characters that escaping would change.
+ * Runs of bytes that need neither are copied whole: a byte at a time,
+ * each log line cost a traced call more than the rest of its trace
+ * (bench/README.md, admin). */
 static void put_value(line_t *l, const char *v) {
   int quoted = needs_quotes(v);
   size_t n = strlen(v);
   if (quoted)
     put(l, "\"", 1);
   for (size_t i = 0; i < n && !l->truncated;) {
+    size_t run = quoted ? atl_plain_prefix(v + i, n - i) : n - i;
+    run = secret_free_prefix(v + i, run);
+    if (run > 0) {
+      put_run(l, v + i, run);
+      i += run;
+      continue;
+    }
     size_t s = g_nsecrets > 0 ? secret_at(v + i, n - i) : 0;
     if (s > 0) {
       put_str(l, REDACTED);
@@ -391,18 +433,28 @@ static void put_key(line_t *l, const char *k) {
 /* 1 if a value under this key must not be logged. '-' and '_' are treated
  * alike so that "x_api_key" and "api-key" are caught too. */
 static int is_secret_key(const char *k) {
-  static const char *const names[] = {
-      "api_key", "apikey", "authorization", "password",
-      "secret",  "token",  "x_api_key",     "x_goog_api_key",
+#define NAME(s)                                                                \
+  { s, sizeof(s) - 1 }
+  static const struct {
+    const char *text;
+    size_t len;
+  } names[] = {
+      NAME("api_key"),   NAME("apikey"),         NAME("authorization"),
+      NAME("password"),  NAME("secret"),         NAME("token"),
+      NAME("x_api_key"), NAME("x_goog_api_key"),
   };
+#undef NAME
   char norm[32];
   size_t n = strlen(k);
   if (n >= sizeof(norm))
     return 0;
-  for (size_t i = 0; i <= n; i++)
-    norm[i] = k[i] == '-' ? '_' : k[i];
+  for (size_t i = 0; i <= n; i++) {
+    char c = k[i] == '-' ? '_' : k[i];
+    norm[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+  }
+  /* Every key of every line comes here: lengths first, then one compare. */
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-    if (strcasecmp(norm, names[i]) == 0)
+    if (names[i].len == n && memcmp(norm, names[i].text, n) == 0)
       return 1;
   }
   return 0;

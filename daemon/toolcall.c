@@ -353,17 +353,44 @@ static void commit_cb(int status, void *user) {
   atl_daemon_post(j->d, commit_loop, j);
 }
 
+/* Appends text to buf (cap bytes, at bytes used), cut on a character's
+ * first byte if it does not fit; the new length. */
+static size_t append_cut(char *buf, size_t cap, size_t at, const char *text) {
+  size_t len = strlen(text), room = cap - 1 - at;
+  size_t n = atl_utf8_prefix(text, len, room);
+  memcpy(buf + at, text, n);
+  buf[at + n] = '\0';
+  return at + n;
+}
+
 /* Seed 003's terse lines, "Tool call: update_shape (blue_sphere)", with
  * the session and the timing as logfmt fields; a failure adds an error
  * line with the message the model was given. */
 static void log_call(atl_call_job_t *j) {
   int ok = j->outcome == ATL_OUTCOME_SUCCESS && !j->timed_out;
   if (atl_log_enabled(ATL_LOG_INFO)) {
+    /* Put together by hand: the two snprintf calls were a third of the
+     * line's cost, and a daemon logs at info by default. */
     char ms[24], msg[256];
-    snprintf(ms, sizeof(ms), "%lld", (long long)j->duration_ms);
-    snprintf(msg, sizeof(msg), "Tool call: %s%s%s%s", j->tool_name,
-             j->target ? " (" : "", j->target ? j->target : "",
-             j->target ? ")" : "");
+    size_t n = 0;
+    uint64_t v = j->duration_ms > 0 ? (uint64_t)j->duration_ms : 0;
+    do {
+      ms[n++] = (char)('0' + v % 10);
+      v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n / 2; i++) {
+      char t = ms[i];
+      ms[i] = ms[n - 1 - i];
+      ms[n - 1 - i] = t;
+    }
+    ms[n] = '\0';
+    n = append_cut(msg, sizeof(msg), 0, "Tool call: ");
+    n = append_cut(msg, sizeof(msg), n, j->tool_name ? j->tool_name : "?");
+    if (j->target) {
+      n = append_cut(msg, sizeof(msg), n, " (");
+      n = append_cut(msg, sizeof(msg), n, j->target);
+      append_cut(msg, sizeof(msg), n, ")");
+    }
     atl_log_kv(ATL_LOG_INFO, msg, "session", j->session_id, "tool",
                j->tool_name, "target", j->target, "ms", ms, NULL);
   }

@@ -41,36 +41,50 @@ static _Atomic(atl_daemon_t *) g_daemon;
 static sub_t *subs;
 static unsigned n_subs;
 
-/* Lines on their way to the loop, from any thread: records of a header
- * and the line, appended under the lock, taken whole by the loop every
- * DRAIN_MS while anyone traces. No thread wakes the loop for a line, and
- * a subscriber gets one write per DRAIN_MS, not one per line: at tens of
+/* Lines on their way to the loop: records of a header and the line. The
+ * loop's own lines (nearly all of them: requests, calls, events, logs)
+ * are appended to a queue only it touches, without a lock; other
+ * threads' (the store's commits, pool threads' logs) to a shared queue
+ * under q_mu. Both are taken whole every DRAIN_MS while anyone traces
+ * and merged by time. No thread wakes the loop for a line, and a
+ * subscriber gets one write per DRAIN_MS, not one per line: at tens of
  * thousands of lines a second, wake-ups and writes per line cost the
  * loop a quarter of its time (bench/README.md, admin). */
 typedef struct {
+  uint64_t t;   /* when it was made, in µs since the daemon started */
   uint32_t len; /* of the line, without its newline */
   uint16_t kind;
   int16_t level; /* a log line's, else -1 */
   char session[ATL_SESSION_ID_LEN + 1];
 } rec_t;
 #define REC_ALIGN(n) (((n) + 7) & ~(size_t)7)
-/* The most the queue holds before lines are dropped at the source: the
+/* The most a queue holds before lines are dropped at the source: the
  * loop is far behind, and every subscriber would lose them anyway. */
 #define QUEUE_MAX ((size_t)8 << 20)
 
+typedef struct {
+  char *buf;
+  size_t len, cap;
+  uint64_t dropped; /* lines it had no room for */
+} queue_t;
+
 static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
-static char *q_buf;
-static size_t q_len, q_cap;
-static uint64_t q_dropped; /* lines the queue had no room for */
+static queue_t q_shared; /* under q_mu */
+static queue_t q_loop;   /* the loop thread only */
+/* The buffers the last drain emptied, kept for the next: a fresh one grew
+ * by doubling (and copying) every DRAIN_MS. */
+static char *q_spare, *l_spare;
+static size_t q_spare_cap, l_spare_cap;
 static uv_timer_t q_timer;
-static int q_ready; /* q_timer is initialised (loop thread) */
+static int q_ready; /* q_timer is initialised; written under q_mu */
+static _Thread_local int t_on_loop; /* this thread runs the loop */
 #define DRAIN_MS 5
 
 const char *atl_trace_kind_name(unsigned kind) {
-  for (unsigned i = 0; i < N_KINDS; i++)
-    if (kind == 1u << i)
-      return kind_names[i];
-  return "?";
+  if (kind == 0 || (kind & (kind - 1)) != 0)
+    return "?";
+  unsigned i = (unsigned)__builtin_ctz(kind);
+  return i < N_KINDS ? kind_names[i] : "?";
 }
 
 unsigned atl_trace_kind_parse(const char *name) {
@@ -102,23 +116,34 @@ static void recompute(void) {
     /* Lines nobody wants any more: a later subscriber must not get lines
      * from before it asked. */
     pthread_mutex_lock(&q_mu);
-    q_len = 0;
-    q_dropped = 0;
+    q_shared.len = 0;
+    q_shared.dropped = 0;
     pthread_mutex_unlock(&q_mu);
+    q_loop.len = 0;
+    q_loop.dropped = 0;
   }
 }
 
 static void timer_closed(uv_handle_t *h) {
   (void)h;
   pthread_mutex_lock(&q_mu);
-  free(q_buf);
-  q_buf = NULL;
-  q_len = q_cap = 0;
+  free(q_shared.buf);
+  free(q_spare);
+  q_shared = (queue_t){0};
+  q_spare = NULL;
+  q_spare_cap = 0;
   pthread_mutex_unlock(&q_mu);
+  free(q_loop.buf);
+  free(l_spare);
+  q_loop = (queue_t){0};
+  l_spare = NULL;
+  l_spare_cap = 0;
 }
 
 void atl_trace_init(atl_daemon_t *d) {
   if (d != NULL) {
+    /* Called on the loop's thread, which runs everything else here. */
+    t_on_loop = 1;
     uv_timer_init(d->loop, &q_timer);
     /* Lines in flight never keep a stopping daemon's loop alive. */
     uv_unref((uv_handle_t *)&q_timer);
@@ -224,94 +249,156 @@ static void batch_flush(sub_t *s) {
   }
 }
 
+/* The record at off in buf, and the offset of the one after it. */
+static const rec_t *rec_at(const char *buf, size_t off) {
+  return (const rec_t *)(buf + off);
+}
+static size_t rec_next(const rec_t *r, size_t off) {
+  return off + REC_ALIGN(sizeof(rec_t) + r->len);
+}
+
+static void deliver(const rec_t *r) {
+  const char *line = (const char *)(r + 1);
+  for (sub_t *s = subs; s != NULL; s = s->next)
+    if (matches(s, r->kind, r->level, r->session, line, r->len))
+      batch_add(s, line, r->len);
+}
+
 static void drain_cb(uv_timer_t *h) {
   (void)h;
   pthread_mutex_lock(&q_mu);
-  char *buf = q_buf;
-  size_t len = q_len;
-  uint64_t lost = q_dropped;
-  q_buf = NULL;
-  q_len = q_cap = 0;
-  q_dropped = 0;
+  queue_t shared = q_shared;
+  q_shared = (queue_t){.buf = q_spare, .cap = q_spare_cap};
+  q_spare = NULL;
+  q_spare_cap = 0;
   pthread_mutex_unlock(&q_mu);
+  queue_t own = q_loop;
+  q_loop = (queue_t){.buf = l_spare, .cap = l_spare_cap};
+  l_spare = NULL;
+  l_spare_cap = 0;
+  uint64_t lost = shared.dropped + own.dropped;
   for (sub_t *s = subs; s != NULL && lost > 0; s = s->next) {
     s->dropped += lost;
     atomic_fetch_add(&atl_stats.trace_dropped, lost);
   }
-  for (size_t off = 0; off < len;) {
-    const rec_t *r = (const rec_t *)(buf + off);
-    const char *line = buf + off + sizeof(rec_t);
-    for (sub_t *s = subs; s != NULL; s = s->next)
-      if (matches(s, r->kind, r->level, r->session, line, r->len))
-        batch_add(s, line, r->len);
-    off += REC_ALIGN(sizeof(rec_t) + r->len);
+  /* Each queue is in time order (the shared one nearly: threads race
+   * between their clock and the lock); merged, a session's lines come out
+   * in the order they happened across threads. */
+  size_t a = 0, b = 0;
+  while (a < own.len || b < shared.len) {
+    const rec_t *ra = a < own.len ? rec_at(own.buf, a) : NULL;
+    const rec_t *rb = b < shared.len ? rec_at(shared.buf, b) : NULL;
+    if (ra != NULL && (rb == NULL || ra->t <= rb->t)) {
+      deliver(ra);
+      a = rec_next(ra, a);
+    } else {
+      deliver(rb);
+      b = rec_next(rb, b);
+    }
   }
-  free(buf);
+  /* Kept for the next drain unless a burst made them big. */
+  if (own.cap <= (size_t)1 << 20 && q_ready) {
+    l_spare = own.buf;
+    l_spare_cap = own.cap;
+    own.buf = NULL;
+  }
+  free(own.buf);
+  if (shared.cap <= (size_t)1 << 20) {
+    pthread_mutex_lock(&q_mu);
+    if (q_spare == NULL && q_ready) {
+      q_spare = shared.buf;
+      q_spare_cap = shared.cap;
+      shared.buf = NULL;
+    }
+    pthread_mutex_unlock(&q_mu);
+  }
+  free(shared.buf);
   for (sub_t *s = subs; s != NULL; s = s->next)
     batch_flush(s);
 }
 
-/* Queues one line (any thread). */
-static void enqueue(unsigned kind, int level, const char *session,
-                    const char *line, size_t len) {
-  atl_daemon_t *d = atomic_load(&g_daemon);
+/* Appends one record to q (its owner has made sure no other thread
+ * touches it). */
+static void queue_add(queue_t *q, uint64_t t, unsigned kind, int level,
+                      const char *session, size_t slen, const char *line,
+                      size_t len) {
   size_t need = REC_ALIGN(sizeof(rec_t) + len);
-  size_t slen = session ? strnlen(session, ATL_SESSION_ID_LEN) : 0;
-  pthread_mutex_lock(&q_mu);
-  if (!q_ready || d == NULL) {
-    pthread_mutex_unlock(&q_mu);
-    return;
-  }
-  if (q_len + need > q_cap && q_len + need <= QUEUE_MAX) {
-    size_t cap = q_cap ? q_cap * 2 : 65536;
-    while (cap < q_len + need)
+  if (q->len + need > q->cap && q->len + need <= QUEUE_MAX) {
+    size_t cap = q->cap ? q->cap * 2 : 65536;
+    while (cap < q->len + need)
       cap *= 2;
-    char *nb = realloc(q_buf, cap);
+    char *nb = realloc(q->buf, cap);
     if (nb != NULL) {
-      q_buf = nb;
-      q_cap = cap;
+      q->buf = nb;
+      q->cap = cap;
     }
   }
-  if (q_len + need <= q_cap) {
-    rec_t *r = (rec_t *)(q_buf + q_len);
-    r->len = (uint32_t)len;
-    r->kind = (uint16_t)kind;
-    r->level = (int16_t)level;
-    memcpy(r->session, session ? session : "", slen);
-    r->session[slen] = '\0';
-    memcpy(q_buf + q_len + sizeof(rec_t), line, len);
-    q_len += need;
-  } else {
-    q_dropped++;
+  if (q->len + need > q->cap) {
+    q->dropped++;
+    return;
   }
+  rec_t *r = (rec_t *)(q->buf + q->len);
+  r->t = t;
+  r->len = (uint32_t)len;
+  r->kind = (uint16_t)kind;
+  r->level = (int16_t)level;
+  memcpy(r->session, session ? session : "", slen);
+  r->session[slen] = '\0';
+  memcpy(r + 1, line, len);
+  q->len += need;
+}
+
+/* Queues one line (any thread). */
+static void enqueue(uint64_t t, unsigned kind, int level, const char *session,
+                    const char *line, size_t len) {
+  atl_daemon_t *d = atomic_load(&g_daemon);
+  size_t slen = session ? strnlen(session, ATL_SESSION_ID_LEN) : 0;
+  if (t_on_loop) {
+    /* q_ready is written on this thread: no lock to read it. */
+    if (q_ready && d != NULL)
+      queue_add(&q_loop, t, kind, level, session, slen, line, len);
+    return;
+  }
+  pthread_mutex_lock(&q_mu);
+  if (q_ready && d != NULL)
+    queue_add(&q_shared, t, kind, level, session, slen, line, len);
   pthread_mutex_unlock(&q_mu);
 }
 
 /* ---- the writer ---- */
 
-static void tw_put(atl_tw_t *w, const char *s, size_t n) {
+/* Grows w to hold n more bytes; 0 when it cannot (the line is dropped). */
+static int tw_grow(atl_tw_t *w, size_t n) {
   if (w->failed)
-    return;
-  if (w->len + n > w->cap) {
-    size_t cap = w->cap * 2;
-    while (cap < w->len + n)
-      cap *= 2;
-    char *nb = w->p == w->stack ? malloc(cap) : realloc(w->p, cap);
-    if (nb == NULL) {
-      w->failed = 1;
-      return;
-    }
-    if (w->p == w->stack)
-      memcpy(nb, w->stack, w->len);
-    w->p = nb;
-    w->cap = cap;
+    return 0;
+  size_t cap = w->cap * 2;
+  while (cap < w->len + n)
+    cap *= 2;
+  char *nb = w->p == w->stack ? malloc(cap) : realloc(w->p, cap);
+  if (nb == NULL) {
+    /* A failed line keeps no room, so every later put takes this path
+     * and returns. */
+    if (w->p != w->stack)
+      free(w->p);
+    w->p = w->stack;
+    w->len = w->cap = 0;
+    w->failed = 1;
+    return 0;
   }
+  if (w->p == w->stack)
+    memcpy(nb, w->stack, w->len);
+  w->p = nb;
+  w->cap = cap;
+  return 1;
+}
+
+static inline void tw_put(atl_tw_t *w, const char *s, size_t n) {
+  if (w->len + n > w->cap && !tw_grow(w, n))
+    return;
   memcpy(w->p + w->len, s, n);
   w->len += n;
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped;
- * other bytes as they are (the daemon's strings are UTF-8). */
 /* The length of the well-formed UTF-8 sequence at s (n bytes left), or 0
  * when the bytes there are not one (RFC 3629: no overlongs, no
  * surrogates, nothing past U+10FFFF). */
@@ -329,30 +416,32 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
   return k;
 }
 
+/* A JSON string: quotes, backslashes and control characters escaped;
+ * other bytes as they are (the daemon's strings are UTF-8). Runs of plain
+ * bytes are found a word at a time and copied whole: escaping byte by
+ * byte was a third of a traced call's cost (bench/README.md, admin). */
 static void tw_quoted(atl_tw_t *w, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   tw_put(w, "\"", 1);
-  size_t run = 0;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n;) {
+    size_t run = atl_plain_prefix(s + i, n - i);
+    tw_put(w, s + i, run);
+    i += run;
+    if (i >= n)
+      break;
     unsigned char c = (unsigned char)s[i];
-    if (c >= 0x80) {
+    if (c >= 0x7f) {
       /* Text from plugins, models and logs: a byte that is not UTF-8
        * becomes U+FFFD, so that every line stays JSON a strict parser
-       * takes. */
-      size_t k = utf8_seq((const unsigned char *)s + i, n - i);
-      if (k > 0) {
-        i += k - 1;
-        continue;
-      }
-      tw_put(w, s + run, i - run);
-      run = i + 1;
-      tw_put(w, "\\ufffd", 6);
+       * takes. DEL needs no escape. */
+      size_t k = c == 0x7f ? 1 : utf8_seq((const unsigned char *)s + i, n - i);
+      if (k > 0)
+        tw_put(w, s + i, k);
+      else
+        tw_put(w, "\\ufffd", 6);
+      i += k > 0 ? k : 1;
       continue;
     }
-    if (c >= 0x20 && c != '"' && c != '\\')
-      continue;
-    tw_put(w, s + run, i - run);
-    run = i + 1;
     char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
     size_t k = 2;
     if (c == '\n')
@@ -368,8 +457,8 @@ static void tw_quoted(atl_tw_t *w, const char *s, size_t n) {
       k = 6;
     }
     tw_put(w, esc, k);
+    i++;
   }
-  tw_put(w, s + run, n - run);
   tw_put(w, "\"", 1);
 }
 
@@ -397,10 +486,18 @@ static size_t fixed(uint64_t whole, uint64_t frac, int digits, char *out) {
   return n + (size_t)digits;
 }
 
+/* ,"key": in one copy (keys are the callers' constants). */
 static void tw_key(atl_tw_t *w, const char *key) {
-  tw_put(w, ",\"", 2);
-  tw_put(w, key, strlen(key));
-  tw_put(w, "\":", 2);
+  size_t k = strlen(key);
+  if (w->len + k + 4 > w->cap && !tw_grow(w, k + 4))
+    return;
+  char *o = w->p + w->len;
+  o[0] = ',';
+  o[1] = '"';
+  memcpy(o + 2, key, k);
+  o[k + 2] = '"';
+  o[k + 3] = ':';
+  w->len += k + 4;
 }
 
 int atl_tw_begin(atl_tw_t *w, unsigned kind, const char *session,
@@ -417,18 +514,21 @@ int atl_tw_begin(atl_tw_t *w, unsigned kind, const char *session,
   size_t slen = session ? strnlen(session, ATL_SESSION_ID_LEN) : 0;
   memcpy(w->session, session ? session : "", slen);
   w->session[slen] = '\0';
-  /* Written by hand: snprintf's "%.6f" was most of a line's cost. */
+  /* Written by hand, straight into the writer's buffer: snprintf's
+   * "%.6f" was most of a line's cost. */
   uint64_t us = (atl_mono_ns() - d->started_ns) / 1000u;
-  char head[96] = "{\"t\":";
+  w->t_us = us;
+  char *head = w->stack;
   size_t n = 5;
+  memcpy(head, "{\"t\":", 5);
   n += fixed(us / 1000000u, us % 1000000u, 6, head + n);
   const char *kn = atl_trace_kind_name(kind);
+  size_t kl = strlen(kn);
   memcpy(head + n, ",\"kind\":\"", 9);
-  n += 9;
-  memcpy(head + n, kn, strlen(kn));
-  n += strlen(kn);
+  memcpy(head + n + 9, kn, kl);
+  n += 9 + kl;
   head[n++] = '"';
-  tw_put(w, head, n);
+  w->len = n;
   if (w->session[0] != '\0')
     atl_tw_str(w, "session", w->session);
   if (what != NULL)
@@ -480,7 +580,7 @@ void atl_tw_json(atl_tw_t *w, const char *key, const char *json, size_t len) {
 void atl_tw_end(atl_tw_t *w) {
   tw_put(w, "}", 1);
   if (!w->failed)
-    enqueue(w->kind, w->level, w->session, w->p, w->len);
+    enqueue(w->t_us, w->kind, w->level, w->session, w->p, w->len);
   if (w->p != w->stack)
     free(w->p);
   w->p = w->stack;

@@ -63,7 +63,8 @@ void atl_trace_emit(unsigned kind, const char *session, const char *what,
  * copied and escaped; atl_tw_json takes text that is already JSON. */
 typedef struct {
   unsigned kind;
-  int level; /* a log line's, else -1 */
+  int level;     /* a log line's, else -1 */
+  uint64_t t_us; /* its time, in µs since the daemon started */
   char session[33];
   char *p;
   size_t len, cap;

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <atelier/error.h>
 
@@ -35,6 +36,32 @@ int64_t atl_now_ms(void);
 /* How much of s (len bytes) fits in max bytes without cutting a UTF-8
  * character: len itself when it fits. */
 size_t atl_utf8_prefix(const char *s, size_t len, size_t max);
+/* The length of the longest prefix of s (n bytes) that a quoted JSON
+ * string or a quoted log value takes as it is: bytes 0x20..0x7e other
+ * than '"' and '\\'. Eight bytes at a time: the trace and the log scan
+ * every string they write with it. */
+static inline size_t atl_plain_prefix(const char *s, size_t n) {
+  /* Each test sets a byte's high bit for a byte that is not plain
+   * (exactly when some byte is not, though not always at that byte), so a
+   * word with none set is eight plain bytes. */
+  const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x;
+    memcpy(&x, s + i, 8);
+    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\'), d = x ^ (ones * 0x7f);
+    uint64_t bad = ((x - ones * 0x20) & ~x) | x | ((q - ones) & ~q) |
+                   ((b - ones) & ~b) | ((d - ones) & ~d);
+    if (bad & highs)
+      break;
+  }
+  for (; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+      break;
+  }
+  return i;
+}
 uint64_t atl_mono_ns(void);
 
 /* Writes an RFC 3339 UTC timestamp with milliseconds, e.g.

@@ -440,6 +440,13 @@ def _(ctx):
     assert ts == sorted(ts), ts
 
 
+# Every kind of byte the trace's writer treats apart, at the edges of its
+# word-at-a-time scan: quotes, backslashes, control characters, DEL, and
+# characters of two, three and four bytes.
+TRICKY = ("café ✓ 日本 \"quoted\" back\\slash tab\t nl\n cr\r \x01\x1f "
+          "del\x7f 🎨 0123456789abcdef\"\\\x02é")
+
+
 @check("trace lines are strict JSON and UTF-8: a request with bytes that "
        "are not UTF-8 is refused before it, and text in other scripts "
        "comes out whole")
@@ -459,7 +466,7 @@ def _(ctx):
     assert r["error"]["code"] in (-32700, -32600), r
     good = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tool.call",
                        "params": {"session": sid, "name": "echo_fail",
-                                  "arguments": {"message": "café ✓ 日本"}}},
+                                  "arguments": {"message": TRICKY}}},
                       ensure_ascii=False).encode() + b"\n"
     c.sendall(good)
     c.recv(65536)
@@ -472,7 +479,7 @@ def _(ctx):
     for line in got.splitlines():
         json.loads(line.decode("utf-8"))  # strict: raises on a bad byte
     end = json.loads(got.splitlines()[1])
-    assert end["what"] == "end" and end["error"] == "café ✓ 日本", end
+    assert end["what"] == "end" and end["error"] == TRICKY, end
 
 
 @check("trace kinds and a time limit: only the kinds asked for, then "

@@ -227,6 +227,32 @@ Test(log, secret_containing_quote_is_scrubbed_before_escaping) {
   cr_assert_str_eq(after_ts(buf), "level=info msg=\"x (redacted) y\"");
 }
 
+/* Values are copied a run at a time: a secret inside a long run, at its
+ * start and at its end is found all the same, and what is around it is
+ * kept whole. */
+Test(log, secrets_inside_long_runs_are_scrubbed) {
+  char buf[8192], v[3001];
+  atl_log_add_secret("Zq-secret-0123456789");
+  memset(v, 'a', 3000);
+  v[3000] = '\0';
+  v[500] = ' '; /* quoted */
+  memcpy(v, "Zq-secret-0123456789", 20);
+  memcpy(v + 1000, "Zq-secret-0123456789", 20);
+  memcpy(v + 2980, "Zq-secret-0123456789", 20);
+  v[1500] = '"';
+  atl_log_format(buf, sizeof(buf), ATL_LOG_INFO, "m", "v", v,
+                 (const char *)NULL);
+  cr_assert_null(strstr(buf, "Zq-secret"), "leaked: %.200s", buf);
+  cr_assert_eq(parse_line(buf, pairs, 16), 4);
+  const char *got = pairs[2].value;
+  cr_assert_eq(strncmp(got, "(redacted)", 10), 0);
+  cr_assert_eq(strlen(got), 3000 - 3 * 20 + 3 * strlen("(redacted)"));
+  cr_assert_str_eq(got + strlen(got) - 10, "(redacted)");
+  /* Everything else is the value as it was. */
+  cr_assert_eq(strspn(got + 10, "a"), 480);
+  cr_assert_eq(got[490], ' ');
+}
+
 /* A fresh directory for a test's files. */
 static char *tmpdir(void) {
   char *d = strdup("/tmp/atl_test_log.XXXXXX");

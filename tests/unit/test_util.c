@@ -50,3 +50,52 @@ Test(util, strerror_names) {
   cr_assert_str_eq(atl_strerror(ATL_EABI), "plugin ABI mismatch");
   cr_assert_str_eq(atl_strerror(-99999), "unknown error");
 }
+
+/* The plain-prefix scan against the definition, byte by byte: every byte
+ * value at every place in strings of every length up to 40 (so the
+ * word-at-a-time part meets each at each lane), and random strings. */
+static size_t plain_prefix_ref(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = (unsigned char)s[i];
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+      break;
+    i++;
+  }
+  return i;
+}
+
+Test(util, plain_prefix_matches_its_definition) {
+  char buf[41];
+  for (size_t n = 0; n <= 40; n++) {
+    for (size_t at = 0; at < n; at++) {
+      for (int c = 0; c < 256; c++) {
+        memset(buf, 'a', n);
+        buf[at] = (char)c;
+        size_t want = plain_prefix_ref(buf, n);
+        cr_assert_eq(atl_plain_prefix(buf, n), want,
+                     "n=%zu at=%zu byte=0x%02x: %zu, not %zu", n, at, c,
+                     atl_plain_prefix(buf, n), want);
+      }
+    }
+    memset(buf, 'z', n);
+    cr_assert_eq(atl_plain_prefix(buf, n), n);
+  }
+  /* Bytes that borrow across lanes in the word-wide tests: 0x20 and 0x21
+   * next to 0x1f, 0x22 and 0x23, 0x7e beside 0x7f and 0x80. */
+  static const unsigned char edge[] = {0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b,
+                                       0x5c, 0x5d, 0x7e, 0x7f, 0x80, 0xff,
+                                       0x00, 0x01, 'a',  ' '};
+  unsigned seed = 12345;
+  for (int round = 0; round < 200000; round++) {
+    size_t n = (seed = seed * 1103515245u + 12345u) >> 16 & 31;
+    for (size_t i = 0; i < n; i++) {
+      seed = seed * 1103515245u + 12345u;
+      unsigned r = seed >> 16;
+      /* Mostly plain bytes, so the prefixes are long. */
+      buf[i] = (char)(r % 8 ? 0x20 + r / 8 % 0x5f : edge[r / 8 % 16]);
+    }
+    cr_assert_eq(atl_plain_prefix(buf, n), plain_prefix_ref(buf, n), "round %d",
+                 round);
+  }
+}
