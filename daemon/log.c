@@ -375,8 +375,13 @@ static size_t secret_free_prefix(const char *s, size_t n) {
 static void put_value(line_t *l, const char *v) {
   int quoted = needs_quotes(v);
   size_t n = strlen(v);
-  if (quoted)
+  /* Closed on a cut only if it was opened: a line cut before it must not
+   * end with a stray quote. */
+  int opened = 0;
+  if (quoted) {
     put(l, "\"", 1);
+    opened = !l->truncated;
+  }
   for (size_t i = 0; i < n && !l->truncated;) {
     size_t run = quoted ? atl_plain_prefix(v + i, n - i) : n - i;
     run = secret_free_prefix(v + i, run);
@@ -394,16 +399,22 @@ static void put_value(line_t *l, const char *v) {
       i++;
     }
   }
+  /* The closing quote can be what does not fit. */
+  if (!l->truncated && quoted)
+    put(l, "\"", 1);
   if (l->truncated) {
     /* Room for these was kept aside (see line_t), so they bypass cap. The
      * quote is closed so that the cut line still parses. */
     put_mark(l);
-    if (quoted)
+    if (opened)
       l->buf[l->len++] = '"';
-    return;
   }
-  if (quoted)
-    put(l, "\"", 1);
+}
+
+static int key_char_ok(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.' ||
+         c == '/' || c == ':';
 }
 
 /* Keys are written bare, so characters that would break the pair (spaces,
@@ -416,6 +427,16 @@ static void put_key(line_t *l, const char *k) {
   }
   size_t n = strlen(k);
   for (size_t i = 0; i < n;) {
+    /* The usual key, all fitting characters, goes in one copy. */
+    size_t run = 0;
+    while (i + run < n && key_char_ok((unsigned char)k[i + run]))
+      run++;
+    run = secret_free_prefix(k + i, run);
+    if (run > 0) {
+      put_run(l, k + i, run);
+      i += run;
+      continue;
+    }
     size_t s = g_nsecrets > 0 ? secret_at(k + i, n - i) : 0;
     if (s > 0) {
       put_str(l, REDACTED);
@@ -423,10 +444,7 @@ static void put_key(line_t *l, const char *k) {
       continue;
     }
     unsigned char c = (unsigned char)k[i++];
-    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-             (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.' ||
-             c == '/' || c == ':';
-    put_char(l, ok ? c : '_', 0);
+    put_char(l, key_char_ok(c) ? c : '_', 0);
   }
 }
 

@@ -354,12 +354,17 @@ static void commit_cb(int status, void *user) {
 }
 
 /* Appends text to buf (cap bytes, at bytes used), cut on a character's
- * first byte if it does not fit; the new length. */
-static size_t append_cut(char *buf, size_t cap, size_t at, const char *text) {
+ * first byte if it does not fit; the new length. Nothing is appended
+ * after a cut (*cut is set), so a cut name never looks whole. */
+static size_t append_cut(char *buf, size_t cap, size_t at, const char *text,
+                         int *cut) {
+  if (*cut)
+    return at;
   size_t len = strlen(text), room = cap - 1 - at;
   size_t n = atl_utf8_prefix(text, len, room);
   memcpy(buf + at, text, n);
   buf[at + n] = '\0';
+  *cut = n < len;
   return at + n;
 }
 
@@ -384,12 +389,14 @@ static void log_call(atl_call_job_t *j) {
       ms[n - 1 - i] = t;
     }
     ms[n] = '\0';
-    n = append_cut(msg, sizeof(msg), 0, "Tool call: ");
-    n = append_cut(msg, sizeof(msg), n, j->tool_name ? j->tool_name : "?");
+    int cut = 0;
+    n = append_cut(msg, sizeof(msg), 0, "Tool call: ", &cut);
+    n = append_cut(msg, sizeof(msg), n, j->tool_name ? j->tool_name : "?",
+                   &cut);
     if (j->target) {
-      n = append_cut(msg, sizeof(msg), n, " (");
-      n = append_cut(msg, sizeof(msg), n, j->target);
-      append_cut(msg, sizeof(msg), n, ")");
+      n = append_cut(msg, sizeof(msg), n, " (", &cut);
+      n = append_cut(msg, sizeof(msg), n, j->target, &cut);
+      append_cut(msg, sizeof(msg), n, ")", &cut);
     }
     atl_log_kv(ATL_LOG_INFO, msg, "session", j->session_id, "tool",
                j->tool_name, "target", j->target, "ms", ms, NULL);

@@ -5,6 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include <atelier/error.h>
 
@@ -38,14 +41,30 @@ int64_t atl_now_ms(void);
 size_t atl_utf8_prefix(const char *s, size_t len, size_t max);
 /* The length of the longest prefix of s (n bytes) that a quoted JSON
  * string or a quoted log value takes as it is: bytes 0x20..0x7e other
- * than '"' and '\\'. Eight bytes at a time: the trace and the log scan
- * every string they write with it. */
+ * than '"' and '\\'. Sixteen bytes at a time where the machine has SSE2
+ * (every x86-64), eight elsewhere: the trace and the log scan every
+ * string they write with it. */
 static inline size_t atl_plain_prefix(const char *s, size_t n) {
+  size_t i = 0;
+#ifdef __SSE2__
+  /* A signed compare with 0x20 catches both the control characters and
+   * every byte from 0x80 up (negative as signed). */
+  const __m128i sp = _mm_set1_epi8(0x20), qu = _mm_set1_epi8('"'),
+                bs = _mm_set1_epi8('\\'), del = _mm_set1_epi8(0x7f);
+  for (; i + 16 <= n; i += 16) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+    __m128i bad = _mm_or_si128(
+        _mm_or_si128(_mm_cmplt_epi8(x, sp), _mm_cmpeq_epi8(x, qu)),
+        _mm_or_si128(_mm_cmpeq_epi8(x, bs), _mm_cmpeq_epi8(x, del)));
+    unsigned m = (unsigned)_mm_movemask_epi8(bad);
+    if (m != 0)
+      return i + (size_t)__builtin_ctz(m);
+  }
+#endif
   /* Each test sets a byte's high bit for a byte that is not plain
    * (exactly when some byte is not, though not always at that byte), so a
    * word with none set is eight plain bytes. */
   const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-  size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     uint64_t x;
     memcpy(&x, s + i, 8);

@@ -253,6 +253,42 @@ Test(log, secrets_inside_long_runs_are_scrubbed) {
   cr_assert_eq(got[490], ' ');
 }
 
+/* Wherever the line's limit falls (in a bare value, on the space, in a
+ * key, on a value's opening quote, inside it), the cut line has as many
+ * quotes as it opens and ends with the mark. */
+Test(log, a_cut_anywhere_leaves_quotes_balanced) {
+  static char buf[20000], big[16500];
+  int truncated = 0;
+  for (size_t len = 16250; len < 16400; len++) {
+    memset(big, 'x', len);
+    big[len] = '\0';
+    atl_log_format(buf, sizeof(buf), ATL_LOG_INFO, "m", "a", big, "key",
+                   "two words", (const char *)NULL);
+    size_t quotes = 0;
+    for (const char *p = buf; *p; p++) {
+      if (*p == '\\' && p[1] != '\0')
+        p++;
+      else if (*p == '"')
+        quotes++;
+    }
+    cr_assert_eq(quotes % 2, 0, "len %zu: unbalanced: ...%s", len,
+                 buf + strlen(buf) - 40);
+    const char *mark = strstr(buf, "\xe2\x80\xa6(truncated)");
+    if (mark == NULL) {
+      /* Short enough to fit whole. */
+      cr_assert_str_eq(buf + strlen(buf) - 6, " msg=m", "len %zu", len);
+      continue;
+    }
+    truncated++;
+    cr_assert(strcmp(mark, "\xe2\x80\xa6(truncated)") == 0 ||
+                  strcmp(mark, "\xe2\x80\xa6(truncated)\"") == 0,
+              "len %zu: ends %s", len, mark);
+  }
+  /* The window spans lines that fit and lines cut at each place. */
+  cr_assert_gt(truncated, 60);
+  cr_assert_lt(truncated, 150);
+}
+
 /* A fresh directory for a test's files. */
 static char *tmpdir(void) {
   char *d = strdup("/tmp/atl_test_log.XXXXXX");
