@@ -8,7 +8,7 @@ import { api, ApiError, isSessionId } from './api.js';
 import { EventStream } from './stream.js';
 import { ChatView, imageButton } from './render.js';
 import { CanvasView } from './canvas.js';
-import { el, clear } from './dom.js';
+import { el, clear, icon } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -312,8 +312,7 @@ async function refreshSessions() {
         title: 'Delete session',
         attrs: { 'aria-label': 'Delete session ' + titleOf(s.id) },
         on: { click: () => deleteSession(s.id) },
-        text: '🗑',
-      }));
+      }, icon('trash')));
     els.sessionList.appendChild(item);
   }
   els.sessionEmpty.hidden = els.sessionList.childElementCount > 0;
@@ -417,9 +416,11 @@ async function loadModels() {
   }
   els.model.title = m && m.provider ? `provider: ${m.provider}${m.type ? ' (' + m.type + ')' : ''}` : '';
   if (m && m.offline) {
-    els.offline.textContent = 'Offline mode: no LLM provider is configured. ' +
-      (typeof m.why === 'string' ? m.why + ' ' : '') +
-      'Messages starting with / call a tool directly; /demo replays a recorded session.';
+    // The daemon's reason already says how to configure a provider and
+    // what works meanwhile; the page adds only what it does not say.
+    const why = typeof m.why === 'string' && m.why !== '' ? m.why : 'No LLM provider is configured.';
+    els.offline.textContent = 'Offline mode: ' + why +
+      (/\/demo/.test(why) ? '' : ' Messages starting with / call a tool directly; /demo replays a recorded session.');
     els.offline.hidden = false;
   } else {
     els.offline.hidden = true;
@@ -554,7 +555,8 @@ function effectiveTheme() {
 
 function showThemeButton() {
   const dark = effectiveTheme() === 'dark';
-  els.theme.textContent = dark ? '☀' : '☾';
+  clear(els.theme);
+  els.theme.appendChild(icon(dark ? 'sun' : 'moon'));
   els.theme.setAttribute('aria-label', dark ? 'Switch to the light theme' : 'Switch to the dark theme');
   els.theme.title = els.theme.getAttribute('aria-label');
 }
@@ -576,6 +578,15 @@ els.input.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.isComposing && e.keyCode !== 229) {
     e.preventDefault();
     send();
+  } else if (e.key === 'ArrowUp' && els.input.value === '' && !e.isComposing) {
+    // Up in an empty box brings back the last message of this
+    // conversation (sent or queued), to correct and send again.
+    const mine = document.querySelectorAll('.msg-user .bubble');
+    if (mine.length > 0) {
+      e.preventDefault();
+      els.input.value = mine[mine.length - 1].textContent;
+      els.input.setSelectionRange(els.input.value.length, els.input.value.length);
+    }
   }
 });
 els.stop.addEventListener('click', stop);
@@ -595,9 +606,14 @@ els.sidebarToggle.addEventListener('click', () => {
   if (open) els.newSession.focus();
 });
 document.addEventListener('keydown', (e) => {
-  if (e.key === 'Escape' && els.body.dataset.sidebar === 'open') {
+  if (e.key !== 'Escape' || e.isComposing || els.viewer.open) return;
+  if (els.body.dataset.sidebar === 'open') {
     closeSidebar();
     els.sidebarToggle.focus();
+  } else if (state.active && !els.stop.disabled) {
+    // Esc stops the run, as the Stop button does.
+    e.preventDefault();
+    stop();
   }
 });
 // Any thumbnail (tool details, preview) opens the full image.

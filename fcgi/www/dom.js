@@ -29,6 +29,13 @@ export function el(tag, opts = {}, ...children) {
   return e;
 }
 
+/** An icon drawn by the stylesheet (style.css, icons): a decorative span
+ *  whose SVG mask is painted in the text's colour. name: running, done,
+ *  failed, stopped, trash, sun, moon, menu. */
+export function icon(name) {
+  return el('span', { class: 'icon icon-' + name, attrs: { 'aria-hidden': 'true' } });
+}
+
 /** Appends nodes and strings (as text nodes) to a parent. */
 export function append(parent, children) {
   for (const c of children.flat()) {

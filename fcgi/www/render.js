@@ -6,7 +6,7 @@
 // Every string from the daemon (the model's text, tool names, arguments,
 // errors) reaches the DOM through textContent or the Markdown builder.
 
-import { el, append, clear, buildMarkdown } from './dom.js';
+import { el, append, clear, buildMarkdown, icon } from './dom.js';
 import { parseMarkdown } from './markdown.js';
 import { diff, formatValue } from './diff.js';
 import { finishedSummary, startedSummary, toolTitle, errorHint } from './naming.js';
@@ -257,9 +257,9 @@ export class ChatView {
     box.started = d; // kept for the details until the call finishes
     this.fillTool(box, {
       state: 'pending',
-      icon: '⏳',
+      icon: 'running',
       summary: startedSummary(d) + '…',
-      facts: [['Function', tool], ['Status', '⏳ Running']],
+      facts: [['Function', tool], ['Status', 'Running']],
       args: { name: tool, arguments: d.arguments },
     });
     run.box.appendChild(box);
@@ -296,13 +296,13 @@ export class ChatView {
     const facts = [
       ['Function', tool],
       ['Target', typeof op.target === 'string' && op.target !== '' ? op.target : '—'],
-      ['Status', ok ? '✓ Success' : '❌ Failed'],
+      ['Status', ok ? 'Success' : 'Failed'],
     ];
     if (Number.isFinite(d.duration_ms)) facts.push(['Duration', `${d.duration_ms} ms`]);
     const hasChange = op.before !== undefined || op.after !== undefined;
     this.fillTool(box, {
       state: ok ? 'ok' : 'failed',
-      icon: '🔧',
+      icon: ok ? 'done' : 'failed',
       summary: finishedSummary(d),
       facts,
       changes: hasChange ? diff(op.before, op.after) : null,
@@ -332,7 +332,7 @@ export class ChatView {
       const d = box.started || {};
       this.fillTool(box, {
         state: 'notrun',
-        icon: '⏹',
+        icon: 'stopped',
         summary: toolTitle(d.tool) + ' — not run',
         facts: [['Function', d.tool || ''], ['Status', 'Not run']],
         error: reason,
@@ -484,12 +484,12 @@ export class ChatView {
       class: 'tool-line',
       attrs: { 'aria-expanded': String(expanded), 'aria-controls': detailsId },
     },
-    el('span', { class: 'tool-icon', attrs: { 'aria-hidden': 'true' }, text: m.icon }),
+    el('span', { class: 'tool-icon icon icon-' + m.icon, attrs: { 'aria-hidden': 'true' } }),
     el('span', { class: 'tool-summary', text: m.summary }),
     el('span', { class: 'tool-toggle', attrs: { 'aria-hidden': 'true' }, text: expanded ? '[-]' : '[+]' }));
     box.appendChild(line);
     if (m.error && m.state === 'failed')
-      box.appendChild(el('div', { class: 'tool-error', text: '❌ Error: ' + firstLine(m.error) }));
+      box.appendChild(el('div', { class: 'tool-error' }, icon('failed'), el('span', { text: 'Error: ' + firstLine(m.error) })));
 
     const details = el('div', { class: 'tool-details', id: detailsId, hidden: !expanded });
     const dl = el('dl', { class: 'tool-facts' });

@@ -333,7 +333,7 @@ check('tool calls: a line per call, details with a diff, a failure marked in red
   eq(await failed.count(), 1, 'failed calls');
   eq(await failed.getAttribute('data-tool'), 'create_shape', 'the failed tool');
   const err = await failed.locator('.tool-error').textContent();
-  assert(err.startsWith('❌ Error:') && /radius/i.test(err), 'the collapsed error: ' + err);
+  assert(err.startsWith('Error:') && /radius/i.test(err), 'the collapsed error: ' + err);
   const color = await failed.locator('.tool-error').evaluate((e) => getComputedStyle(e).color);
   const [r, g, b] = color.match(/[\d.]+/g).map(Number);
   assert(r > 120 && r > g + 50 && r > b + 50, 'the error is not red: ' + color);
@@ -627,6 +627,48 @@ check('stop a run while it streams: the text is cut, "Stopped.", no further mode
   await page.context().close();
 });
 
+check('keyboard: Esc stops a run as Stop does, Shift+Enter is a new line, Up in the empty box brings back the last message', async ({ browser, stack, fake }) => {
+  await fake.script([
+    { text: SLOW, chunks: 30, delay_ms: 100, tool_calls: [{ name: 'echo', arguments: { text: 'not run' } }] },
+    { text: 'This turn must never be asked for.' },
+  ]);
+  const page = await open(browser, stack);
+  const t0 = Date.now();
+  const input = page.locator('#message-input');
+  await input.click();
+  await input.type('Stream slowly');
+  await input.press('Shift+Enter');
+  await input.type('on two lines');
+  eq(await input.inputValue(), 'Stream slowly\non two lines', 'Shift+Enter makes a new line');
+  await input.press('Enter');
+  await page.waitForFunction(() => {
+    const b = document.querySelector('#messages .msg-assistant.streaming .bubble');
+    return b !== null && b.textContent.length > 0;
+  });
+  await page.keyboard.press('Escape');
+  const notice = page.locator('#messages .notice[data-kind="cancelled"]');
+  await notice.waitFor({ state: 'visible' });
+  eq(await notice.textContent(), 'Stopped.', 'the notice after Esc');
+  await runEnds(page, 'cancelled');
+  await noFurtherCall(fake, t0 + 30 * 100 + 1500);
+  // Up in the empty box: the last message, caret at its end; not when
+  // something is typed already.
+  await input.click();
+  eq(await input.inputValue(), '', 'the box is empty after sending');
+  await input.press('ArrowUp');
+  eq(await input.inputValue(), 'Stream slowly\non two lines', 'Up brings back the last message');
+  eq(await input.evaluate((e) => e.selectionStart === e.value.length), true, 'the caret at its end');
+  await input.fill('something else');
+  await input.press('ArrowUp');
+  eq(await input.inputValue(), 'something else', 'Up leaves typed text alone');
+  // Esc with no run going changes nothing.
+  await input.fill('');
+  await page.keyboard.press('Escape');
+  eq(await page.locator('#messages .notice[data-kind="cancelled"]').count(), 1, 'one stop only');
+  noErrors(page);
+  await page.context().close();
+});
+
 check('stop a run during a tool call: "Stopped." after the call, no further model call', async ({ browser, stack, fake }) => {
   // atelierd honours a cancel between calls, never in the middle of one
   // (daemon/agent/agent.c): the sleep finishes, then the run ends.
@@ -821,6 +863,101 @@ check('injection: <script>, <img onerror> and javascript: links in text and argu
   eq(await page.locator('body').getAttribute('data-running'), 'false', 'the page is still there');
   eq(stray.length, 0, 'requests for the injected image: ' + stray.join(', '));
   await shot(page, 'injection.png');
+  noErrors(page);
+  await page.context().close();
+});
+
+// Code points that are emoji or pictographs: no machine is sure to have a
+// font for them (Debian's chromium draws an empty box without
+// fonts-noto-color-emoji).
+const PICTOGRAPHS = [[0x2300, 0x23ff], [0x2600, 0x27bf], [0x2b00, 0x2bff], [0x1f000, 0x1faff]];
+
+check('icons are drawn by the page: nothing it shows needs an emoji font, every character it shows has a font here, in both themes', async ({ browser, stack, fake }) => {
+  const turns = [
+    { text: 'Adding a sphere.', tool_calls: [{ name: 'create_shape', arguments: {
+      id: 'glyph_ball', type: 'sphere', properties: { center: [0, 1, 0], radius: 1 } } }] },
+    { tool_calls: [{ name: 'create_shape', arguments: {
+      id: 'bad_ball', type: 'sphere', properties: { center: [0, 0, 0], radius: -1 } } }] },
+    { text: 'Done, one refused.' },
+  ];
+  await fake.script([...turns, ...turns]);
+  for (const colorScheme of ['light', 'dark']) {
+    const page = await open(browser, stack, { colorScheme });
+    await send(page, 'A sphere and a broken one');
+    await runEnds(page);
+    // Every character on the page, and every one a stylesheet adds.
+    const text = await page.evaluate(() => {
+      let t = document.body.innerText;
+      for (const e of document.querySelectorAll('*')) {
+        for (const pseudo of ['::before', '::after']) {
+          const c = getComputedStyle(e, pseudo).content;
+          if (c && c !== 'none' && c !== 'normal') t += c;
+        }
+      }
+      return t;
+    });
+    const odd = [...new Set([...text].filter((ch) => ch.codePointAt(0) > 0x7e))];
+    for (const ch of odd) {
+      const cp = ch.codePointAt(0);
+      assert(!PICTOGRAPHS.some(([a, b]) => cp >= a && cp <= b),
+        `the page shows U+${cp.toString(16).toUpperCase()} (${ch}), a pictograph that needs an emoji font`);
+      const fonts = await new Promise((resolve, reject) => {
+        const p = spawn('fc-list', [`:charset=${cp.toString(16)}`, 'family']);
+        let out = '';
+        p.stdout.on('data', (d) => { out += d; });
+        p.on('close', () => resolve(out.trim()));
+        p.on('error', () => reject(new Failure('fc-list could not run: apt-get install fontconfig')));
+      });
+      assert(fonts !== '', `no font on this machine has U+${cp.toString(16).toUpperCase()} (${ch}), which the page shows`);
+    }
+    diag(`${colorScheme}: the page's characters beyond ASCII: ${odd.join(' ') || '(none)'}`);
+    // The icons are there, painted in the text's colour, and visible.
+    const icons = await page.evaluate(() => [...document.querySelectorAll('.icon')]
+      .filter((e) => e.offsetParent !== null)
+      .map((e) => {
+        const cs = getComputedStyle(e);
+        const r = e.getBoundingClientRect();
+        return { cls: e.className, text: e.textContent, mask: cs.maskImage || cs.webkitMaskImage,
+          color: cs.backgroundColor, w: r.width, h: r.height };
+      }));
+    for (const name of ['icon-done', 'icon-failed', 'icon-moon', 'icon-sun', 'icon-trash']) {
+      if (name === (colorScheme === 'dark' ? 'icon-moon' : 'icon-sun')) continue; // one theme button
+      if (name === 'icon-trash' && !icons.some((i) => i.cls.includes(name))) continue; // in a closed drawer
+      assert(icons.some((i) => i.cls.includes(name)), `no visible ${name}: ${JSON.stringify(icons.map((i) => i.cls))}`);
+    }
+    for (const i of icons) {
+      assert(i.text === '', `an icon holds text: ${JSON.stringify(i)}`);
+      assert(/^url\("data:image\/svg\+xml/.test(i.mask), `an icon without its drawing: ${JSON.stringify(i)}`);
+      assert(i.w >= 10 && i.h >= 10, `an icon too small to see: ${JSON.stringify(i)}`);
+      assert(!/rgba\(\d+, \d+, \d+, 0\)|transparent/.test(i.color), `an icon painted in no colour: ${JSON.stringify(i)}`);
+    }
+    await shot(page, `icons-${colorScheme}.png`);
+    noErrors(page);
+    await page.context().close();
+  }
+});
+
+check('offline: the banner says why once, and what works meanwhile once', async ({ browser, stack }) => {
+  const page = await newPage(browser);
+  const why = 'No LLM provider is configured, so I cannot think for myself yet. Set ANTHROPIC_API_KEY ' +
+    'in atelierd\'s environment. Meanwhile, a message like /create_shape {} calls a tool directly, ' +
+    'and /demo replays a recorded session.';
+  await page.route('**/api/models', (r) => r.fulfill({ status: 200, contentType: 'application/json',
+    body: JSON.stringify({ offline: true, models: [], provider: null, why }) }));
+  await page.goto(stack.url);
+  await page.waitForSelector('#offline-banner:not([hidden])');
+  const banner = await page.locator('#offline-banner').textContent();
+  eq(banner.split('No LLM provider is configured').length - 1, 1, 'the reason said once: ' + banner);
+  eq(banner.split('/demo').length - 1, 1, '/demo said once: ' + banner);
+  assert(banner.startsWith('Offline mode: '), 'the banner: ' + banner);
+  // A reason that does not say what works meanwhile gets the page's hint.
+  await page.unroute('**/api/models');
+  await page.route('**/api/models', (r) => r.fulfill({ status: 200, contentType: 'application/json',
+    body: JSON.stringify({ offline: true, models: [], provider: null, why: 'The key was refused.' }) }));
+  await page.reload();
+  await page.waitForFunction(() => /refused/.test(document.getElementById('offline-banner').textContent));
+  const second = await page.locator('#offline-banner').textContent();
+  assert(/\/demo/.test(second) && second.split('/demo').length - 1 === 1, 'the hint once: ' + second);
   noErrors(page);
   await page.context().close();
 });

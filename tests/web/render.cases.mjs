@@ -128,7 +128,8 @@ describe('ChatView: a whole session', () => {
       'Removed shape — not run',
     ]);
     assert.deepEqual(calls.map((c) => c.dataset.callId), ['t1', 't2', 't3', 't4']);
-    assert.equal(calls[2].querySelector('.tool-error').textContent, `❌ Error: shape '${EVIL}' not found; shapes: red_sphere`);
+    assert.equal(calls[2].querySelector('.tool-error').textContent, `Error: shape '${EVIL}' not found; shapes: red_sphere`);
+    assert.ok(calls[2].querySelector('.tool-error .icon-failed'), 'the error has its drawn icon');
     assert.ok(calls[2].querySelector('.tool-hint').textContent.startsWith('Suggestion:'));
     assert.deepEqual(log.images, ['img1', 'img2']);
     assert.deepEqual(log.progress, [0.25]);
@@ -144,7 +145,7 @@ describe('ChatView: a whole session', () => {
     assert.equal(details.hidden, false);
     assert.equal(line.getAttribute('aria-expanded'), 'true');
     assert.equal(line.querySelector('.tool-toggle').textContent, '[-]');
-    assert.deepEqual(all(details, 'dd').map((d) => d.textContent), ['update_shape', 'red_sphere', '✓ Success', '3 ms']);
+    assert.deepEqual(all(details, 'dd').map((d) => d.textContent), ['update_shape', 'red_sphere', 'Success', '3 ms']);
     const rows = all(details, '.diff-row');
     assert.deepEqual(rows.map((r) => r.textContent), [
       'id: "blue_sphere" → "red_sphere"',
@@ -177,18 +178,21 @@ describe('ChatView: a whole session', () => {
 });
 
 describe('ChatView: runs in progress', () => {
-  test('a tool line goes from ⏳ to its result, keeping its place and its open state', () => {
+  test('a tool line goes from running to its result, keeping its place and its open state', () => {
     const { view, root } = makeView();
     view.apply({ seq: 1, type: 'run.started', data: { text: 'x' } });
     view.apply({ seq: 2, type: 'tool.started', data: { tool: 'set_camera', id: 'a', arguments: { center: [0, 1, 5] } } });
     const call = root.querySelector('.tool-call');
     assert.equal(call.dataset.state, 'pending');
-    assert.equal(call.querySelector('.tool-icon').textContent, '⏳');
+    // Icons are drawn by the stylesheet, never characters from a font.
+    assert.ok(call.querySelector('.tool-icon').classList.contains('icon-running'));
+    assert.equal(call.querySelector('.tool-icon').textContent, '');
     assert.equal(call.querySelector('.tool-summary').textContent, 'Setting camera…');
     call.querySelector('.tool-line').click();
     view.apply({ seq: 3, type: 'tool.finished', data: { operation: { tool: 'set_camera', target: 'camera' }, success: true } });
     assert.equal(root.querySelectorAll('.tool-call').length, 1);
     assert.equal(call.dataset.state, 'ok');
+    assert.ok(call.querySelector('.tool-icon').classList.contains('icon-done'));
     assert.equal(call.querySelector('.tool-summary').textContent, 'Set camera');
     assert.equal(call.querySelector('.tool-details').hidden, false);
   });
