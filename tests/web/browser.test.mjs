@@ -594,19 +594,30 @@ check('/demo drawing ends with the picture on the page; the saved piece has its 
   await page.context().close();
 });
 
-check('stop a run while it streams: the text is cut, "Stopped.", no further model call', async ({ browser, stack, fake }) => {
-  // Were the stop ignored, the stream would end in a tool call, then a second turn.
+/** A slow answer that ends in a tool call, then a turn that a run stopped
+ *  in time never asks for. */
+async function scriptStoppable(fake) {
   await fake.script([
     { text: SLOW, chunks: 30, delay_ms: 100, tool_calls: [{ name: 'echo', arguments: { text: 'not run' } }] },
     { text: 'This turn must never be asked for.' },
   ]);
-  const page = await open(browser, stack);
-  const t0 = Date.now();
-  await send(page, 'Stream slowly');
+}
+
+/** Waits until the answer has begun to stream. */
+async function streaming(page) {
   await page.waitForFunction(() => {
     const b = document.querySelector('#messages .msg-assistant.streaming .bubble');
     return b !== null && b.textContent.length > 0;
   });
+}
+
+check('stop a run while it streams: the text is cut, "Stopped.", no further model call', async ({ browser, stack, fake }) => {
+  // Were the stop ignored, the stream would end in a tool call, then a second turn.
+  await scriptStoppable(fake);
+  const page = await open(browser, stack);
+  const t0 = Date.now();
+  await send(page, 'Stream slowly');
+  await streaming(page);
   await page.locator('#stop').click();
   const t1 = Date.now();
   const notice = page.locator('#messages .notice[data-kind="cancelled"]');
@@ -628,10 +639,7 @@ check('stop a run while it streams: the text is cut, "Stopped.", no further mode
 });
 
 check('keyboard: Esc stops a run as Stop does, Shift+Enter is a new line, Up in the empty box brings back the last message', async ({ browser, stack, fake }) => {
-  await fake.script([
-    { text: SLOW, chunks: 30, delay_ms: 100, tool_calls: [{ name: 'echo', arguments: { text: 'not run' } }] },
-    { text: 'This turn must never be asked for.' },
-  ]);
+  await scriptStoppable(fake);
   const page = await open(browser, stack);
   const t0 = Date.now();
   const input = page.locator('#message-input');
@@ -641,10 +649,7 @@ check('keyboard: Esc stops a run as Stop does, Shift+Enter is a new line, Up in 
   await input.type('on two lines');
   eq(await input.inputValue(), 'Stream slowly\non two lines', 'Shift+Enter makes a new line');
   await input.press('Enter');
-  await page.waitForFunction(() => {
-    const b = document.querySelector('#messages .msg-assistant.streaming .bubble');
-    return b !== null && b.textContent.length > 0;
-  });
+  await streaming(page);
   await page.keyboard.press('Escape');
   const notice = page.locator('#messages .notice[data-kind="cancelled"]');
   await notice.waitFor({ state: 'visible' });
