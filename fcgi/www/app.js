@@ -578,7 +578,8 @@ els.input.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.isComposing && e.keyCode !== 229) {
     e.preventDefault();
     send();
-  } else if (e.key === 'ArrowUp' && els.input.value === '' && !e.isComposing) {
+  } else if (e.key === 'ArrowUp' && els.input.value === '' && !e.isComposing &&
+             !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
     // Up in an empty box brings back the last message of this
     // conversation (sent or queued), to correct and send again.
     const mine = document.querySelectorAll('.msg-user .bubble');
@@ -606,8 +607,10 @@ els.sidebarToggle.addEventListener('click', () => {
   if (open) els.newSession.focus();
 });
 document.addEventListener('keydown', (e) => {
-  if (e.key !== 'Escape' || e.isComposing || els.viewer.open) return;
-  if (els.body.dataset.sidebar === 'open') {
+  // keyCode 229: Safari's keydown for the key that ends a composition.
+  if (e.key !== 'Escape' || e.isComposing || e.keyCode === 229 || els.viewer.open) return;
+  // The drawer only on narrow screens, where its toggle shows.
+  if (els.body.dataset.sidebar === 'open' && getComputedStyle(els.sidebarToggle).display !== 'none') {
     closeSidebar();
     els.sidebarToggle.focus();
   } else if (state.active && !els.stop.disabled) {
