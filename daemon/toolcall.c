@@ -377,17 +377,8 @@ static void log_call(atl_call_job_t *j) {
     /* Put together by hand: the two snprintf calls were a third of the
      * line's cost, and a daemon logs at info by default. */
     char ms[24], msg[256];
-    size_t n = 0;
-    uint64_t v = j->duration_ms > 0 ? (uint64_t)j->duration_ms : 0;
-    do {
-      ms[n++] = (char)('0' + v % 10);
-      v /= 10;
-    } while (v != 0);
-    for (size_t i = 0; i < n / 2; i++) {
-      char t = ms[i];
-      ms[i] = ms[n - 1 - i];
-      ms[n - 1 - i] = t;
-    }
+    size_t n =
+        atl_u64_dec(j->duration_ms > 0 ? (uint64_t)j->duration_ms : 0, ms);
     ms[n] = '\0';
     int cut = 0;
     n = append_cut(msg, sizeof(msg), 0, "Tool call: ", &cut);

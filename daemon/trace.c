@@ -462,22 +462,9 @@ static void tw_quoted(atl_tw_t *w, const char *s, size_t n) {
   tw_put(w, "\"", 1);
 }
 
-/* v in decimal into out (at least 21 bytes); its length. */
-static size_t utoa(uint64_t v, char *out) {
-  char tmp[21];
-  size_t n = 0;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  for (size_t i = 0; i < n; i++)
-    out[i] = tmp[n - 1 - i];
-  return n;
-}
-
 /* whole "." frac, frac with digits digits (zero-padded). */
 static size_t fixed(uint64_t whole, uint64_t frac, int digits, char *out) {
-  size_t n = utoa(whole, out);
+  size_t n = atl_u64_dec(whole, out);
   out[n++] = '.';
   for (int i = digits - 1; i >= 0; i--) {
     out[n + (size_t)i] = (char)('0' + frac % 10);
@@ -555,7 +542,7 @@ void atl_tw_int(atl_tw_t *w, const char *key, int64_t v) {
   size_t n = 0;
   if (v < 0)
     num[n++] = '-';
-  n += utoa(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, num + n);
+  n += atl_u64_dec(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, num + n);
   tw_key(w, key);
   tw_put(w, num, n);
 }

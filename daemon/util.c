@@ -71,6 +71,18 @@ size_t atl_utf8_prefix(const char *s, size_t len, size_t max) {
   return max;
 }
 
+size_t atl_u64_dec(uint64_t v, char *out) {
+  char tmp[20];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (size_t i = 0; i < n; i++)
+    out[i] = tmp[n - 1 - i];
+  return n;
+}
+
 void atl_format_time_ms(int64_t ms, char *buf, size_t len) {
   /* Each thread keeps the text of the last second it formatted: a busy
    * daemon stamps thousands of log lines and events a second, and

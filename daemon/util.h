@@ -39,6 +39,9 @@ int64_t atl_now_ms(void);
 /* How much of s (len bytes) fits in max bytes without cutting a UTF-8
  * character: len itself when it fits. */
 size_t atl_utf8_prefix(const char *s, size_t len, size_t max);
+/* v in decimal into out (at least 20 bytes, not terminated); its length.
+ * For lines built by hand on hot paths, where snprintf costs most. */
+size_t atl_u64_dec(uint64_t v, char *out);
 /* The length of the longest prefix of s (n bytes) that a quoted JSON
  * string or a quoted log value takes as it is: bytes 0x20..0x7e other
  * than '"' and '\\'. Sixteen bytes at a time where the machine has SSE2

@@ -100,3 +100,16 @@ Test(util, plain_prefix_matches_its_definition) {
                  round);
   }
 }
+
+Test(util, u64_dec) {
+  char out[21];
+  size_t n = atl_u64_dec(0, out);
+  out[n] = '\0';
+  cr_assert_str_eq(out, "0");
+  n = atl_u64_dec(1234567, out);
+  out[n] = '\0';
+  cr_assert_str_eq(out, "1234567");
+  n = atl_u64_dec(UINT64_MAX, out);
+  out[n] = '\0';
+  cr_assert_str_eq(out, "18446744073709551615");
+}
