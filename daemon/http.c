@@ -32,6 +32,7 @@
 
 #include <curl/curl.h>
 
+#include "cloexec.h"
 #include "http.h"
 
 /* Defaults documented in atelier/plugin.h. */
@@ -547,6 +548,10 @@ int atl_http_init(uv_loop_t *loop, atl_http_t **out) {
     free(http);
     return ATL_ENOMEM;
   }
+  /* curl 7.88 opens the multi handle's wakeup socket pair inheritable
+   * (open_socket_cb covers only its connections): no child of the daemon
+   * may hold it. */
+  atl_cloexec_all();
   if (uv_async_init(loop, &http->async, async_cb) != 0) {
     curl_multi_cleanup(http->multi);
     pthread_mutex_destroy(&http->lock);

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cloexec.h"
 #include "farm.h"
 #include "farm_job.h"
 #include "kernel.h"
@@ -951,6 +952,10 @@ static void worker_start(farm_worker_t *w) {
                              .stdio = stdio,
                              .stdio_count = 4};
   w->proc.data = w;
+  /* The worker closes what it was not given, but only once its main()
+   * runs (much later under ASan); until then it would hold whatever the
+   * process left inheritable, such as libcurl's socket pairs. */
+  atl_cloexec_all();
   int rc = uv_spawn(f->loop, &w->proc, &po);
   worker_env_free(env);
   close(sv[1]);

@@ -9,10 +9,12 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+import zlib
 import urllib.request
 
 SRCDIR = os.environ.get(
@@ -86,6 +88,44 @@ def rpc(sock, method, params, timeout=20):
     return resp["result"]
 
 
+def png_pixels(data):
+    """(width, height, rows of RGB bytes) of an 8-bit RGB PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, w, h = 8, b"", 0, 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and ctype == 2, (depth, ctype)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    rows, prev, stride = [], bytearray(w * 3), w * 3
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(
+            raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - 3] if i >= 3 else 0
+            b = prev[i]
+            c = prev[i - 3] if i >= 3 else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else
+                                      b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, rows
+
+
 def sanitized():
     """True for a build with --enable-sanitizers: ASan's quarantine (256 MB
     by default) and shadow then count in every RSS figure, so memory
@@ -122,12 +162,23 @@ class Daemon:
         for _ in range(200):
             if os.path.exists(self.sock):
                 try:
-                    self.rpc("daemon.info", {})
-                    return
+                    info = self.rpc("daemon.info", {})
                 except OSError:
-                    pass
+                    info = None
+                # The socket may be another daemon's, still running on the
+                # same directory (this one then refuses to start): a test
+                # would talk to it, not to the process it holds.
+                if info is not None and info.get("pid") != self.proc.pid:
+                    raise RuntimeError(
+                        "%s answers for pid %s, not the atelierd just "
+                        "started (%d)" % (self.sock, info.get("pid"),
+                                          self.proc.pid))
+                if info is not None:
+                    return
+            if self.proc.poll() is not None:
+                break
             time.sleep(0.05)
-        raise RuntimeError("atelierd did not start")
+        raise RuntimeError("atelierd did not start; see " + self.log)
 
     def rpc(self, method, params, timeout=20):
         return rpc(self.sock, method, params, timeout)

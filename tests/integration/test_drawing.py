@@ -19,13 +19,11 @@ Standard library only.
 
 import base64
 import os
-import struct
 import subprocess
 import sys
 import time
-import zlib
 
-from atltest import KEY, Checks, Daemon, Fake, run_checks
+from atltest import KEY, Checks, Daemon, Fake, png_pixels, run_checks
 
 LINE = {"type": "line", "points": [{"x": 100, "y": 100},
                                    {"x": 700, "y": 500}]}
@@ -48,44 +46,6 @@ def fail(d, sid, tool, args=None):
     r = call(d, sid, tool, args)
     assert not r["success"], (tool, args, r)
     return r["error"]
-
-
-def png_pixels(data):
-    """(width, height, rows of RGB bytes) of an 8-bit RGB PNG."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, w, h = 8, b"", 0, 0
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        if kind == b"IHDR":
-            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
-            assert depth == 8 and ctype == 2, (depth, ctype)
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + n
-    raw = zlib.decompress(idat)
-    rows, prev, stride = [], bytearray(w * 3), w * 3
-    for y in range(h):
-        f, line = raw[y * (stride + 1)], bytearray(
-            raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - 3] if i >= 3 else 0
-            b = prev[i]
-            c = prev[i - 3] if i >= 3 else 0
-            if f == 1:
-                line[i] = (line[i] + a) & 255
-            elif f == 2:
-                line[i] = (line[i] + b) & 255
-            elif f == 3:
-                line[i] = (line[i] + (a + b) // 2) & 255
-            elif f == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else
-                                      b if pb <= pc else c)) & 255
-        rows.append(bytes(line))
-        prev = line
-    return w, h, rows
 
 
 def image_of(d, r):
