@@ -20,7 +20,6 @@
 Standard library only; the client is a plain JSON-RPC socket.
 """
 
-import json
 import math
 import os
 import random
@@ -31,6 +30,10 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tests", "integration"))
+from atltest import Conn  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
@@ -59,28 +62,8 @@ def start(data=None):
     raise RuntimeError("atelierd did not start")
 
 
-class Client:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.connect(path)
-        self.buf = b""
-        self.n = 0
-
-    def call(self, method, params):
-        self.n += 1
-        self.s.sendall(json.dumps({"jsonrpc": "2.0", "id": self.n,
-                                   "method": method,
-                                   "params": params}).encode() + b"\n")
-        while b"\n" not in self.buf:
-            chunk = self.s.recv(1 << 20)
-            if not chunk:
-                raise OSError("closed")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        resp = json.loads(line)
-        if "error" in resp:
-            raise RuntimeError(resp["error"])
-        return resp["result"]
+class Client(Conn):
+    """atltest's api.sock connection, and a timed tool call."""
 
     def tool(self, sid, name, args):
         t0 = time.perf_counter()

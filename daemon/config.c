@@ -87,6 +87,14 @@ static const key_def_t keys[] = {
      NULL},
     {"render", "workers", T_U32, OFF(render_workers), 0, 256, "processes"},
     {"render", "worker", T_OPTPATH, OFF(render_worker), 0, 0, NULL},
+    {"render", "nice", T_U32, OFF(render_nice), 0, 19, "nice value"},
+    {"render", "previews", T_BOOL, OFF(render_previews), 0, 0, NULL},
+    {"render", "preview_sessions", T_U32, OFF(render_preview_sessions), 1,
+     100000, "sessions"},
+    {"render", "preview_ttl_s", T_U32, OFF(render_preview_ttl_s), 1, 31536000,
+     "seconds"},
+    {"render", "preview_grace_ms", T_U32, OFF(render_preview_grace_ms), 0,
+     600000, "milliseconds"},
     {"http", "auth", T_BOOL, OFF(http_auth), 0, 0, NULL},
     {"admin", "secret_file", T_OPTPATH, OFF(admin_secret_file), 0, 0, NULL},
     {"admin", "slowlog_ms", T_U32, OFF(admin_slowlog_ms), 0, 86400000,
@@ -171,6 +179,11 @@ void atl_config_defaults(atl_config_t *cfg) {
   cfg->tool_timeout_ms = 30000;
   cfg->tool_long_timeout_ms = 600000;
   cfg->tool_threads = 4;
+  cfg->render_previews = 1;
+  cfg->render_nice = 10;
+  cfg->render_preview_sessions = 64;
+  cfg->render_preview_ttl_s = 3600;
+  cfg->render_preview_grace_ms = 10000;
   /* One worker process per core: the path tracer is single-threaded per
    * process and scales with processes. */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);

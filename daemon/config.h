@@ -82,6 +82,13 @@ typedef struct {
   uint32_t render_workers; /* farm processes; default: one per core; 0: off */
   char *render_worker;     /* NULL: atelier-render-worker, found as
                               render/farm.h says */
+  uint32_t render_nice;    /* the workers' nice value; default 10 */
+  /* Live previews (preview.c): on (1) or off; how many sessions keep
+   * their newest preview in memory, and for how long. */
+  int render_previews;
+  uint32_t render_preview_sessions; /* default 64 */
+  uint32_t render_preview_ttl_s;    /* default 3600 */
+  uint32_t render_preview_grace_ms; /* a replaced one is served; 10000 */
   /* [http] */
   int http_auth; /* /api/ requests need the token (daemon/token.h); 1 */
   /* [admin] */

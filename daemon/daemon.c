@@ -16,6 +16,7 @@
 #include "render_host.h"
 #include "agent/agent.h"
 #include "log.h"
+#include "preview.h"
 
 /* ---- the post queue ---- */
 
@@ -207,7 +208,8 @@ static void shutdown_finish(atl_daemon_t *d) {
 
 static void shutdown_poll_cb(uv_timer_t *t) {
   atl_daemon_t *d = t->data;
-  if ((d->calls_in_flight == 0 && d->work_in_flight == 0) ||
+  if ((d->calls_in_flight == 0 && d->work_in_flight == 0 &&
+       !atl_previews_busy(d)) ||
       atl_mono_ns() >= d->shutdown_deadline_ns)
     shutdown_finish(d);
 }
@@ -220,6 +222,8 @@ void atl_daemon_shutdown(atl_daemon_t *d) {
   if (d->api)
     atl_server_stop_accepting(d->api);
   atl_sessions_wake_all(d);
+  /* Before the farm stops: no preview starts a render it would refuse. */
+  atl_previews_shutdown(d);
   /* Renders would hold the shutdown up for seconds: end them now (their
    * calls fail with "the daemon is shutting down"). */
   atl_render_host_stop(d);
@@ -346,6 +350,9 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
   rc = atl_agent_init(d);
   if (rc != 0)
     return rc;
+  rc = atl_previews_start(d);
+  if (rc != 0)
+    return rc;
 
   rc = atl_mkdir_p(cfg->socket_dir, 0750);
   if (rc != 0) {
@@ -385,6 +392,7 @@ void atl_daemon_free(atl_daemon_t *d) {
     for (atl_session_t *s = d->buckets[b]; s != NULL; s = s->hnext)
       atl_toolcall_cancel_long(s);
   unsigned left = pool_stop(d);
+  left += (unsigned)atl_previews_free(d);
   atl_trace_init(NULL);
   atl_agent_free(d);
   /* A handler still running would run code of an unloaded plugin: then

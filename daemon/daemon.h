@@ -31,6 +31,7 @@ typedef struct atl_session_s atl_session_t;
 typedef struct atl_conn_s atl_conn_t;
 typedef struct atl_plugin_entry_s atl_plugin_entry_t;
 typedef struct atl_tool_entry_s atl_tool_entry_t;
+typedef struct atl_previews_s atl_previews_t;
 
 /* ---- posting work to the loop, and the handler pool ---- */
 
@@ -118,8 +119,9 @@ struct atl_session_s {
   pthread_mutex_t seq_mu; /* guards last_seq: events come from any thread */
   int64_t last_seq;       /* the newest event sequence number assigned */
   int64_t committed_seq;  /* the newest event sequence number committed */
-  int refs;               /* pins: in-flight work, waiters, loaders */
-  int busy;               /* a tool call runs or commits */
+  int64_t doc_rev; /* the event seq of the document's last change (at most) */
+  int refs;        /* pins: in-flight work, waiters, loaders */
+  int busy;        /* a tool call runs or commits */
   int deleted;
   int stale; /* a commit failed: reload before next use */
   atl_call_job_t *queue_head, *queue_tail; /* calls waiting for busy */
@@ -219,6 +221,11 @@ void atl_toolcall_drain(atl_daemon_t *d, atl_session_t *s, int rpc_status);
 
 /* The host API table given to plugins. */
 void atl_host_table_init(atl_daemon_t *d, atl_host_t *h);
+/* Emits an event of type with data_text (a JSON object's text, taken; may
+ * be NULL) to a session, from any thread, as the host's emit() does.
+ * Returns 0 once posted, ATL_EINVAL or ATL_ENOMEM. */
+int atl_host_emit_text(atl_daemon_t *d, const char *session_id,
+                       const char *type, char *data_text);
 
 /* ---- the API and admin servers ---- */
 
@@ -351,6 +358,7 @@ struct atl_daemon_s {
   atl_store_t *store;
   atl_http_t *http;
   struct atl_farm_s *farm; /* the render farm; NULL when off or stopped */
+  struct atl_previews_s *previews; /* live previews; NULL when off */
   atl_registry_t registry;
   atl_host_t host_template;
   atl_server_t *api;

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "schema.h"
 #include "agent/agent.h"
+#include "preview.h"
 #include "toolcall.h"
 
 /* The daemon is a process-wide singleton; plugins reach it through their
@@ -72,8 +73,8 @@ static void emit_loop(void *arg) {
   atl_session_get(e->d, e->id, emit_got_session, e);
 }
 
-static int emit_text(atl_daemon_t *d, const char *session_id, const char *type,
-                     char *data_text) {
+int atl_host_emit_text(atl_daemon_t *d, const char *session_id,
+                       const char *type, char *data_text) {
   if (!atl_is_session_id(session_id) || type == NULL || type[0] == '\0') {
     free(data_text);
     return ATL_EINVAL;
@@ -99,7 +100,7 @@ static int host_emit(const atl_host_t *h, const char *session_id,
         data, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(data);
   }
-  return emit_text(g_daemon, session_id, type, text);
+  return atl_host_emit_text(g_daemon, session_id, type, text);
 }
 
 static void image_done(int status, void *user) {
@@ -240,7 +241,7 @@ static int host_call_error(atl_call_t *call, const char *fmt, ...) {
 static int host_call_progress(atl_call_t *call, double fraction,
                               const char *message) {
   atl_call_job_t *j = atl__job_of(call);
-  if (j == NULL)
+  if (j == NULL || j->preview != NULL)
     return ATL_EINVAL;
   if (!(fraction >= 0.0))
     fraction = 0.0;
@@ -254,7 +255,7 @@ static int host_call_progress(atl_call_t *call, double fraction,
   char *text = strdup(json_object_to_json_string_ext(
       data, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
   json_object_put(data);
-  return emit_text(j->d, call->session_id, "tool.progress", text);
+  return atl_host_emit_text(j->d, call->session_id, "tool.progress", text);
 }
 
 /* Plugins' schemas are held to the same strict subset as tool schemas, so
@@ -302,4 +303,5 @@ void atl_host_table_init(atl_daemon_t *d, atl_host_t *h) {
   h->call_emit = atl__call_emit;
   h->provider_endpoint = host_provider_endpoint;
   h->image_get = host_image_get;
+  h->preview_put = atl__preview_put;
 }

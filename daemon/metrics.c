@@ -189,17 +189,17 @@ char *atl_metrics_text(atl_daemon_t *d) {
           "Group commits of the session store.", 1);
   summary(f, ATL_FAM_BATCH, "atelier_store_commit_transactions", NULL, "", 1,
           "Transactions per group commit.", 1);
-  summary(f, ATL_FAM_RENDER, "atelier_render_job_seconds", NULL, "", 0,
+  summary(f, ATL_FAM_RENDER, "atelier_render_job_seconds", "for", "", 0,
           "Render jobs, from submission to the last pass.", 1);
   static const int rpasses[] = {ATL_RS_PASSES};
-  counters(f, ATL_FAM_RENDER, "atelier_render_passes_total", NULL, "", rpasses,
+  counters(f, ATL_FAM_RENDER, "atelier_render_passes_total", "for", "", rpasses,
            err_kind, 1, "Render passes over every pixel completed.", 1);
   static const int rrestarts[] = {ATL_RS_RESTARTS};
-  counters(f, ATL_FAM_RENDER, "atelier_render_worker_restarts_total", NULL, "",
+  counters(f, ATL_FAM_RENDER, "atelier_render_worker_restarts_total", "for", "",
            rrestarts, err_kind, 1,
            "Render workers that died during a job and were replaced.", 1);
   static const int rpaths[] = {ATL_RS_PATHS};
-  counters(f, ATL_FAM_RENDER, "atelier_render_paths_total", NULL, "", rpaths,
+  counters(f, ATL_FAM_RENDER, "atelier_render_paths_total", "for", "", rpaths,
            err_kind, 1, "Camera paths traced.", 1);
 
   atl_store_stats_t st;

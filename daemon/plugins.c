@@ -267,6 +267,17 @@ int atl_registry_load(atl_registry_t *reg, const char *path,
       goto fail;
     }
   }
+  /* A preview hook without a namespace to watch (or the reverse) would
+   * never run, or run for nothing: refuse it where the author sees it. */
+  if ((p->desc.preview == NULL) != (p->desc.preview_of == NULL) ||
+      (p->desc.preview_of != NULL && !valid_name(p->desc.preview_of, 31))) {
+    *reason = atl_printf_new(
+        "preview and preview_of go together, and preview_of is a namespace "
+        "name ([a-z][a-z0-9_]{0,31}); got preview %s and preview_of '%s'",
+        p->desc.preview ? "set" : "NULL",
+        p->desc.preview_of ? p->desc.preview_of : "(null)");
+    goto fail;
+  }
   rc = check_tools(reg, p, opt, &tools, reason);
   if (rc != 0)
     goto fail;

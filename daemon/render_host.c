@@ -25,6 +25,7 @@
 #include "../render/kernel.h"
 #include "daemon.h"
 #include "log.h"
+#include "preview.h"
 #include "render_host.h"
 #include "slowlog.h"
 #include "stats.h"
@@ -147,7 +148,15 @@ static void preview_tick(uv_timer_t *t) {
   uint64_t now = atl_mono_ns();
   if (rw->preview_ms == 0 || now < rw->next_preview_ns)
     return;
-  rw->next_preview_ns = now + (uint64_t)rw->preview_ms * 1000000u;
+  /* Each preview is a frame resolved here, on the loop. Both plugins show
+   * one only a quarter of the render's time so far after the last (so
+   * that a long render shows a dozen, not hundreds), and threw most of a
+   * frame every preview_ms away: past the first, frames come a third of
+   * the time so far apart, which every such rule takes. */
+  uint64_t gap = (uint64_t)rw->preview_ms * 1000000u;
+  if (rw->previews > 0 && (now - rw->t_submit_ns) / 3 > gap)
+    gap = (now - rw->t_submit_ns) / 3;
+  rw->next_preview_ns = now + gap;
   double fraction = atl_farm_job_fraction(rw->job);
   if (fraction <= rw->last_fraction)
     return; /* nothing new to show */
@@ -341,14 +350,18 @@ static int final_picture(const atl_farm_job_t *job,
 }
 
 /* A job's figures for the admin socket (stats.h) and its end in the
- * trace. Any thread: the handler's. */
-static void count_render(render_wait_t *rw, const char *sid, uint64_t t0_ns,
-                         int rc, const atl_render_result_t *out) {
-  static atl_series_t *_Atomic series;
-  atl_series_t *st = atomic_load(&series);
+ * trace. Live previews (preview.c) are counted apart, in the series
+ * "preview" (the rest in "tool"): one comes after every change, and mixed
+ * in they would hide what the model's renders cost. Any thread: the handler's.
+ */
+static void count_render(render_wait_t *rw, const char *sid, int preview,
+                         uint64_t t0_ns, int rc,
+                         const atl_render_result_t *out) {
+  static atl_series_t *_Atomic series[2];
+  atl_series_t *st = atomic_load(&series[preview]);
   if (st == NULL) {
-    st = atl_stats_series(ATL_FAM_RENDER, "");
-    atomic_store(&series, st);
+    st = atl_stats_series(ATL_FAM_RENDER, preview ? "preview" : "tool");
+    atomic_store(&series[preview], st);
   }
   uint64_t us = atl_stats_us_since(t0_ns);
   int passes = rc == 0 && rw->job ? atl_farm_job_passes(rw->job) : 0;
@@ -371,6 +384,8 @@ static void count_render(render_wait_t *rw, const char *sid, uint64_t t0_ns,
   if (!atl_trace_wants(ATL_TR_RENDER))
     return;
   json_object *f = json_object_new_object();
+  if (preview)
+    json_object_object_add(f, "preview", json_object_new_boolean(1));
   json_object_object_add(f, "ok", json_object_new_boolean(rc == 0));
   json_object_object_add(f, "ms", json_object_new_int64((int64_t)(us / 1000)));
   json_object_object_add(f, "passes", json_object_new_int(passes));
@@ -398,8 +413,11 @@ static int api_render(atl_call_t *call, const atl_render_request_t *plugin_req,
   atl_call_job_t *cj = call != NULL ? atl__job_of(call) : NULL;
   uint64_t t0_ns = atl_mono_ns();
   const char *trace_sid = cj != NULL ? cj->session_id : NULL;
+  int is_preview = cj != NULL && cj->preview != NULL;
   if (atl_trace_wants(ATL_TR_RENDER)) {
     json_object *f = json_object_new_object();
+    if (is_preview)
+      json_object_object_add(f, "preview", json_object_new_boolean(1));
     json_object_object_add(f, "width", json_object_new_int(req->width));
     json_object_object_add(f, "height", json_object_new_int(req->height));
     json_object_object_add(f, "samples", json_object_new_int(req->samples));
@@ -547,7 +565,7 @@ static int api_render(atl_call_t *call, const atl_render_request_t *plugin_req,
   } else if (rc == ATL_ECANCELED) {
     out->error = strdup("the render was cancelled");
   }
-  count_render(rw, trace_sid, t0_ns, rc, out);
+  count_render(rw, trace_sid, is_preview, t0_ns, rc, out);
   if (atl_daemon_post(d, rw_release_loop, rw) != 0)
     atl_log_kv(ATL_LOG_ERROR, "render job leaked: the loop is gone", NULL);
   rw_unref(rw);
@@ -563,7 +581,8 @@ int atl_render_host_start(atl_daemon_t *d) {
   }
   atl_farm_options_t fo = {.workers = (int)d->cfg->render_workers,
                            .worker_path = d->cfg->render_worker,
-                           .log = farm_log};
+                           .log = farm_log,
+                           .nice = (int)d->cfg->render_nice};
   char *err = NULL;
   int rc = atl_farm_new(d->loop, &fo, &d->farm, &err);
   if (rc != 0) {
@@ -598,6 +617,7 @@ json_object *atl_render_host_status(atl_daemon_t *d) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "running",
                          json_object_new_boolean(d->farm != NULL));
+  json_object_object_add(o, "previews", atl_previews_status(d));
   if (d->farm == NULL)
     return o;
   int pids[256];

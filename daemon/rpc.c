@@ -15,6 +15,7 @@
 #include "agent/agent.h"
 #include "daemon.h"
 #include "log.h"
+#include "preview.h"
 #include "redact.h"
 #include "render_host.h"
 #include "stats.h"
@@ -829,6 +830,24 @@ static void m_events_read(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
 
 /* ---- image.get ---- */
 
+/* An image as image.get and preview.get answer it: {id, mime, size, data}
+ * with the bytes in base64 (only here, on the wire: the store and the
+ * previews keep the bytes). NULL when out of memory. */
+static json_object *image_json(const char *id, const char *mime,
+                               const void *data, size_t len) {
+  char *b64 = malloc(4 * ((len + 2) / 3) + 1);
+  if (b64 == NULL)
+    return NULL;
+  EVP_EncodeBlock((unsigned char *)b64, data, (int)len);
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "id", json_object_new_string(id));
+  json_object_object_add(o, "mime", json_object_new_string(mime));
+  json_object_object_add(o, "size", json_object_new_int64((int64_t)len));
+  json_object_object_add(o, "data", json_object_new_string(b64));
+  free(b64);
+  return o;
+}
+
 static void read_image(read_req_t *rr, atl_store_reader_t *r) {
   char *mime = NULL;
   void *data = NULL;
@@ -836,29 +855,17 @@ static void read_image(read_req_t *rr, atl_store_reader_t *r) {
   rr->status = atl_store_image_get(r, rr->id, &mime, &data, &len);
   if (rr->status != 0)
     return;
-  /* Base64 only here, on the wire: the store keeps the bytes. */
-  size_t cap = 4 * ((len + 2) / 3) + 1;
-  char *b64 = malloc(cap);
-  if (b64 == NULL) {
+  if ((rr->result = image_json(rr->id, mime, data, len)) == NULL)
     rr->status = ATL_ENOMEM;
-  } else {
-    EVP_EncodeBlock((unsigned char *)b64, data, (int)len);
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "id", json_object_new_string(rr->id));
-    json_object_object_add(o, "mime", json_object_new_string(mime));
-    json_object_object_add(o, "size", json_object_new_int64((int64_t)len));
-    json_object_object_add(o, "data", json_object_new_string(b64));
-    rr->result = o;
-  }
-  free(b64);
   free(mime);
   free(data);
 }
 
-static void m_image_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
-  static const char *const names[] = {"id", NULL};
-  if (!atl_rpc_only(d, c, p, names))
-    return;
+/* The "id" param of image.get and preview.get (what: "an image", "a
+ * preview"): 64 lowercase hex digits, else NULL after an invalid-params
+ * answer. */
+static const char *image_id_param(atl_daemon_t *d, atl_rpc_call_t *c,
+                                  json_object *p, const char *what) {
   json_object *v = NULL;
   const char *id = NULL;
   if (p && json_object_object_get_ex(p, "id", &v) &&
@@ -869,11 +876,109 @@ static void m_image_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   for (size_t i = 0; ok && i < n; i++)
     ok = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
   if (!ok) {
-    atl_rpc_invalid(d, c,
-                    "\"id\" must be an image id (64 lowercase hex digits)");
+    atl_rpc_invalid(d, c, "\"id\" must be %s id (64 lowercase hex digits)",
+                    what);
+    return NULL;
+  }
+  return id;
+}
+
+static void m_image_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {"id", NULL};
+  if (!atl_rpc_only(d, c, p, names))
+    return;
+  const char *id = image_id_param(d, c, p, "an image");
+  if (id != NULL)
+    start_read(d, c, id, 0, 0, read_image);
+}
+
+/* ---- live previews (preview.c) ---- */
+
+/* preview.get {id}: the picture, from memory, as image.get answers. */
+static void m_preview_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
+  static const char *const names[] = {"id", NULL};
+  if (!atl_rpc_only(d, c, p, names))
+    return;
+  const char *id = image_id_param(d, c, p, "a preview");
+  if (id == NULL)
+    return;
+  void *data = NULL;
+  size_t len = 0;
+  char mime[32] = "";
+  int rc = atl_previews_get(d, id, &data, &len, mime, sizeof(mime));
+  if (rc == ATL_ENOENT) {
+    atl_rpc_reply_error(
+        d, c, ATL_RPC_NO_IMAGE,
+        "no such preview: a newer one replaced it, it expired "
+        "(render.preview_ttl_s), or atelierd restarted; session.preview "
+        "makes a new one",
+        NULL);
     return;
   }
-  start_read(d, c, id, 0, 0, read_image);
+  json_object *o = rc == 0 ? image_json(id, mime, data, len) : NULL;
+  free(data);
+  if (o == NULL) {
+    atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    return;
+  }
+  atl_rpc_reply(d, c, o);
+  json_object_put(o);
+}
+
+typedef struct {
+  atl_rpc_call_t *c;
+  char id[ATL_SESSION_ID_LEN + 1];
+  char quality[8]; /* "", "fast" or "hq" */
+} preview_req_t;
+
+static void preview_got(atl_daemon_t *d, atl_session_t *s, int status,
+                        void *user) {
+  preview_req_t *pr = user;
+  if (s == NULL) {
+    no_session(d, pr->c, pr->id, status);
+  } else {
+    int n = atl_previews_request(d, s, pr->quality[0] ? pr->quality : NULL);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "enabled",
+                           json_object_new_boolean(d->previews != NULL));
+    json_object_object_add(o, "requested", json_object_new_int(n));
+    atl_rpc_reply(d, pr->c, o);
+    json_object_put(o);
+  }
+  free(pr);
+}
+
+/* session.preview {session, quality?}: a new preview of every previewed
+ * namespace now, at "fast" or "hq" from now on. */
+static void m_session_preview(atl_daemon_t *d, atl_rpc_call_t *c,
+                              json_object *p) {
+  static const char *const names[] = {"session", "quality", NULL};
+  if (!atl_rpc_only(d, c, p, names))
+    return;
+  const char *id = session_param(d, c, p);
+  if (id == NULL)
+    return;
+  json_object *v = NULL;
+  const char *q = NULL;
+  if (json_object_object_get_ex(p, "quality", &v)) {
+    q = json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+                                                 : "";
+    if (strcmp(q, "fast") != 0 && strcmp(q, "hq") != 0) {
+      atl_rpc_invalid(d, c,
+                      "\"quality\" must be \"fast\" (about 64 samples a "
+                      "pixel) or \"hq\" (500)");
+      return;
+    }
+  }
+  preview_req_t *pr = calloc(1, sizeof(*pr));
+  if (pr == NULL) {
+    atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    return;
+  }
+  pr->c = c;
+  snprintf(pr->id, sizeof(pr->id), "%s", id);
+  snprintf(pr->quality, sizeof(pr->quality), "%s", q ? q : "");
+  atl_session_get(d, id, preview_got, pr);
 }
 
 static void m_agent_models(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
@@ -932,12 +1037,14 @@ static const struct {
     {"events.read", m_events_read, 0, 0},
     {"http.auth", m_http_auth, 0, 0},
     {"image.get", m_image_get, 0, 0},
+    {"preview.get", m_preview_get, 0, 0},
     {"provider.check", m_provider_check, 0, 0},
     {"session.cancel", m_session_cancel, 0, 0},
     {"session.create", m_session_create, 1, 1},
     {"session.delete", m_session_delete, 1, 0},
     {"session.get", m_session_get, 0, 0},
     {"session.list", m_session_list, 0, 0},
+    {"session.preview", m_session_preview, 0, 1},
     {"session.send", m_session_send, 1, 1},
     {"tool.call", m_tool_call, 1, 0},
     {"tool.list", m_tool_list, 0, 0},

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "preview.h"
 #include "agent/agent.h"
 #include "log.h"
 #include "stats.h"
@@ -243,6 +244,9 @@ static void load_done(uv_work_t *w, int uvstatus) {
         s->created_ms = lr->row.created_ms;
         s->updated_ms = lr->row.updated_ms;
         s->last_seq = s->committed_seq = lr->row.last_seq;
+        /* Which event changed the document last is not stored: none
+         * after the newest there is, which is all a preview needs. */
+        s->doc_rev = lr->row.last_seq;
         s->history_len = lr->row.history_len;
         memcpy(s->model, lr->row.model, sizeof(s->model));
         session_insert(d, s);
@@ -360,6 +364,7 @@ static void commit_loop(void *arg) {
         if (p->desc.session_close)
           p->desc.session_close(p->state, s->id);
       }
+      atl_previews_forget(d, s->id);
       /* Wake long polls so that they answer now rather than at their
        * time-out. */
       atl_session_committed(d, s, s->committed_seq);

@@ -27,6 +27,7 @@
 #include "redact.h"
 #include "slowlog.h"
 #include "stats.h"
+#include "preview.h"
 #include "toolcall.h"
 #include "trace.h"
 
@@ -476,6 +477,16 @@ static void count_call(atl_call_job_t *j) {
   atl_tw_end(&w);
 }
 
+/* Whether the call left its plugin's namespace as it was in old_doc: a
+ * failed update, or one that set what was already there. */
+static bool namespace_same(const atl_call_job_t *j, json_object *old_doc) {
+  const char *ns = j->tool->plugin->desc.name;
+  json_object *a = NULL, *b = NULL;
+  json_object_object_get_ex(old_doc, ns, &a);
+  json_object_object_get_ex(j->s->doc, ns, &b);
+  return json_object_equal(a, b);
+}
+
 static void commit_loop(void *arg) {
   atl_call_job_t *j = arg;
   atl_daemon_t *d = j->d;
@@ -498,10 +509,18 @@ static void commit_loop(void *arg) {
       s->doc = j->new_doc;
       j->new_doc = NULL;
       s->updated_ms = atl_now_ms();
+      s->doc_rev = j->seq;
     }
     atl_session_committed(d, s, j->seq);
     log_call(j);
     answer(j, 0, j->envelope);
+    /* After the commit, so that the preview shows what was committed, and
+     * after the answer, which must not wait for the comparison and the
+     * snapshot; a call that changed nothing is not worth a picture. */
+    if (old_doc != NULL && j->tool != NULL &&
+        atl_previews_watch(d, j->tool->plugin->desc.name) &&
+        !namespace_same(j, old_doc))
+      atl_previews_changed(d, s, j->tool->plugin->desc.name, j->seq);
   } else {
     /* The store refused the transaction: nothing of the call is in it, so
      * the caller must not think it happened, and our in-memory state (the
@@ -669,6 +688,11 @@ static void start(atl_daemon_t *d, atl_call_job_t *j) {
   }
   if (j->tool)
     uv_timer_start(&j->timer, job_timeout, j->tool->timeout_ms, 0);
+  /* A long call (render_scene) shows the session its own picture: a live
+   * preview would share the farm with it and take samples from the
+   * model's render. */
+  if (j->tool && (j->tool->tool.flags & ATL_TOOL_LONG_RUNNING))
+    atl_previews_hold(d, j->session_id);
   if (atl_pool_submit(d, job_work, j) != 0) {
     atomic_fetch_sub(&j->refs, 1);
     j->pool_ref = 0;
@@ -769,7 +793,7 @@ atl_call_job_t *atl__job_of(const atl_call_t *call) {
 
 int atl__call_result(atl_call_t *call, json_object *result) {
   atl_call_job_t *j = atl__job_of(call);
-  if (j == NULL || j->outcome != ATL_OUTCOME_NONE) {
+  if (j == NULL || j->preview != NULL || j->outcome != ATL_OUTCOME_NONE) {
     json_object_put(result);
     return ATL_EINVAL;
   }
@@ -780,7 +804,7 @@ int atl__call_result(atl_call_t *call, json_object *result) {
 
 int atl__call_errorv(atl_call_t *call, const char *fmt, va_list ap) {
   atl_call_job_t *j = atl__job_of(call);
-  if (j == NULL || j->outcome != ATL_OUTCOME_NONE)
+  if (j == NULL || j->preview != NULL || j->outcome != ATL_OUTCOME_NONE)
     return ATL_EINVAL;
   if (vasprintf(&j->error, fmt, ap) < 0)
     j->error = NULL;
@@ -791,7 +815,8 @@ int atl__call_errorv(atl_call_t *call, const char *fmt, va_list ap) {
 int atl__call_image(atl_call_t *call, const char *mime, const void *data,
                     size_t len, const char *name) {
   atl_call_job_t *j = atl__job_of(call);
-  if (j == NULL || mime == NULL || data == NULL || len == 0)
+  if (j == NULL || j->preview != NULL || mime == NULL || data == NULL ||
+      len == 0)
     return ATL_EINVAL;
   atl_call_image_t *ni =
       realloc(j->images, (j->n_images + 1) * sizeof(*j->images));
@@ -815,7 +840,7 @@ int atl__call_image(atl_call_t *call, const char *mime, const void *data,
 int atl__call_operation(atl_call_t *call, const char *target,
                         json_object *before, json_object *after) {
   atl_call_job_t *j = atl__job_of(call);
-  if (j == NULL) {
+  if (j == NULL || j->preview != NULL) {
     json_object_put(before);
     json_object_put(after);
     return ATL_EINVAL;
@@ -840,7 +865,10 @@ int atl_toolcall_cancel_long(atl_session_t *s) {
 
 int atl__call_cancelled(const atl_call_t *call) {
   atl_call_job_t *j = atl__job_of(call);
-  return j ? atomic_load(&j->cancelled) : 1;
+  if (j == NULL || atomic_load(&j->cancelled))
+    return 1;
+  uint64_t at = atomic_load(&j->cancel_at_ns);
+  return at != 0 && atl_mono_ns() >= at;
 }
 
 /* Event types are what readers filter on; the same shape as the host's
@@ -860,7 +888,8 @@ int atl__call_emit(atl_call_t *call, const char *type, json_object *data) {
   atl_call_job_t *j = atl__job_of(call);
   /* A call's events go into one transaction; a plugin that makes
    * thousands should batch them into fewer, larger ones. */
-  if (j == NULL || !event_type_ok(type) || j->n_events >= 1024) {
+  if (j == NULL || j->preview != NULL || !event_type_ok(type) ||
+      j->n_events >= 1024) {
     json_object_put(data);
     return ATL_EINVAL;
   }

@@ -64,6 +64,17 @@ struct atl_call_job_s {
   int commit_status;
   int64_t seq;
   json_object *new_doc;
+
+  /* A live preview's call (preview.c), not a tool call: its slot, and the
+   * revision its snapshot follows. The call_* outcome functions refuse
+   * such a call; only preview_put and call_cancelled take it. */
+  void *preview;
+  int64_t preview_rev;
+  int preview_hq;        /* made at HQ */
+  int preview_requested; /* asked for by session.preview, not a change */
+  /* A preview's second way to be cancelled: when the monotonic clock
+   * passes this (0: never), as call_cancelled() sees it. */
+  _Atomic uint64_t cancel_at_ns;
 };
 
 atl_call_job_t *atl__job_of(const atl_call_t *call);

@@ -84,6 +84,10 @@ static void session_routes(fcgi_match_t *m, const char *method,
       accept_route(m, method, FCGI_R_EVENTS, "GET");
       return;
     }
+    if (strcmp(sub, "preview") == 0) {
+      accept_route(m, method, FCGI_R_PREVIEW_REQUEST, "POST");
+      return;
+    }
   }
   if (n > 0 && strcmp(sub, "tools") == 0) {
     int k = next_segment(&rest, name, sizeof(name));
@@ -127,17 +131,21 @@ void fcgi_match(const char *method, const char *path, fcgi_match_t *m) {
     accept_route(m, method, FCGI_R_SESSIONS, "GET, HEAD, POST");
   else if (strcmp(seg, "sessions") == 0)
     session_routes(m, method, p);
-  else if (strcmp(seg, "images") == 0) {
+  else if (strcmp(seg, "images") == 0 || strcmp(seg, "previews") == 0) {
+    int preview = seg[0] == 'p';
     char file[80];
     int k = next_segment(&p, file, sizeof(file));
     if (k == 68 && *p == '\0' && strcmp(file + 64, ".png") == 0 &&
         is_hex(file, 64)) {
       memcpy(m->image, file, 64);
       m->image[64] = '\0';
-      accept_route(m, method, FCGI_R_IMAGE, "GET, HEAD");
+      accept_route(m, method, preview ? FCGI_R_PREVIEW : FCGI_R_IMAGE,
+                   "GET, HEAD");
     } else {
-      m->why = "no such image: an image is /api/images/<64 lowercase hex "
-               "digits>.png";
+      m->why = preview ? "no such preview: a preview is "
+                         "/api/previews/<64 lowercase hex digits>.png"
+                       : "no such image: an image is /api/images/<64 "
+                         "lowercase hex digits>.png";
     }
   }
 }

@@ -8,15 +8,17 @@ enum {
   FCGI_R_HEALTH,
   FCGI_R_MODELS,
   FCGI_R_TOOLS,
-  FCGI_R_SESSIONS,  /* /api/sessions */
-  FCGI_R_SESSION,   /* /api/sessions/{id} */
-  FCGI_R_MESSAGES,  /* …/{id}/messages */
-  FCGI_R_CANCEL,    /* …/{id}/cancel */
-  FCGI_R_EVENTS,    /* …/{id}/events */
-  FCGI_R_TOOL_CALL, /* …/{id}/tools/{name} */
-  FCGI_R_IMAGE,     /* /api/images/{id}.png */
-  FCGI_R_AUTH,      /* /api/auth: the token for a cookie (fcgi/auth.c) */
-  FCGI_R_METRICS    /* /metrics: atelierd's counters for Prometheus */
+  FCGI_R_SESSIONS,       /* /api/sessions */
+  FCGI_R_SESSION,        /* /api/sessions/{id} */
+  FCGI_R_MESSAGES,       /* …/{id}/messages */
+  FCGI_R_CANCEL,         /* …/{id}/cancel */
+  FCGI_R_EVENTS,         /* …/{id}/events */
+  FCGI_R_TOOL_CALL,      /* …/{id}/tools/{name} */
+  FCGI_R_IMAGE,          /* /api/images/{id}.png */
+  FCGI_R_AUTH,           /* /api/auth: the token for a cookie (fcgi/auth.c) */
+  FCGI_R_METRICS,        /* /metrics: atelierd's counters for Prometheus */
+  FCGI_R_PREVIEW,        /* /api/previews/{id}.png: a live preview (memory) */
+  FCGI_R_PREVIEW_REQUEST /* …/{id}/preview: a new one, at a quality */
 };
 
 typedef struct {
@@ -26,7 +28,7 @@ typedef struct {
   const char *why;   /* for FCGI_R_NONE (static) */
   char session[33];  /* 32 lowercase hex digits, when the path has one */
   char tool[65];     /* [a-z0-9_]{1,64} */
-  char image[65];    /* 64 lowercase hex digits */
+  char image[65];    /* 64 lowercase hex digits (an image or a preview) */
 } fcgi_match_t;
 
 /* method and path (REQUEST_URI without the query) may be anything. */

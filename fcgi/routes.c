@@ -94,6 +94,23 @@ static void send_message(fcgi_ctx_t *x, const char *id) {
   simple(x, 202, "session.send", body, RPC_TIMEOUT_MS);
 }
 
+/* POST /api/sessions/{id}/preview {quality?}: a new live preview. */
+static void request_preview(fcgi_ctx_t *x, const char *id) {
+  json_object *body = NULL;
+  if (fcgi_read_json(x, &body) != 0)
+    return;
+  if (body != NULL && !json_object_is_type(body, json_type_object)) {
+    json_object_put(body);
+    fcgi_reply_error(x, 400,
+                     "the body must be {\"quality\"?: \"fast\" | \"hq\"}");
+    return;
+  }
+  if (body == NULL)
+    body = json_object_new_object();
+  json_object_object_add(body, "session", json_object_new_string(id));
+  simple(x, 200, "session.preview", body, RPC_TIMEOUT_MS);
+}
+
 /* POST /api/sessions/{id}/tools/{name}: the body is the arguments. */
 static void call_tool(fcgi_ctx_t *x, const char *id, const char *tool) {
   json_object *args = NULL;
@@ -112,9 +129,11 @@ static void call_tool(fcgi_ctx_t *x, const char *id, const char *tool) {
   simple(x, 200, "tool.call", p, TOOL_TIMEOUT_MS);
 }
 
-/* GET /api/images/{id}.png: immutable (the id is the content's hash), so
- * cached for a year and revalidated by its ETag. */
-static void image(fcgi_ctx_t *x, const char *id) {
+/* GET /api/images/{id}.png (method image.get) and /api/previews/{id}.png
+ * (preview.get): immutable (the id is the content's hash), so cached for a
+ * year and revalidated by its ETag. A preview replaced by a newer one is a
+ * 404, but a browser that kept it may still show it: it is what it was. */
+static void image(fcgi_ctx_t *x, const char *id, const char *method) {
   const char *inm = fcgi_param(x, "HTTP_IF_NONE_MATCH");
   char etag[96];
   snprintf(etag, sizeof(etag), "\"%s\"", id);
@@ -128,7 +147,7 @@ static void image(fcgi_ctx_t *x, const char *id) {
   }
   json_object *p = json_object_new_object(), *r = NULL, *v;
   json_object_object_add(p, "id", json_object_new_string(id));
-  if (fcgi_call(x, "image.get", p, RPC_TIMEOUT_MS, &r) != 0)
+  if (fcgi_call(x, method, p, RPC_TIMEOUT_MS, &r) != 0)
     return;
   const char *mime = json_object_object_get_ex(r, "mime", &v)
                          ? json_object_get_string(v)
@@ -283,7 +302,13 @@ void fcgi_route(fcgi_ctx_t *x) {
     call_tool(x, m.session, m.tool);
     break;
   case FCGI_R_IMAGE:
-    image(x, m.image);
+    image(x, m.image, "image.get");
+    break;
+  case FCGI_R_PREVIEW:
+    image(x, m.image, "preview.get");
+    break;
+  case FCGI_R_PREVIEW_REQUEST:
+    request_preview(x, m.session);
     break;
   case FCGI_R_METRICS:
     metrics(x);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -78,6 +79,7 @@ struct atl_farm_s {
   atl_farm_log_fn log;
   void *log_user;
   int nworkers;
+  int nice; /* the workers' (atl_farm_options_t) */
   farm_worker_t *workers;
   atl_farm_job_t *jobs; /* active, in submission order (a ring) */
   atl_farm_job_t *all;  /* every job not yet freed, done or not */
@@ -971,6 +973,11 @@ static void worker_start(farm_worker_t *w) {
     return;
   }
   w->pid = w->proc.pid;
+  /* Lowering another process's priority is allowed to its owner; a
+   * failure leaves the worker at ours, which only costs responsiveness. */
+  if (f->nice > 0 && setpriority(PRIO_PROCESS, (id_t)w->pid, f->nice) != 0)
+    flog(f, 1, "cannot lower the render worker's priority: %s",
+         strerror(errno));
   w->fd = sv[0];
   w->incarnation++;
   w->ready = 0;
@@ -1057,6 +1064,7 @@ int atl_farm_new(uv_loop_t *loop, const atl_farm_options_t *opt,
   f->log = opt ? opt->log : NULL;
   f->log_user = opt ? opt->log_user : NULL;
   f->nworkers = n;
+  f->nice = opt && opt->nice > 0 ? (opt->nice > 19 ? 19 : opt->nice) : 0;
   f->workers = calloc((size_t)n, sizeof(farm_worker_t));
   if (f->worker_path == NULL || f->workers == NULL) {
     free(f->worker_path);

@@ -35,6 +35,10 @@ typedef struct {
   const char *worker_path; /* NULL: atl_farm_worker_path() */
   atl_farm_log_fn log;     /* may be NULL */
   void *log_user;
+  /* The workers' nice value, 0 .. 19 (0: the owner's own priority). A
+   * daemon lowers its workers' so that its event loop, which answers
+   * every call, never waits behind a render for a core. */
+  int nice;
 } atl_farm_options_t;
 
 /* The worker program: $ATELIER_RENDER_WORKER if set, else

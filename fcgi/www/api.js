@@ -71,6 +71,11 @@ export const api = {
     request('POST', sid(id) + '/tools/' + encodeURIComponent(name), args || {}),
   eventsUrl: (id, after) => '/api' + sid(id) + '/events?after=' + encodeURIComponent(String(after)),
   imageUrl: (id) => '/api/images/' + encodeURIComponent(id) + '.png',
+  // The live preview (memory only: a replaced one is a 404).
+  previewUrl: (id) => '/api/previews/' + encodeURIComponent(id) + '.png',
+  // A new live preview now, at "fast" or "hq" from now on (null: as is).
+  requestPreview: (id, quality) =>
+    request('POST', sid(id) + '/preview', quality ? { quality } : {}),
   // Called with the server's message when a request is refused for want
   // of the token (set by app.js).
   onUnauthorized: null,

@@ -8,6 +8,7 @@ import { api, ApiError, isSessionId } from './api.js';
 import { EventStream } from './stream.js';
 import { ChatView, imageButton } from './render.js';
 import { CanvasView } from './canvas.js';
+import { SceneView } from './scene.js';
 import { el, clear, icon } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -34,6 +35,8 @@ const els = {
   preview: $('preview'),
   previewFrame: $('preview-frame'),
   previewProgress: $('preview-progress'),
+  previewStatus: $('preview-status'),
+  previewQuality: $('preview-quality'),
   tabScene: $('tab-scene'),
   tabCanvas: $('tab-canvas'),
   scenePanel: $('scene-panel'),
@@ -78,12 +81,35 @@ const view = new ChatView({
   scroller: els.scroll,
   hooks: {
     onRunState: setActive,
-    onImage: showPreview,
-    onRenderProgress: showRenderProgress,
+    onImage: (id, seq) => scene.showImage(id, seq),
+    onRenderProgress: (f) => scene.progress(f),
+    onLivePreview: (d) => scene.live(d),
     onRunStarted: rememberTitle,
     onRunEnded: () => scheduleSessionRefresh(),
     onChange: (empty) => { els.welcome.hidden = !empty; },
     onCanvas: (ev) => canvas.apply(ev),
+  },
+});
+
+// The Scene view (scene.js): the model's renders and the live previews.
+const scene = new SceneView({
+  frame: els.previewFrame,
+  progress: els.previewProgress,
+  status: els.previewStatus,
+  quality: els.previewQuality,
+}, {
+  imageButton,
+  previewUrl: api.previewUrl,
+  requestPreview: (q) => (state.sessionId
+    ? api.requestPreview(state.sessionId, q)
+    : Promise.reject(new Error('no session is open'))),
+  // The model's pictures bring the Scene view forward; live previews come
+  // after every change, and only do when the pane had nothing to show
+  // (someone drawing on the Canvas is not pulled away by each edit).
+  onShow: (kind) => {
+    const wasEmpty = els.preview.dataset.empty === 'true';
+    els.preview.dataset.empty = 'false';
+    if (kind !== 'live' || wasEmpty) showView('scene');
   },
 });
 
@@ -508,30 +534,11 @@ async function takeToken() {
 
 // ---- preview and image viewer ----
 
-function showPreview(id) {
-  let button = els.previewFrame.querySelector('.image-button');
-  if (button === null || button.dataset.imageId !== id) {
-    clear(els.previewFrame);
-    button = imageButton(id, 'The latest image of the scene');
-    button.id = 'preview-open';
-    els.previewFrame.appendChild(button);
-  }
-  els.preview.dataset.empty = 'false';
-  showView('scene');
-}
-
-function showRenderProgress(f) {
-  els.previewProgress.value = Math.min(1, Math.max(0, f));
-  els.previewProgress.hidden = f >= 1;
-}
-
 function clearPreview() {
   canvas.reset();
   showView('scene');
-  clear(els.previewFrame);
-  els.previewFrame.appendChild(el('p', { class: 'preview-empty', text: 'Images of the scene appear here.' }));
+  scene.reset();
   els.preview.dataset.empty = 'true';
-  els.previewProgress.hidden = true;
 }
 
 function openViewer(id) {

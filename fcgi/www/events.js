@@ -18,6 +18,7 @@ export const EVENT_TYPES = [
   'context.trimmed',
   'context.compacted',
   'render.progress',
+  'preview',
   'canvas.strokes',
   'canvas.piece',
   'run.completed',

@@ -54,7 +54,8 @@ function pretty(v) {
 export class ChatView {
   /** root: the #messages log; pending: where queued messages wait;
    *  scroller: the element that scrolls; hooks: onRunState(active),
-   *  onImage(id), onRenderProgress(fraction), onRunStarted(text),
+   *  onImage(id, seq), onRenderProgress(fraction), onLivePreview(data)
+   *  (a "preview" event), onRunStarted(text),
    *  onRunEnded(type), onChange(empty). */
   constructor({ root, pending, scroller, hooks }) {
     this.root = root;
@@ -157,12 +158,15 @@ export class ChatView {
       case 'run.continued': this.runContinued(ev, d); break;
       case 'context.trimmed': this.contextTrimmed(ev, d); break;
       case 'context.compacted': this.contextCompacted(ev, d); break;
+      case 'preview':
+        if (this.hooks.onLivePreview) this.hooks.onLivePreview(d);
+        break;
       case 'canvas.strokes':
       case 'canvas.piece':
         if (this.hooks.onCanvas) this.hooks.onCanvas(ev);
         break;
       case 'render.progress':
-        if (typeof d.image === 'string' && d.image !== '') this.hooks.onImage(d.image);
+        if (typeof d.image === 'string' && d.image !== '') this.hooks.onImage(d.image, ev.seq);
         if (Number.isFinite(d.fraction)) {
           this.rendering = d.fraction < 1;
           this.hooks.onRenderProgress(d.fraction);
@@ -312,7 +316,7 @@ export class ChatView {
     });
     // The drawing tools' images are the canvas, which the Canvas view
     // draws itself; the Scene view keeps showing the scene.
-    if (images.length > 0 && !CANVAS_TOOLS.has(tool)) this.hooks.onImage(images[images.length - 1]);
+    if (images.length > 0 && !CANVAS_TOOLS.has(tool)) this.hooks.onImage(images[images.length - 1], ev.seq);
     if (tool === 'render_scene') this.renderEnded();
   }
 

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define ATL_PLUGIN_ABI_MAJOR 1
-#define ATL_PLUGIN_ABI_MINOR 4
+#define ATL_PLUGIN_ABI_MINOR 5
 
 /* The name of the one symbol a plugin exports. */
 #define ATL_PLUGIN_SYMBOL "atl_plugin"
@@ -192,6 +192,27 @@ struct atl_plugin_s {
    * blocking. Optional. */
   json_object *(*admin_summary)(void *state, const char *session_id,
                                 json_object *ns);
+  /* ABI 1.5: a live preview, for the page only. preview_of names the
+   * namespace whose changes this plugin shows (the render plugin: "scene";
+   * a plugin may name its own). After a tool call that changes that
+   * namespace commits, the host calls preview() with a call of its own:
+   * call->tool is NULL, call->ns and call->document are a snapshot of that
+   * namespace alone (host owns; the handler may read and change them),
+   * call->args is {"quality": "fast" | "hq"} (the page's choice), and
+   * call->session_id is the session's. It shows pictures with
+   * host->preview_put(), any number of times, each replacing the last,
+   * and returns 0 (or a negative ATL_E* code, logged). call_result() and
+   * the other call_* outcome functions do nothing on such a call.
+   *
+   * A newer change cancels the preview in flight: call_cancelled() turns 1,
+   * render() returns ATL_ECANCELED, preview_put() refuses, and the host
+   * calls preview() again with the newer snapshot once this one returns.
+   * Previews run on a thread of the host's own, one at a time across the
+   * daemon and possibly while a tool handler of the same session runs:
+   * they never hold up a tool call, and they read nothing but their
+   * snapshot. Optional (both NULL: no preview). */
+  const char *preview_of;
+  atl_tool_handler_fn preview;
 };
 
 #define ATL_PLUGIN_DEFINE(...)                                                 \
@@ -349,6 +370,24 @@ struct atl_host_s {
    * only, never the loop. */
   int (*image_get)(const atl_host_t *h, const char *id, void **data,
                    size_t *len, char *mime_out, size_t mime_size);
+
+  /* ---- ABI 1.5: check h->struct_size before using this. ---- */
+
+  /* From a preview() call only (atl_plugin_t.preview): makes data (len
+   * bytes of type mime, "image/png"; copied) the session's newest preview
+   * of preview_of, replacing the one before (whose id then answers "not
+   * found"), and emits a "preview" event with info's members (takes
+   * ownership; may be NULL) plus the view, the image id and the revision
+   * (the event seq of the tool call the snapshot follows). data NULL
+   * with len 0 clears the picture and emits the event without an image:
+   * for a namespace with nothing to show, or one that failed (say why in
+   * info's "message"). Previews are kept in memory only, the newest per
+   * session and view, for a bounded number of sessions and for
+   * preview_ttl. Returns 0, ATL_ECANCELED (a newer change superseded
+   * this preview: stop), ATL_EINVAL (not a preview call, or a bad mime),
+   * or ATL_ENOMEM. Preview thread. */
+  int (*preview_put)(atl_call_t *call, const char *mime, const void *data,
+                     size_t len, json_object *info);
 };
 
 /* Whether the host table h has member m (a host older than the plugin's

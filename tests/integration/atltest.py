@@ -68,8 +68,8 @@ def free_port():
     return port
 
 
-def rpc(sock, method, params, timeout=20):
-    """One JSON-RPC call on the API socket at sock: its result."""
+def rpc_answer(sock, method, params, timeout=20):
+    """One JSON-RPC call on the API socket at sock: the whole answer."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     s.connect(sock)
@@ -82,10 +82,50 @@ def rpc(sock, method, params, timeout=20):
             break
         buf += chunk
     s.close()
-    resp = json.loads(buf.split(b"\n", 1)[0])
+    return json.loads(buf.split(b"\n", 1)[0])
+
+
+def rpc(sock, method, params, timeout=20):
+    """One JSON-RPC call on the API socket at sock: its result."""
+    resp = rpc_answer(sock, method, params, timeout)
     if "error" in resp:
         raise RuntimeError("%s: %s" % (method, resp["error"]))
     return resp["result"]
+
+
+def rpc_error(sock, method, params):
+    """The error object of a call that must fail."""
+    resp = rpc_answer(sock, method, params)
+    assert "error" in resp, (method, params, str(resp)[:300])
+    return resp["error"]
+
+
+class Conn:
+    """One api.sock connection for many calls, as the bridge keeps one:
+    call() sends a request and returns its result."""
+
+    def __init__(self, path, timeout=30):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(timeout)
+        self.s.connect(path)
+        self.buf = b""
+        self.n = 0
+
+    def call(self, method, params):
+        self.n += 1
+        self.s.sendall(json.dumps({"jsonrpc": "2.0", "id": self.n,
+                                   "method": method,
+                                   "params": params}).encode() + b"\n")
+        while b"\n" not in self.buf:
+            chunk = self.s.recv(1 << 16)
+            if not chunk:
+                raise OSError("atelierd closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        resp = json.loads(line)
+        if "error" in resp:
+            raise RuntimeError("%s: %s" % (method, resp["error"]))
+        return resp["result"]
 
 
 def png_pixels(data):
@@ -206,8 +246,12 @@ class Daemon:
             for e in r["events"]:
                 out.append(e)
                 after = e["seq"]
-            if sum(1 for e in out if e["type"] in END) >= ends:
-                return out
+                # Up to the end of the last run asked for: events that come
+                # on their own (live previews) may follow it in the batch.
+                if e["type"] in END:
+                    ends -= 1
+                    if ends == 0:
+                        return out
         raise AssertionError("the run did not end; events: %s" %
                              [e["type"] for e in out])
 

@@ -92,6 +92,11 @@ def alive(pid):
     return stat[stat.rindex(")") + 2] not in "ZX"
 
 
+# render_scene alone: live previews (test_preview.py) would add jobs to the
+# farm and events to the sessions that these checks count.
+RENDER = "[render]\nworkers = 2\npreviews = no\n"
+
+
 def shm_segments():
     return sorted(n for n in os.listdir("/dev/shm")
                   if n.startswith("atelier-render-"))
@@ -100,7 +105,7 @@ def shm_segments():
 def rendering_daemon(name):
     """A daemon of its own, busy with a long render started by a run;
     returns it, the session and the workers' pids."""
-    d = Daemon(name, "[render]\nworkers = 2\n")
+    d = Daemon(name, RENDER)
     sid = scene_session(d)
     pids = render_info(d)["workers"]
     after = d.events(sid)[-1]["seq"]
@@ -147,7 +152,7 @@ def _(ctx):
 @check("ATELIER_RENDER_KERNEL=default: the daemon and its workers keep to "
        "the default kernel, and the picture is the same")
 def _(ctx):
-    d = Daemon("render-kernel", "[render]\nworkers = 2\n",
+    d = Daemon("render-kernel", RENDER,
                env={"ATELIER_RENDER_KERNEL": "default"})
     try:
         info = render_info(d)
@@ -454,7 +459,8 @@ def _(ctx):
 def _(ctx):
     d = Daemon("render-off", "[render]\nworkers = 0\n")
     try:
-        assert render_info(d) == {"running": False}
+        r = render_info(d)
+        assert r["running"] is False and "workers" not in r, r
         sid = scene_session(d)
         r = call(d, sid, "render_scene", {"quality": "draft"})
         assert r["success"] is False and "not available" in r["error"], r
@@ -471,7 +477,7 @@ def _(ctx):
              "the workers to exit")
     assert shm_segments() == before, shm_segments()
     # The restarted daemon renders, and says the last run was interrupted.
-    d2 = Daemon("render-kill", "[render]\nworkers = 2\n", data_dir=d.data)
+    d2 = Daemon("render-kill", RENDER, data_dir=d.data)
     try:
         r = call(d2, sid, "render_scene", {"quality": "draft", "width": 64,
                                            "height": 48})
@@ -494,14 +500,14 @@ def _(ctx):
 
 def main():
     fake = Fake()
-    conf = ("[render]\nworkers = 2\n"
+    conf = (RENDER +
             "[agent]\nprovider = fake\n"
             "[provider.fake]\ntype = openai\nbase_url = %s\n"
             "api_key_env = FAKE_LLM_KEY\nmodels = fake-model\n" % fake.url)
     ctx = {"fake": fake,
            "d": Daemon("render", conf, env={"FAKE_LLM_KEY": KEY}),
            "short": Daemon("render-short",
-                           "[render]\nworkers = 2\n"
+                           RENDER +
                            "[tools]\nlong_timeout_ms = 500\n")}
     passed, failed = run_checks(CHECKS, ctx)
     for d in (ctx["d"], ctx["short"]):

@@ -441,6 +441,62 @@ def _(ctx):
     assert [x["id"] for x in b["document"]["scene"]["shapes"]] == ["ball"], b["document"]
 
 
+def final_preview(ev):
+    """The next final live preview on an event stream: its data."""
+    while True:
+        e = ev.until(("preview",))[-1]["data"]["data"]
+        if e["final"]:
+            return e
+
+
+@check("live previews: the picture through nginx, a replaced one 404, "
+       "a new one on request")
+def _(ctx):
+    s = ctx["stack"]
+    sid = s.session()
+    ev = SSE(s, sid)
+    # Not another check's scene: pictures are named by their bytes, and
+    # the same scene gives the same picture in any session.
+    ball = {"id": "ball", "type": "sphere",
+            "properties": {"center": [0, 1, 0], "radius": 1.3}}
+    st, _, env = s.request("POST", "/api/sessions/%s/tools/create_shape" % sid,
+                           ball)
+    assert st == 200 and env["success"], env
+    first = final_preview(ev)
+    st, h, data = s.request("GET", "/api/previews/%s.png" % first["image"],
+                            raw=True)
+    assert st == 200 and data.startswith(b"\x89PNG\r\n\x1a\n"), (st, data[:8])
+    assert h["content-type"] == "image/png", h
+    assert h["etag"] == '"%s"' % first["image"], h
+    # HQ on request: a new final preview, and the first one is gone.
+    st, _, b = s.request("POST", "/api/sessions/%s/preview" % sid,
+                         {"quality": "hq"})
+    assert st == 200 and b == {"enabled": True, "requested": 1}, (st, b)
+    hq = final_preview(ev)
+    ev.close()
+    assert hq["quality"] == "hq" and hq["image"] != first["image"], hq
+    # A replaced picture is served a little longer (render.preview_grace_ms,
+    # 10 s), then is a 404 that says what to do.
+    deadline = time.monotonic() + 15
+    while True:
+        st, _, b = s.request("GET", "/api/previews/%s.png" % first["image"])
+        if st != 200 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert st == 404 and "session.preview" in b["error"], (st, b)
+    st, _, b = s.request("GET", "/api/previews/xyz.png")
+    assert st == 404 and "64 lowercase hex" in b["error"], b
+    st, _, b = s.request("POST", "/api/sessions/%s/preview" % sid,
+                         {"quality": "best"})
+    assert st == 400 and '"hq"' in b["error"], (st, b)
+    st, _, b = s.request("POST", "/api/sessions/%s/preview" % sid, [1])
+    assert st == 400 and "quality" in b["error"], (st, b)
+    st, h, b = s.request("GET", "/api/sessions/%s/preview" % sid)
+    assert st == 405 and h["allow"] == "POST", (st, h)
+    st, _, b = s.request("POST", "/api/sessions/%s/preview" % ("0" * 32), {})
+    assert st == 404, (st, b)
+
+
 @check("bad requests: 404, 405 with Allow, 400, 413 and 415, all as JSON")
 def _(ctx):
     s = ctx["stack"]

@@ -135,6 +135,14 @@ Test(loader, null_handler) {
   expect_reject("lt_null_handler", ATL_EPLUGIN, "handler is NULL");
 }
 
+Test(loader, a_preview_hook_needs_a_namespace_to_watch) {
+  expect_reject("lt_preview_alone", ATL_EPLUGIN,
+                "preview and preview_of go together");
+  expect_reject("lt_preview_bad_ns", ATL_EPLUGIN,
+                "got preview set and "
+                "preview_of 'Scene!'");
+}
+
 Test(loader, the_same_plugin_twice) {
   char *reason = NULL;
   cr_assert_eq(atl_registry_load(&reg, lib("lt_good"), &opt, &reason), 0);

@@ -427,6 +427,115 @@ check('render_scene: the preview sharpens while it runs, then shows the final pi
   await page.context().close();
 });
 
+// Issue 21: a picture after every change, no render_scene needed.
+check('live preview: a change shows a picture that sharpens, HQ on request, the last of a burst wins; 360 px, both themes', async ({ browser, stack, fake }) => {
+  await fake.script([
+    { tool_calls: [{ name: 'create_shape', arguments: {
+      id: 'ball', type: 'sphere', properties: { center: [0, 1, 0], radius: 1.1,
+        material: { type: 'lambertian', albedo: [0.2, 0.3, 0.9] } } } }] },
+    { text: 'A blue ball.' },
+  ]);
+  const page = await open(browser, stack, { viewport: { width: 360, height: 740 } });
+  await page.evaluate(() => {
+    window.seenLive = [];
+    new MutationObserver(() => {
+      const i = document.querySelector('#preview-frame img.live-preview');
+      const last = window.seenLive[window.seenLive.length - 1];
+      if (i && (!last || last.id !== i.dataset.previewId)) {
+        window.seenLive.push({ id: i.dataset.previewId, final: i.dataset.final === 'true',
+          revision: Number(i.dataset.revision) });
+      }
+    }).observe(document.getElementById('preview-frame'), { childList: true });
+  });
+  await send(page, 'A ball, please');
+  await runEnds(page);
+  // No render_scene was called, and still the Scene view shows the ball.
+  eq(await page.locator('#messages .tool-call[data-tool="render_scene"]').count(), 0, 'render_scene calls');
+  const finalSel = '#preview-frame img.live-preview[data-final="true"]';
+  await page.waitForSelector(finalSel);
+  await page.waitForFunction((s) => {
+    const i = document.querySelector(s);
+    return i && i.complete && i.naturalWidth === 400;
+  }, finalSel);
+  // (A ball at Fast may be done before a second picture: the sharpening
+  // is checked at HQ below.)
+  const seen = await page.evaluate(() => window.seenLive);
+  assert(seen.length >= 1 && seen[seen.length - 1].final, 'the previews shown: ' + JSON.stringify(seen));
+  assert(/^Live preview · \d+ samples a pixel$/.test(await page.locator('#preview-status').textContent()),
+    'caption: ' + await page.locator('#preview-status').textContent());
+  // At 360 px the picture fits the strip above the conversation.
+  const box = await page.locator(finalSel).boundingBox();
+  assert(box.x >= 0 && box.x + box.width <= 360, 'the preview overflows: ' + JSON.stringify(box));
+  // The centre of the picture is the blue ball.
+  const centre = () => page.evaluate((s) => {
+    const i = document.querySelector(s);
+    const c = document.createElement('canvas');
+    c.width = i.naturalWidth;
+    c.height = i.naturalHeight;
+    const g = c.getContext('2d');
+    g.drawImage(i, 0, 0);
+    return [...g.getImageData(190, 140, 20, 20).data].reduce((a, v, k) => {
+      a[k % 4] += v;
+      return a;
+    }, [0, 0, 0, 0]).slice(0, 3).map((v) => v / 400);
+  }, finalSel);
+  const [r, g, b] = await centre();
+  assert(b > r + 30 && b > g + 30, 'the ball is not blue: ' + [r, g, b]);
+  // Light theme, then dark: the caption and buttons stay readable.
+  if ((await page.locator('html').getAttribute('data-theme')) === 'dark') await page.locator('#theme-toggle').click();
+  await shot(page, 'live-preview-360-light.png');
+  await page.locator('#theme-toggle').click();
+  await page.waitForSelector('html[data-theme="dark"]');
+  await shot(page, 'live-preview-360-dark.png');
+
+  // HQ: the page asks, the daemon renders 500 samples a pixel, and the
+  // picture sharpens on the way (seconds).
+  await page.evaluate(() => { window.seenLive = []; });
+  const hq = page.locator('#preview-quality button[data-quality="hq"]');
+  await hq.click();
+  eq(await hq.getAttribute('aria-pressed'), 'true', 'HQ pressed');
+  await page.waitForFunction(() => /^Live preview \(HQ\) · \d+ samples a pixel$/.test(
+    document.getElementById('preview-status').textContent), null, { timeout: 90000 });
+  const spp = Number((await page.locator('#preview-status').textContent()).match(/(\d+) samples/)[1]);
+  assert(spp > 64, 'HQ samples: ' + spp);
+  const sharpening = await page.evaluate(() => window.seenLive);
+  assert(sharpening.length >= 2 && !sharpening[0].final && sharpening[sharpening.length - 1].final,
+    'the HQ preview did not sharpen on the page: ' + JSON.stringify(sharpening));
+  await page.locator('#preview-quality button[data-quality="fast"]').click();
+
+  // A burst of edits made by hand (the API, as another client would): the
+  // last one's colour is what the picture ends on.
+  const sid = sessionOf(page);
+  const colours = [[0.9, 0.9, 0.1], [0.1, 0.9, 0.1], [0.9, 0.1, 0.9], [0.95, 0.05, 0.05]];
+  await page.evaluate(async ([id, cs]) => {
+    for (const c of cs) {
+      await fetch('/api/sessions/' + id + '/tools/update_shape', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ id: 'ball', updates: { properties: { material: { type: 'lambertian', albedo: c } } } }),
+      });
+    }
+  }, [sid, colours]);
+  await page.waitForFunction((s) => {
+    const i = document.querySelector(s);
+    return i && i.complete && i.naturalWidth === 400 && i.dataset.previewId !== undefined;
+  }, finalSel);
+  await page.waitForFunction(() => /^Live preview · /.test(document.getElementById('preview-status').textContent));
+  // Wait for the picture of the last edit: red in the middle.
+  let rgb = null;
+  for (let t = Date.now(); Date.now() - t < 20000;) {
+    if ((await page.locator(finalSel).count()) === 1) {
+      rgb = await centre().catch(() => null);
+      if (rgb && rgb[0] > rgb[1] + 30 && rgb[0] > rgb[2] + 30) break;
+    }
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  assert(rgb && rgb[0] > rgb[1] + 30 && rgb[0] > rgb[2] + 30, 'the burst did not end on red: ' + rgb);
+  await shot(page, 'live-preview-360-burst.png');
+  noErrors(page);
+  await page.context().close();
+});
+
 // No model call may follow a stop. An absence is only proved by a timed
 // window: until well past when the next call would have come, the fake has
 // been asked once and still holds the turn that would answer it.

@@ -21,6 +21,7 @@ install();
 // The ChatView tests: a whole session's events drawn into the fake DOM.
 // (A separate module, imported here so the one command runs everything.)
 await import('./render.cases.mjs');
+await import('./scene.cases.mjs');
 
 const INJECTIONS = [
   '<script>alert(1)</script>',

@@ -99,5 +99,11 @@ ATL_PLUGIN_EXPORT const atl_plugin_t atl_plugin = {
     .tools = tools,
     .n_tools = sizeof(tools) / sizeof(tools[0]),
     .init = init,
+#if defined(VARIANT_PREVIEW_ALONE)
+    .preview = handler,
+#elif defined(VARIANT_PREVIEW_BAD_NS)
+    .preview = handler,
+    .preview_of = "Scene!",
+#endif
 };
 #endif
