@@ -611,6 +611,38 @@ check('the Canvas view: the agent\'s strokes drawn with the pen, the person\'s o
   await page.context().close();
 });
 
+check('/demo (the snowman) ends with the snowman in the Scene view, with no render_scene called', async ({ browser, stack }) => {
+  const page = await open(browser, stack);
+  await send(page, '/demo');
+  await runEnds(page);
+  eq(await page.locator('#messages .tool-call[data-tool="render_scene"]').count(), 0, 'render_scene calls');
+  // The last change's live preview, at its final quality.
+  const last = await page.evaluate(() => Math.max(...[...document.querySelectorAll('#messages .tool-call[data-seq]')]
+    .map((e) => Number(e.dataset.seq))));
+  await page.waitForFunction((rev) => {
+    const i = document.querySelector('#preview-frame img.live-preview[data-final="true"]');
+    return i && Number(i.dataset.revision) >= rev && i.complete && i.naturalWidth === 400;
+  }, last, { timeout: 30000 });
+  eq(await page.locator('#preview').getAttribute('data-view'), 'scene', 'the view');
+  // Snow fills the lower middle of the frame: bright, nearly white.
+  const rgb = await page.evaluate(() => {
+    const i = document.querySelector('#preview-frame img.live-preview');
+    const c = document.createElement('canvas');
+    c.width = i.naturalWidth;
+    c.height = i.naturalHeight;
+    const g = c.getContext('2d');
+    g.drawImage(i, 0, 0);
+    const d = g.getImageData(150, 260, 100, 30).data;
+    const m = [0, 0, 0];
+    for (let k = 0; k < d.length; k += 4) for (let j = 0; j < 3; j++) m[j] += d[k + j];
+    return m.map((v) => v / (d.length / 4));
+  });
+  assert(Math.min(...rgb) > 150, 'not snow at the bottom of the picture: ' + rgb);
+  await shot(page, 'demo-snowman.png');
+  noErrors(page);
+  await page.context().close();
+});
+
 check('/demo drawing ends with the picture on the page; the saved piece has its thumbnail; a pen and a finger draw as the mouse does; the PNG export is the picture', async ({ browser, stack }) => {
   const cassette = JSON.parse(fs.readFileSync(path.join(SRCDIR, 'conf/cassettes/drawing.json'), 'utf8'));
   const named = cassette.turns.flatMap((t) => t.parts || [])
