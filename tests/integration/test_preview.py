@@ -218,7 +218,7 @@ def _(ctx):
     assert call(d, sid, "import_scene", {"scene": SCENE})["success"]
     time.sleep(1)
     after = last_seq(d, sid)
-    t_end = time.monotonic() + 2
+    t_end = time.monotonic() + 3
     i = 0
     while time.monotonic() < t_end:
         i += 1
@@ -232,9 +232,13 @@ def _(ctx):
         "session": sid, "after_seq": after, "limit": 10000})["events"]
         if e["type"] == "preview" and e["data"].get("image")]
     # Each change cancels the preview of the one before, but only once it
-    # has shown its first picture: the page is never left without one.
-    assert len({e["data"]["revision"] for e in seen}) >= 3, \
-        (len(revs), [e["data"]["revision"] for e in seen])
+    # has shown its first picture: the page is not left without one while
+    # the stream lasts. (Cancelled at once, none of them would show any:
+    # a first picture takes longer than the 15 ms between changes. Under
+    # ASan, on a busy machine, it took 270 ms, hence only two asked for.)
+    during = {e["data"]["revision"] for e in seen} - {revs[-1]}
+    assert len(during) >= 2, (len(revs), [e["data"]["revision"]
+                                          for e in seen])
     evs = previews_until(d, sid, after,
                          lambda e: e["data"].get("final") and
                          e["data"]["revision"] == revs[-1])
