@@ -362,6 +362,21 @@ else
   check_fail "scene: get_scene_state has the shape and the light, not the failed update"
 fi
 
+# The scene's live previews come on their own, each an event (and a new
+# last_seq): wait until none runs or waits, at most 60 s (the sanitizer
+# build is slow), so that what is read now is what the restart must keep.
+for ((i = 0; i < 600; i++)); do
+  ctl raw daemon.info
+  if [ "$rc" -eq 0 ] && python3 -c '
+import json, sys
+p = json.load(sys.stdin)["render"]["previews"]
+sys.exit(0 if p.get("running", 0) == 0 and p.get("waiting", 0) == 0 else 1)
+' <<<"$out"; then
+    break
+  fi
+  sleep 0.1
+done
+sleep 0.5
 ctl events "$sid" --json
 json_before=$out
 ctl session show "$sid"
