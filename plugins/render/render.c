@@ -544,20 +544,12 @@ static int scene_preview(atl_call_t *call) {
     json_object_put(scene);
     return live_message(call, "empty", "The scene has no shapes yet.");
   }
+  /* No load here to check the scene first, as render_scene does: that
+   * would parse and build it once more after every change, and the
+   * workers' own load says what is wrong (res.error). */
   const char *text =
       json_object_to_json_string_ext(scene, JSON_C_TO_STRING_PLAIN);
   size_t text_len = strlen(text);
-  atl_render_scene_t *loaded = NULL;
-  char *err = NULL;
-  if (atl_render_scene_load(text, text_len, &loaded, &err) != 0) {
-    char msg[600];
-    snprintf(msg, sizeof(msg), "The scene cannot be rendered: %s",
-             err ? err : "it cannot be loaded");
-    free(err);
-    json_object_put(scene);
-    return live_message(call, "error", msg);
-  }
-  atl_render_scene_free(loaded);
   atl_render_request_t req = {.struct_size = sizeof(req),
                               .result_size = sizeof(atl_render_result_t),
                               .scene_json = text,
@@ -582,8 +574,12 @@ static int scene_preview(atl_call_t *call) {
   if (rc != 0) {
     /* Cancelled by a newer change (or the daemon stopping): the next
      * preview says what there is to say. */
-    if (rc != ATL_ECANCELED && rc != ATL_ESHUTDOWN)
-      live_message(call, "error", res.error ? res.error : host->strerror(rc));
+    if (rc != ATL_ECANCELED && rc != ATL_ESHUTDOWN) {
+      char msg[600];
+      snprintf(msg, sizeof(msg), "The scene cannot be rendered: %s",
+               res.error ? res.error : host->strerror(rc));
+      live_message(call, "error", msg);
+    }
     free(res.error);
     return 0;
   }
