@@ -165,10 +165,17 @@ def _(ctx):
              {"id": "ball", "updates": {"properties": {"radius": 1.0}}})
     assert r["success"], r
     rev = finished_seq(d, sid, after)[-1]
-    previews_until(d, sid, after, lambda e: e["data"]["revision"] == rev)
+    first = previews_until(d, sid, after,
+                           lambda e: e["data"]["revision"] == rev)
     # Replaced, but served a while (render.preview_grace_ms, 1 s here) for
     # a page told of it a moment ago; then gone.
     assert picture(d, old["image"])[:4] == b"\x89PNG"
+    # Wait for this change's final picture too, so that no preview of this
+    # check is still running when the next one starts.
+    if not first[-1]["data"]["final"]:
+        previews_until(d, sid, first[-1]["seq"],
+                       lambda e: e["data"]["revision"] == rev
+                       and e["data"]["final"])
     time.sleep(1.2)
     err = rpc_error(d.sock, "preview.get", {"id": old["image"]})
     assert err["code"] == -32002, err
@@ -180,8 +187,15 @@ def _(ctx):
 @check("a burst of ten pipelined edits yields one final preview, of the last")
 def _(ctx):
     d, sid = ctx["d"], ctx["sid"]
-    # The previews of the check before are done: wait for its final.
-    time.sleep(0.1)
+    # The previews of the check before are done (it waited for its final);
+    # make sure the thread has nothing left either.
+    deadline = time.monotonic() + 10
+    while True:
+        st = d.rpc("daemon.info", {})["render"]["previews"]
+        if not st["running"] and not st["waiting"]:
+            break
+        assert time.monotonic() < deadline, "previews never went idle"
+        time.sleep(0.05)
     after = last_seq(d, sid)
     colours = [[0.1 * i, 0.1, 0.9 - 0.08 * i] for i in range(9)]
     colours.append([0.9, 0.05, 0.05])
