@@ -295,19 +295,30 @@ static json_object *snapshot(json_object *doc, const char *ns) {
   return copy;
 }
 
-/* Asks every plugin that previews ns (NULL: every previewing plugin) for a
- * preview of session s. Returns how many were asked. */
+/* Whether plugin p previews a namespace session s has. */
+static int has_view(const atl_session_t *s, const atl_plugin_entry_t *p) {
+  return p->desc.preview != NULL &&
+         json_object_object_get_ex(s->doc, p->desc.preview_of, NULL);
+}
+
+/* Asks every plugin that previews ns for a preview of session s; ns NULL:
+ * every plugin previewing a namespace the session has, or every
+ * previewing plugin when it has none yet (each then says there is
+ * nothing to show). Returns how many were asked. */
 static int want_all(atl_daemon_t *d, atl_session_t *s, const char *ns,
                     int64_t rev, int hq, int settle) {
   atl_previews_t *P = d->previews;
   if (P == NULL || P->stop || s->deleted)
     return 0;
-  int n = 0;
+  int n = 0, any = 0;
   const atl_registry_t *reg = &d->registry;
+  for (size_t i = 0; ns == NULL && !any && i < reg->n_plugins; i++)
+    any = has_view(s, reg->plugins[i]);
   for (size_t i = 0; i < reg->n_plugins; i++) {
     atl_plugin_entry_t *p = reg->plugins[i];
     if (p->desc.preview == NULL ||
-        (ns != NULL && strcmp(p->desc.preview_of, ns) != 0))
+        (ns != NULL && strcmp(p->desc.preview_of, ns) != 0) ||
+        (ns == NULL && any && !has_view(s, p)))
       continue;
     json_object *snap = snapshot(s->doc, p->desc.preview_of);
     if (snap == NULL)
@@ -347,25 +358,44 @@ int atl_previews_watch(atl_daemon_t *d, const char *ns) {
   return 0;
 }
 
+char *atl_previews_views(atl_daemon_t *d) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (f == NULL)
+    return NULL;
+  const char *sep = "";
+  for (size_t i = 0; i < d->registry.n_plugins; i++) {
+    const atl_plugin_t *p = &d->registry.plugins[i]->desc;
+    if (p->preview != NULL) {
+      fprintf(f, "%s\"%s\"", sep, p->preview_of);
+      sep = ", ";
+    }
+  }
+  fclose(f);
+  return buf;
+}
+
 void atl_previews_changed(atl_daemon_t *d, atl_session_t *s, const char *ns,
                           int64_t revision) {
   if (ns != NULL)
     want_all(d, s, ns, revision, -1, 1);
 }
 
-int atl_previews_request(atl_daemon_t *d, atl_session_t *s,
-                         const char *quality) {
+int atl_previews_request(atl_daemon_t *d, atl_session_t *s, const char *quality,
+                         const char *view) {
   int hq = quality == NULL ? -1 : strcmp(quality, "hq") == 0;
-  return want_all(d, s, NULL, s->doc_rev, hq, 0);
+  return want_all(d, s, view, s->doc_rev, hq, 0);
 }
 
-void atl_previews_hold(atl_daemon_t *d, const char *session_id) {
+void atl_previews_hold(atl_daemon_t *d, const char *session_id,
+                       const atl_plugin_entry_t *plugin) {
   atl_previews_t *P = d->previews;
   if (P == NULL)
     return;
   pthread_mutex_lock(&P->mu);
   for (slot_t *sl = P->slots; sl != NULL; sl = sl->next) {
-    if (strcmp(sl->sid, session_id) != 0)
+    if (sl->plugin != plugin || strcmp(sl->sid, session_id) != 0)
       continue;
     queue_remove(P, sl);
     json_object_put(sl->want);

@@ -37,19 +37,27 @@ int atl_previews_free(atl_daemon_t *d);
 /* Whether a change to namespace ns would be previewed: previews are on
  * and a plugin previews ns. Loop thread; cheap. */
 int atl_previews_watch(atl_daemon_t *d, const char *ns);
+/* The namespaces the plugins preview, as "\"scene\", \"optics\"" for a
+ * message (malloc'd; "" when none does). */
+char *atl_previews_views(atl_daemon_t *d);
 /* The namespace ns of session s has changed, in the commit whose event
  * seq is revision: preview it again. Loop thread. */
 void atl_previews_changed(atl_daemon_t *d, atl_session_t *s, const char *ns,
                           int64_t revision);
-/* Asks for a preview of every previewed namespace of s now (the page
- * found its picture gone, or changed the quality); quality is "fast",
- * "hq" or NULL for the session's current one. Returns the number of
- * previews asked for. Loop thread. */
-int atl_previews_request(atl_daemon_t *d, atl_session_t *s,
-                         const char *quality);
-/* A long tool call of the session (a render) starts: cancel its previews
- * in flight and drop what waits, keeping its pictures. Loop thread. */
-void atl_previews_hold(atl_daemon_t *d, const char *session_id);
+/* Asks for a preview now (the page found its picture gone, or changed
+ * the quality) of view, a previewed namespace, or with view NULL of every
+ * previewed namespace s has (all of them while it has none); quality is
+ * "fast", "hq" or NULL for the session's current one. Returns the number
+ * of previews asked for. Loop thread. */
+int atl_previews_request(atl_daemon_t *d, atl_session_t *s, const char *quality,
+                         const char *view);
+/* A long tool call of plugin's (render_scene) starts in the session:
+ * cancel the previews that plugin makes of it and drop what waits,
+ * keeping their pictures. The plugin's own previews only: they are what
+ * shares its resources (the render farm) and what its call will show
+ * anyway; another plugin's view goes on. Loop thread. */
+void atl_previews_hold(atl_daemon_t *d, const char *session_id,
+                       const atl_plugin_entry_t *plugin);
 /* The session is gone: cancel its previews and drop its pictures. Loop
  * thread. */
 void atl_previews_forget(atl_daemon_t *d, const char *session_id);

@@ -929,6 +929,7 @@ typedef struct {
   atl_rpc_call_t *c;
   char id[ATL_SESSION_ID_LEN + 1];
   char quality[8]; /* "", "fast" or "hq" */
+  char view[33];   /* a plugin name's size; "": every one */
 } preview_req_t;
 
 static void preview_got(atl_daemon_t *d, atl_session_t *s, int status,
@@ -937,7 +938,8 @@ static void preview_got(atl_daemon_t *d, atl_session_t *s, int status,
   if (s == NULL) {
     no_session(d, pr->c, pr->id, status);
   } else {
-    int n = atl_previews_request(d, s, pr->quality[0] ? pr->quality : NULL);
+    int n = atl_previews_request(d, s, pr->quality[0] ? pr->quality : NULL,
+                                 pr->view[0] ? pr->view : NULL);
     json_object *o = json_object_new_object();
     json_object_object_add(o, "enabled",
                            json_object_new_boolean(d->previews != NULL));
@@ -948,11 +950,12 @@ static void preview_got(atl_daemon_t *d, atl_session_t *s, int status,
   free(pr);
 }
 
-/* session.preview {session, quality?}: a new preview of every previewed
- * namespace now, at "fast" or "hq" from now on. */
+/* session.preview {session, quality?, view?}: a new preview of view (or
+ * of every previewed namespace the session has) now, at "fast" or "hq"
+ * from now on. */
 static void m_session_preview(atl_daemon_t *d, atl_rpc_call_t *c,
                               json_object *p) {
-  static const char *const names[] = {"session", "quality", NULL};
+  static const char *const names[] = {"session", "quality", "view", NULL};
   if (!atl_rpc_only(d, c, p, names))
     return;
   const char *id = session_param(d, c, p);
@@ -970,6 +973,24 @@ static void m_session_preview(atl_daemon_t *d, atl_rpc_call_t *c,
       return;
     }
   }
+  const char *view = NULL;
+  if (json_object_object_get_ex(p, "view", &v)) {
+    view = json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+                                                    : "";
+    int known = 0;
+    for (size_t i = 0; i < d->registry.n_plugins && !known; i++) {
+      const atl_plugin_t *pl = &d->registry.plugins[i]->desc;
+      known = pl->preview != NULL && strcmp(pl->preview_of, view) == 0;
+    }
+    if (!known) {
+      char *views = atl_previews_views(d);
+      atl_rpc_invalid(d, c,
+                      "\"view\" must be a namespace a plugin previews: %s",
+                      views && *views ? views : "no plugin does");
+      free(views);
+      return;
+    }
+  }
   preview_req_t *pr = calloc(1, sizeof(*pr));
   if (pr == NULL) {
     atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
@@ -978,6 +999,7 @@ static void m_session_preview(atl_daemon_t *d, atl_rpc_call_t *c,
   pr->c = c;
   snprintf(pr->id, sizeof(pr->id), "%s", id);
   snprintf(pr->quality, sizeof(pr->quality), "%s", q ? q : "");
+  snprintf(pr->view, sizeof(pr->view), "%s", view ? view : "");
   atl_session_get(d, id, preview_got, pr);
 }
 

@@ -94,7 +94,7 @@ static void send_message(fcgi_ctx_t *x, const char *id) {
   simple(x, 202, "session.send", body, RPC_TIMEOUT_MS);
 }
 
-/* POST /api/sessions/{id}/preview {quality?}: a new live preview. */
+/* POST /api/sessions/{id}/preview {quality?, view?}: a new live preview. */
 static void request_preview(fcgi_ctx_t *x, const char *id) {
   json_object *body = NULL;
   if (fcgi_read_json(x, &body) != 0)
@@ -102,7 +102,8 @@ static void request_preview(fcgi_ctx_t *x, const char *id) {
   if (body != NULL && !json_object_is_type(body, json_type_object)) {
     json_object_put(body);
     fcgi_reply_error(x, 400,
-                     "the body must be {\"quality\"?: \"fast\" | \"hq\"}");
+                     "the body must be {\"quality\"?: \"fast\" | \"hq\", "
+                     "\"view\"?: \"scene\" | \"optics\"}");
     return;
   }
   if (body == NULL)

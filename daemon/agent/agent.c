@@ -299,6 +299,38 @@ static void unrun(atl_agent_t *a, json_object *call, const char *tool,
 /* Runs the calls one after the other: each sees the document the previous
  * one committed. The cancel flag is honoured between calls, never in the
  * middle of one. */
+/* The form of a call to the tool te typed as a message: "/create_shape
+ * {\"id\": …, \"type\": …}", its schema's required members (of its first
+ * alternative, for a schema of alternatives). Malloc'd; NULL on no
+ * memory. */
+static char *direct_form(const atl_tool_entry_t *te) {
+  json_object *schema = json_tokener_parse(te->tool.input_schema), *v, *req;
+  json_object *root = schema;
+  if (schema != NULL &&
+      !json_object_object_get_ex(schema, "properties", NULL) &&
+      (json_object_object_get_ex(schema, "oneOf", &v) ||
+       json_object_object_get_ex(schema, "anyOf", &v)) &&
+      json_object_is_type(v, json_type_array) && json_object_array_length(v))
+    root = json_object_array_get_idx(v, 0);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (f == NULL) {
+    json_object_put(schema);
+    return NULL;
+  }
+  fprintf(f, "/%s {", te->tool.name);
+  if (root != NULL && json_object_object_get_ex(root, "required", &req) &&
+      json_object_is_type(req, json_type_array))
+    for (size_t i = 0; i < json_object_array_length(req); i++)
+      fprintf(f, "%s\"%s\": …", i ? ", " : "",
+              json_object_get_string(json_object_array_get_idx(req, i)));
+  fputc('}', f);
+  fclose(f);
+  json_object_put(schema);
+  return buf;
+}
+
 static void call_next(atl_agent_t *a) {
   size_t n = json_object_array_length(a->calls);
   while (a->next_call < n) {
@@ -323,7 +355,24 @@ static void call_next(atl_agent_t *a) {
             atl__agent_error_envelope("not run: the user cancelled the run"));
       continue;
     }
-    if (json_object_object_get_ex(call, "bad_arguments", &bad)) {
+    if (a->direct && te != NULL &&
+        json_object_object_get_ex(call, "bad_arguments", &bad)) {
+      /* A person typed it: say the form it takes. (An unknown tool's
+       * name is the tool-call path's to report, with the list.) */
+      char *form = direct_form(te);
+      const char *typed = json_object_get_string(bad);
+      typed += strspn(typed, " \t\n");
+      unrun(a, call, tool, id, redact,
+            atl__agent_error_envelope(
+                "the arguments are not a JSON object: %.300s. Write the "
+                "tool's name, a space and its arguments as one JSON object: "
+                "%s (tool.list has its whole schema; the page lists the "
+                "tools when you type /)",
+                redact ? ATL_REDACTED : typed, form ? form : tool));
+      free(form);
+      continue;
+    }
+    if (!a->direct && json_object_object_get_ex(call, "bad_arguments", &bad)) {
       /* Nothing is skipped: the model learns its arguments were broken,
        * and why, when its answer reached the output limit inside them. */
       const char *shown = redact ? ATL_REDACTED : json_object_get_string(bad);

@@ -17,11 +17,11 @@
 /* The provider the daemon talks to, resolved once at start-up from the
  * configuration and the environment. */
 /* The bundled demos: "/demo NAME" replays conf/cassettes/FILE.json. */
-#define ATL_N_DEMOS 2
+#define ATL_N_DEMOS 3
 #define ATL_DEMOS                                                              \
   {                                                                            \
-    {"scene", "snowman"}, {                                                    \
-      "drawing", "drawing"                                                     \
+    {"scene", "snowman"}, {"drawing", "drawing"}, {                            \
+      "optics", "optics"                                                       \
     }                                                                          \
   }
 
@@ -163,7 +163,7 @@ void atl_agent_cancel(atl_daemon_t *d, atl_session_t *s, atl_agent_cancel_cb cb,
 char *atl_agent_system_prompt(atl_daemon_t *d, json_object *doc);
 json_object *atl_agent_demo_turns(atl_daemon_t *d, const char *name,
                                   int *known);
-/* The demos' names, "scene, drawing". */
+/* The demos' names, "scene, drawing, optics". */
 const char *atl_agent_demo_names(void);
 
 /* agent_images.c: the newest tool message's image references (a new

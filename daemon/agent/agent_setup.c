@@ -297,7 +297,7 @@ void atl_agent_free(atl_daemon_t *d) {
 static const struct { const char *name, *file; } demos[ATL_N_DEMOS] = ATL_DEMOS;
 
 const char *atl_agent_demo_names(void) {
-  return "scene, drawing";
+  return "scene, drawing, optics";
 }
 
 json_object *atl_agent_demo_turns(atl_daemon_t *d, const char *name,

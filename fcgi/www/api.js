@@ -73,9 +73,14 @@ export const api = {
   imageUrl: (id) => '/api/images/' + encodeURIComponent(id) + '.png',
   // The live preview (memory only: a replaced one is a 404).
   previewUrl: (id) => '/api/previews/' + encodeURIComponent(id) + '.png',
-  // A new live preview now, at "fast" or "hq" from now on (null: as is).
-  requestPreview: (id, quality) =>
-    request('POST', sid(id) + '/preview', quality ? { quality } : {}),
+  // A new live preview now, at "fast" or "hq" from now on (null: as is),
+  // of one view ("scene", "optics"; null: every one the session has).
+  requestPreview: (id, quality, view) => {
+    const body = {};
+    if (quality) body.quality = quality;
+    if (view) body.view = view;
+    return request('POST', sid(id) + '/preview', body);
+  },
   // Called with the server's message when a request is refused for want
   // of the token (set by app.js).
   onUnauthorized: null,

@@ -9,6 +9,8 @@ import { EventStream } from './stream.js';
 import { ChatView, imageButton } from './render.js';
 import { CanvasView } from './canvas.js';
 import { SceneView } from './scene.js';
+import { benchOverlay, objectOf, showObject } from './bench.js';
+import { SlashMenu, checkLine, helpContent } from './slash.js';
 import { el, clear, icon } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -38,9 +40,12 @@ const els = {
   previewStatus: $('preview-status'),
   previewQuality: $('preview-quality'),
   tabScene: $('tab-scene'),
+  tabBench: $('tab-bench'),
   tabCanvas: $('tab-canvas'),
   scenePanel: $('scene-panel'),
+  benchPanel: $('bench-panel'),
   canvasPanel: $('canvas-panel'),
+  benchObject: $('bench-object'),
   viewer: $('image-viewer'),
   viewerImg: $('image-viewer-img'),
   viewerLink: $('image-viewer-link'),
@@ -58,6 +63,8 @@ const state = {
   sending: false,
   healthTimer: null,
   listTimer: null,
+  viewChosen: false, // the person picked a workspace view since the session opened
+  tools: null, // the daemon's tools (tool.list), for "/" and /help; null until loaded
 };
 
 // localStorage may be unavailable (private modes, disabled storage): the
@@ -81,9 +88,11 @@ const view = new ChatView({
   scroller: els.scroll,
   hooks: {
     onRunState: setActive,
-    onImage: (id, seq) => scene.showImage(id, seq),
+    // render_optics' pictures are the bench's; every other tool's (but
+    // the canvas tools', which render.js keeps) the scene's.
+    onImage: (id, seq, tool) => (tool === 'render_optics' ? bench : scene).showImage(id, seq),
     onRenderProgress: (f) => scene.progress(f),
-    onLivePreview: (d) => scene.live(d),
+    onLivePreview: (d) => (d && d.view === 'optics' ? bench : scene).live(d),
     onRunStarted: rememberTitle,
     onRunEnded: () => scheduleSessionRefresh(),
     onChange: (empty) => { els.welcome.hidden = !empty; },
@@ -100,18 +109,65 @@ const scene = new SceneView({
 }, {
   imageButton,
   previewUrl: api.previewUrl,
-  requestPreview: (q) => (state.sessionId
-    ? api.requestPreview(state.sessionId, q)
-    : Promise.reject(new Error('no session is open'))),
-  // The model's pictures bring the Scene view forward; live previews come
-  // after every change, and only do when the pane had nothing to show
-  // (someone drawing on the Canvas is not pulled away by each edit).
-  onShow: (kind) => {
-    const wasEmpty = els.preview.dataset.empty === 'true';
-    els.preview.dataset.empty = 'false';
-    if (kind !== 'live' || wasEmpty) showView('scene');
-  },
+  requestPreview,
+  onShow: (kind) => shown('scene', kind),
 });
+
+// The Bench view: the optical bench's live preview and render_optics'
+// pictures, each object of a preview clickable for its fields.
+const bench = new SceneView({
+  frame: $('bench-frame'),
+  status: $('bench-status'),
+}, {
+  imageButton,
+  previewUrl: api.previewUrl,
+  requestPreview,
+  onShow: (kind) => {
+    if (kind === 'render') els.benchObject.hidden = true;
+    shown('bench', kind);
+  },
+  overlay: (d) => benchOverlay(d, pickObject),
+}, {
+  view: 'optics',
+  empty: 'The optical bench appears here.',
+  alt: 'Live preview of the optical bench',
+  renderAlt: 'The latest picture of the optical bench',
+});
+
+function requestPreview(q, view) {
+  if (!state.sessionId) return Promise.reject(new Error('no session is open'));
+  return api.requestPreview(state.sessionId, q, view);
+}
+
+// A view showed a picture. The model's pictures bring their view forward;
+// a live preview does too, unless the person chose a view themselves since
+// the session opened (someone drawing on the Canvas, or reading the
+// Scene, is not pulled away by each edit of the bench), so that the pane
+// shows the view the session last changed.
+function shown(which, kind) {
+  const wasEmpty = els.preview.dataset.empty === 'true';
+  els.preview.dataset.empty = 'false';
+  if (which === 'bench') els.tabBench.hidden = false;
+  if (kind !== 'live' || wasEmpty || !state.viewChosen) showView(which);
+}
+
+// An object of the bench was clicked: its fields as the bench holds them
+// now (the session's document; the picture may be a moment older).
+function pickObject(box) {
+  const sid = state.sessionId;
+  showObject(els.benchObject, box, {});
+  els.benchObject.dataset.loading = 'true';
+  api.getSession(sid).then((s) => {
+    if (sid !== state.sessionId) return;
+    delete els.benchObject.dataset.loading;
+    showObject(els.benchObject, box, objectOf(s && s.document, box));
+  }, (e) => {
+    if (sid !== state.sessionId) return;
+    delete els.benchObject.dataset.loading;
+    showObject(els.benchObject, box, {});
+    els.benchObject.appendChild(el('p', { class: 'muted', text: 'Its fields could not be read: ' + errorText(e) }));
+  });
+}
 
 // The drawing canvas (canvas.js), fed the canvas events of the session.
 const canvas = new CanvasView({
@@ -136,19 +192,27 @@ const canvas = new CanvasView({
   },
   onActivity: () => showView('canvas'),
 });
+// Drawing by hand is choosing the Canvas: edits elsewhere leave it there.
+$('canvas-draw').addEventListener('click', () => { state.viewChosen = true; });
 
-// The workspace's views: the scene's pictures, or the canvas.
+// The workspace's views: the scene's pictures, the bench's, or the canvas.
 function showView(which) {
-  const isCanvas = which === 'canvas';
   els.preview.dataset.view = which;
-  els.tabScene.setAttribute('aria-selected', String(!isCanvas));
-  els.tabCanvas.setAttribute('aria-selected', String(isCanvas));
-  els.scenePanel.hidden = isCanvas;
-  els.canvasPanel.hidden = !isCanvas;
-  if (isCanvas) els.preview.dataset.empty = 'false';
+  const views = [['scene', els.tabScene, els.scenePanel], ['bench', els.tabBench, els.benchPanel],
+    ['canvas', els.tabCanvas, els.canvasPanel]];
+  for (const [name, tab, panel] of views) {
+    tab.setAttribute('aria-selected', String(name === which));
+    panel.hidden = name !== which;
+  }
+  if (which === 'bench') els.tabBench.hidden = false;
+  if (which === 'canvas') els.preview.dataset.empty = 'false';
 }
-els.tabScene.addEventListener('click', () => showView('scene'));
-els.tabCanvas.addEventListener('click', () => showView('canvas'));
+for (const [tab, which] of [[els.tabScene, 'scene'], [els.tabBench, 'bench'], [els.tabCanvas, 'canvas']]) {
+  tab.addEventListener('click', () => {
+    state.viewChosen = true;
+    showView(which);
+  });
+}
 
 function setActive(active) {
   state.active = active;
@@ -188,6 +252,7 @@ async function openSession(id) {
   setActive(false);
   clearPreview();
   showError(null);
+  $('help-card').hidden = true;
   setHash(id);
   markCurrentSession();
   closeSidebar();
@@ -369,6 +434,19 @@ function selectedModel() {
 async function send() {
   const text = els.input.value.trim();
   if (text === '' || state.sending) return;
+  if (text === '/help') {
+    showHelp();
+    els.input.value = '';
+    return;
+  }
+  // A slash line that would only fail (an unknown tool, arguments that
+  // are not one JSON object) is said here, with the form it should have,
+  // and stays in the box to be corrected.
+  const bad = checkLine(text, state.tools);
+  if (bad !== null) {
+    showError(bad.error);
+    return;
+  }
   state.sending = true;
   els.send.disabled = true;
   showError(null);
@@ -441,6 +519,7 @@ async function loadModels() {
     els.model.disabled = false;
   }
   els.model.title = m && m.provider ? `provider: ${m.provider}${m.type ? ' (' + m.type + ')' : ''}` : '';
+  els.body.dataset.offline = String(Boolean(m && m.offline));
   if (m && m.offline) {
     // The daemon's reason already says how to configure a provider and
     // what works meanwhile; the page adds only what it does not say.
@@ -538,6 +617,10 @@ function clearPreview() {
   canvas.reset();
   showView('scene');
   scene.reset();
+  bench.reset();
+  els.tabBench.hidden = true;
+  els.benchObject.hidden = true;
+  state.viewChosen = false;
   els.preview.dataset.empty = 'true';
 }
 
@@ -579,7 +662,55 @@ els.form.addEventListener('submit', (e) => {
   e.preventDefault();
   send();
 });
+// "/" lists the commands and tools (slash.js).
+const slash = new SlashMenu({
+  input: els.input,
+  list: $('slash-menu'),
+  getTools: () => {
+    if (state.tools === null) loadTools();
+    return state.tools;
+  },
+  // /help and the demos take nothing more: choosing one sends it.
+  onCommand: () => send(),
+});
+
+let toolsLoading = null;
+function loadTools() {
+  if (toolsLoading === null) {
+    toolsLoading = api.tools().then((list) => {
+      state.tools = Array.isArray(list) ? list.filter((t) => t && typeof t.name === 'string') : [];
+      if (!els.input.value.includes(' ')) slash.update();
+      // The welcome view shows the examples of the plugins there are.
+      const plugins = new Set(state.tools.map((t) => t.plugin));
+      for (const sec of document.querySelectorAll('.welcome-plugin')) sec.hidden = !plugins.has(sec.dataset.plugin);
+      return state.tools;
+    }, () => {
+      toolsLoading = null; // asked again next time
+      return [];
+    });
+  }
+  return toolsLoading;
+}
+
+// /help: a card in the conversation (the page's own; nothing is sent).
+async function showHelp() {
+  const card = $('help-card');
+  const body = $('help-body');
+  clear(body);
+  body.appendChild(el('p', { class: 'muted', text: 'Loading the tools…' }));
+  card.hidden = false;
+  const tools = state.tools !== null ? state.tools : await loadTools();
+  clear(body);
+  for (const part of helpContent(tools)) body.appendChild(part);
+  card.scrollIntoView({ block: 'nearest' });
+}
+$('help-close').addEventListener('click', () => {
+  $('help-card').hidden = true;
+  els.input.focus();
+});
+
 els.input.addEventListener('keydown', (e) => {
+  if (slash.onKey(e)) return;
   // Enter sends, Shift+Enter is a new line; an IME's Enter confirms its
   // composition and is left alone.
   if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.isComposing && e.keyCode !== 229) {
@@ -636,10 +767,18 @@ els.viewer.addEventListener('click', (e) => {
   if (e.target === els.viewer) els.viewer.close(); // the backdrop
 });
 els.viewer.addEventListener('close', () => els.viewerImg.removeAttribute('src'));
+// The welcome view: an example fills the box, to be sent as is or
+// changed first; a demo starts at once.
 for (const b of document.querySelectorAll('.example')) {
   b.addEventListener('click', () => {
     els.input.value = b.dataset.text || b.textContent;
     els.input.focus();
+  });
+}
+for (const b of document.querySelectorAll('.demo')) {
+  b.addEventListener('click', () => {
+    els.input.value = b.dataset.text;
+    send();
   });
 }
 window.addEventListener('hashchange', () => {
@@ -658,6 +797,7 @@ takeToken().then((ok) => {
   if (!ok) return;
   checkHealth();
   loadModels();
+  loadTools();
   refreshSessions();
   openSession(hashSession());
 });

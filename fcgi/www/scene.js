@@ -1,6 +1,7 @@
-// The Scene view's picture: the newest of the model's renders
-// (render_scene's progress and result) and the daemon's live previews
-// (a "preview" event after every change to the scene, issue 21).
+// A workspace view's picture: the newest of the model's renders
+// (render_scene's progress and result, or render_optics') and the
+// daemon's live previews (a "preview" event after every change to the
+// view's namespace, issue 21). The Scene view is one, the Bench another.
 //
 // Which is newest is decided by what each shows, not by when it came: a
 // render shows the scene as it was at its event's seq, a live preview as
@@ -17,16 +18,28 @@ import { el, clear } from './dom.js';
  *  at least 150 ms apart, so this only delays each by as much. */
 const GATHER_MS = 30;
 
+const SCENE = {
+  view: 'scene',
+  empty: 'Images of the scene appear here.',
+  alt: 'Live preview of the scene',
+  renderAlt: 'The latest image of the scene',
+};
+
 export class SceneView {
-  /** els: { frame, progress, status, quality (the Fast/HQ group) };
+  /** els: { frame, status, progress?, quality? (the Fast/HQ group) };
    *  hooks: { imageButton(id, alt) -> element, previewUrl(id),
-   *  requestPreview(quality) -> Promise of {enabled, requested},
-   *  onShow(kind): a picture is shown, 'render' or 'live' }. */
-  constructor(els, hooks) {
+   *  requestPreview(quality, view) -> Promise of {enabled, requested},
+   *  onShow(kind): a picture is shown, 'render' or 'live',
+   *  overlay?(data) -> element or null: laid over a live picture };
+   *  opts: { view (the namespace previewed), empty, alt, renderAlt }. */
+  constructor(els, hooks, opts) {
     this.els = els;
     this.hooks = hooks;
-    for (const b of els.quality.querySelectorAll('button[data-quality]')) {
-      b.addEventListener('click', () => this.chooseQuality(b.dataset.quality));
+    this.opts = { ...SCENE, ...(opts || {}) };
+    if (els.quality) {
+      for (const b of els.quality.querySelectorAll('button[data-quality]')) {
+        b.addEventListener('click', () => this.chooseQuality(b.dataset.quality));
+      }
     }
     this.reset();
   }
@@ -34,10 +47,10 @@ export class SceneView {
   reset() {
     if (this.timer) clearTimeout(this.timer);
     clear(this.els.frame);
-    this.els.frame.appendChild(el('p', { class: 'preview-empty', text: 'Images of the scene appear here.' }));
-    this.els.progress.hidden = true;
+    this.els.frame.appendChild(el('p', { class: 'preview-empty', text: this.opts.empty }));
+    if (this.els.progress) this.els.progress.hidden = true;
     this.els.status.textContent = '';
-    this.els.quality.hidden = true;
+    if (this.els.quality) this.els.quality.hidden = true;
     this.shown = { kind: 'none', order: -1 };
     this.pending = null; // the live preview waiting to be loaded
     this.timer = null;
@@ -59,8 +72,8 @@ export class SceneView {
     let button = this.els.frame.querySelector('.image-button');
     if (button === null || button.dataset.imageId !== id) {
       clear(this.els.frame);
-      button = this.hooks.imageButton(id, 'The latest image of the scene');
-      button.id = 'preview-open';
+      button = this.hooks.imageButton(id, this.opts.renderAlt);
+      button.id = this.opts.view === 'scene' ? 'preview-open' : this.opts.view + '-open';
       this.els.frame.appendChild(button);
     }
     this.shown = { kind: 'render', order };
@@ -69,14 +82,15 @@ export class SceneView {
   }
 
   progress(f) {
+    if (!this.els.progress) return;
     this.els.progress.value = Math.min(1, Math.max(0, f));
     this.els.progress.hidden = f >= 1;
   }
 
   /** A "preview" event's data. */
   live(d) {
-    if (d === null || typeof d !== 'object' || d.view !== 'scene' || !Number.isSafeInteger(d.revision)) return;
-    this.els.quality.hidden = false;
+    if (d === null || typeof d !== 'object' || d.view !== this.opts.view || !Number.isSafeInteger(d.revision)) return;
+    if (this.els.quality) this.els.quality.hidden = false;
     if (!this.newer(d) || (this.pending !== null && this.pending.revision > d.revision)) return;
     // The daemon's word on the quality, from a picture that counts (a late
     // one of the old quality must not flip the button back).
@@ -118,7 +132,7 @@ export class SceneView {
     const n = ++this.loads;
     const img = el('img', {
       class: 'live-preview',
-      alt: 'Live preview of the scene',
+      alt: this.opts.alt,
       width: Number.isSafeInteger(d.width) ? d.width : undefined,
       height: Number.isSafeInteger(d.height) ? d.height : undefined,
     });
@@ -134,8 +148,15 @@ export class SceneView {
       this.putN = n;
       this.asked = false;
       clear(this.els.frame);
-      this.els.frame.appendChild(img);
-      this.els.status.textContent = caption(d);
+      const over = this.hooks.overlay ? this.hooks.overlay(d) : null;
+      if (over) {
+        // The overlay's boxes are in the picture's pixels, laid over it
+        // in percentages: they follow the picture at any size.
+        this.els.frame.appendChild(el('div', { class: 'live-wrap' }, [img, over]));
+      } else {
+        this.els.frame.appendChild(img);
+      }
+      this.els.status.textContent = this.opts.view === 'scene' ? caption(d) : benchCaption(d);
       this.hooks.onShow('live');
     };
     img.decode().then(put, () => {
@@ -146,7 +167,7 @@ export class SceneView {
       if (n !== this.loads || this.pending !== null || this.asked) return;
       this.asked = true;
       this.els.status.textContent = 'Making a new preview…';
-      this.hooks.requestPreview(null).then((r) => {
+      this.hooks.requestPreview(null, this.opts.view).then((r) => {
         if (token === this.token && !(r && r.requested > 0)) this.els.status.textContent = '';
       }, () => {
         if (token === this.token) this.els.status.textContent = 'The preview could not be made again.';
@@ -156,6 +177,7 @@ export class SceneView {
 
   setQuality(q) {
     this.quality = q;
+    if (!this.els.quality) return;
     for (const b of this.els.quality.querySelectorAll('button[data-quality]')) {
       b.setAttribute('aria-pressed', String(b.dataset.quality === q));
     }
@@ -164,7 +186,7 @@ export class SceneView {
   chooseQuality(q) {
     if (q !== 'fast' && q !== 'hq') return;
     this.setQuality(q);
-    this.hooks.requestPreview(q).catch((e) => {
+    this.hooks.requestPreview(q, this.opts.view).catch((e) => {
       this.els.status.textContent = 'The preview could not be changed: ' + (e && e.message ? e.message : String(e));
     });
   }
@@ -176,4 +198,14 @@ export function caption(d) {
   const spp = n === null ? '' : ' · ' + n + (n === 1 ? ' sample' : ' samples') + ' a pixel';
   const q = d.quality === 'hq' ? ' (HQ)' : '';
   return (d.final === true ? 'Live preview' + q : 'Refining' + q + '…') + spp;
+}
+
+/** "Live preview · 3 objects, 1,204 ray segments". */
+export function benchCaption(d) {
+  const parts = [];
+  if (Number.isSafeInteger(d.objects)) parts.push(d.objects + (d.objects === 1 ? ' object' : ' objects'));
+  if (Number.isSafeInteger(d.segments)) {
+    parts.push(d.segments.toLocaleString('en-US') + (d.segments === 1 ? ' ray segment' : ' ray segments'));
+  }
+  return 'Live preview' + (parts.length ? ' · ' + parts.join(', ') : '');
 }

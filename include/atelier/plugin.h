@@ -207,6 +207,8 @@ struct atl_plugin_s {
    * A newer change cancels the preview in flight: call_cancelled() turns 1,
    * render() returns ATL_ECANCELED, preview_put() refuses, and the host
    * calls preview() again with the newer snapshot once this one returns.
+   * A long tool call of this plugin's (ATL_TOOL_LONG_RUNNING) holds its
+   * previews of the session the same way: the call shows its own picture.
    * Previews run on a thread of the host's own, one at a time across the
    * daemon and possibly while a tool handler of the same session runs:
    * they never hold up a tool call, and they read nothing but their

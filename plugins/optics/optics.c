@@ -111,6 +111,15 @@ json_object *opx_json_pt(atl_op_pt p) {
   return o;
 }
 
+json_object *opx_json_view(const double view[4]) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "x", opx_json_num(view[0]));
+  json_object_object_add(o, "y", opx_json_num(view[1]));
+  json_object_object_add(o, "width", opx_json_num(view[2]));
+  json_object_object_add(o, "height", opx_json_num(view[3]));
+  return o;
+}
+
 json_object *opx_json_num(double v) {
   if (!isfinite(v))
     return NULL;
@@ -150,7 +159,20 @@ static void evict(opx_state_t *st, int i) {
     entry_free(e);
 }
 
+/* Reports msg as the call's error, or hands it to *why (a preview, whose
+ * call has no outcome to report). */
+static void acquire_failed(atl_call_t *call, char **why, const char *msg) {
+  if (why != NULL)
+    *why = strdup(msg);
+  else
+    call->host->call_error(call, "%s", msg);
+}
+
 opx_entry_t *opx_acquire(atl_call_t *call, long ray_limit) {
+  return opx_acquire_why(call, ray_limit, NULL);
+}
+
+opx_entry_t *opx_acquire_why(atl_call_t *call, long ray_limit, char **why) {
   opx_state_t *st = call->plugin_state;
   json_object *ns = call->ns;
   /* Read-only tools must not change the namespace, so a bench never
@@ -193,12 +215,17 @@ opx_entry_t *opx_acquire(atl_call_t *call, long ray_limit) {
     json_object_get(objs);
     json_object_put(empty);
     err = opx_ns_message(objs, err);
+    char *msg = NULL;
     if (rc == -ENOMEM && err == NULL)
-      call->host->call_error(call, "The simulation ran out of memory: lower "
-                                   "the ray density or ray_limit");
+      acquire_failed(call, why,
+                     "The simulation ran out of memory: lower "
+                     "the ray density or ray_limit");
+    else if (asprintf(&msg, "The bench cannot be simulated: %s",
+                      err ? err : strerror(-rc)) >= 0)
+      acquire_failed(call, why, msg);
     else
-      call->host->call_error(call, "The bench cannot be simulated: %s",
-                             err ? err : strerror(-rc));
+      acquire_failed(call, why, "out of memory");
+    free(msg);
     free(err);
     json_object_put(objs);
     return NULL;
@@ -210,7 +237,7 @@ opx_entry_t *opx_acquire(atl_call_t *call, long ray_limit) {
   if (e == NULL || e->key == NULL) {
     free(e);
     opx_run_free(run);
-    call->host->call_error(call, "out of memory");
+    acquire_failed(call, why, "out of memory");
     return NULL;
   }
   snprintf(e->sid, sizeof(e->sid), "%s", call->session_id);
@@ -490,7 +517,7 @@ static json_object *admin_summary(void *state, const char *session_id,
   return o;
 }
 
-ATL_PLUGIN_DEFINE(.name = "optics", .version = "1.0.0",
+ATL_PLUGIN_DEFINE(.name = "optics", .version = "1.1.0",
                   .description = "The optical bench: a 2D ray optics scene "
                                  "(Ray Optics Simulation's format), its "
                                  "simulation, SQL over its rays, lineage, "
@@ -498,4 +525,5 @@ ATL_PLUGIN_DEFINE(.name = "optics", .version = "1.0.0",
                   .tools = tools, .n_tools = sizeof(tools) / sizeof(tools[0]),
                   .init = init, .destroy = destroy,
                   .session_close = session_close, .describe = describe,
-                  .admin_summary = admin_summary);
+                  .admin_summary = admin_summary, .preview_of = "optics",
+                  .preview = opx_preview);

@@ -274,12 +274,7 @@ int opx_tool_render(atl_call_t *call) {
   json_object_object_add(r, "png_image", json_object_new_string(png_id));
   json_object_object_add(r, "width", json_object_new_int(o.width));
   json_object_object_add(r, "height", json_object_new_int(o.height));
-  json_object *jv = json_object_new_object();
-  json_object_object_add(jv, "x", opx_json_num(view[0]));
-  json_object_object_add(jv, "y", opx_json_num(view[1]));
-  json_object_object_add(jv, "width", opx_json_num(view[2]));
-  json_object_object_add(jv, "height", opx_json_num(view[3]));
-  json_object_object_add(r, "view", jv);
+  json_object_object_add(r, "view", opx_json_view(view));
   marks_free(&m);
   opx_release(call->plugin_state, e);
   return h->call_result(call, r);

@@ -140,6 +140,44 @@ static view_map map_make(const double v[4], int width, int height) {
   return m;
 }
 
+int opx_draw_box(const opx_run_t *run, const opx_draw_opts_t *opts, int i,
+                 double box[4]) {
+  const opx_geom_t *g = run->geom;
+  if (g == NULL || i < 0 || i >= g->nobjs || opts->width < 1 ||
+      opts->height < 1)
+    return -1;
+  double v[4];
+  opx_draw_view(run, opts, v);
+  view_map m = map_make(v, opts->width, opts->height);
+  const opx_obj_t *ob = &g->objs[i];
+  double b[4];
+  atl_op_pt p;
+  if (ob->outline.n > 0)
+    memcpy(b, ob->box, sizeof(b));
+  else if (point_of(ob, &p))
+    b[0] = b[2] = p.x, b[1] = b[3] = p.y;
+  else
+    return -1;
+  /* A mirror along an axis, or a point, still gets a box a finger can
+   * find: at least POINT_BOX pixels each way. */
+  enum { POINT_BOX = 12 };
+  double x0 = b[0] * m.s + m.ox, y0 = b[1] * m.s + m.oy;
+  double x1 = b[2] * m.s + m.ox, y1 = b[3] * m.s + m.oy;
+  if (!isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1))
+    return -1;
+  if (x1 - x0 < POINT_BOX)
+    x0 = (x0 + x1 - POINT_BOX) / 2, x1 = x0 + POINT_BOX;
+  if (y1 - y0 < POINT_BOX)
+    y0 = (y0 + y1 - POINT_BOX) / 2, y1 = y0 + POINT_BOX;
+  /* Clipped to the picture; one wholly outside it has no box. */
+  x0 = fmax(x0, 0), y0 = fmax(y0, 0);
+  x1 = fmin(x1, opts->width), y1 = fmin(y1, opts->height);
+  if (x1 <= x0 || y1 <= y0)
+    return -1;
+  box[0] = x0, box[1] = y0, box[2] = x1 - x0, box[3] = y1 - y0;
+  return 0;
+}
+
 static void use_scene(cairo_t *cr, const view_map *m) {
   cairo_matrix_t mat;
   cairo_matrix_init(&mat, m->s, 0, 0, m->s, m->ox, m->oy);

@@ -34,6 +34,13 @@ int opx_draw(const opx_run_t *run, const opx_draw_opts_t *opts, char **svg,
 void opx_draw_view(const opx_run_t *run, const opx_draw_opts_t *opts,
                    double view[4]);
 
+/* Where object i (run->geom->objs) lands in the picture opts describes:
+ * its box in pixels (x, y, width, height; a point or a thin object's at
+ * least 12 pixels each way), clipped to the picture. 0, or -1 when it has
+ * no place or lies outside the picture. */
+int opx_draw_box(const opx_run_t *run, const opx_draw_opts_t *opts, int i,
+                 double box[4]);
+
 /* Empties cairo's static caches and fontconfig's, for a process about
  * to unload this module (the plugin's destroy hook) or to check its
  * memory: once the libraries are unmapped, what they cached would read as

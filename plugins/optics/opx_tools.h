@@ -52,6 +52,9 @@ typedef struct {
  * reporting the call's error (a scene that does not load). Release it
  * with opx_release. */
 opx_entry_t *opx_acquire(atl_call_t *call, long ray_limit);
+/* The same, for a call that cannot report an error (a preview): on
+ * failure *why gets the message (malloc'd; NULL when out of memory). */
+opx_entry_t *opx_acquire_why(atl_call_t *call, long ray_limit, char **why);
 void opx_release(opx_state_t *st, opx_entry_t *e);
 /* Makes ns a scene: version 5 and an objs array. Returns objs. */
 json_object *opx_ns_ready(json_object *ns);
@@ -96,7 +99,12 @@ int opx_tool_critical(atl_call_t *call);
 int opx_tool_brewster(atl_call_t *call);
 /* optics_render.c */
 int opx_tool_render(atl_call_t *call);
+/* optics_preview.c: the page's live picture of the bench (plugin.h, ABI
+ * 1.5), the drawing render_optics makes without highlights. */
+int opx_preview(atl_call_t *call);
 
+/* A view (min x, min y, width, height) as {x, y, width, height}. */
+json_object *opx_json_view(const double view[4]);
 /* A point as {x, y}. */
 json_object *opx_json_pt(atl_op_pt p);
 /* A double rounded to 6 significant decimals past the point, as the

@@ -652,12 +652,29 @@ def offline_checks(fail_count):
         ev = d.run(sid, "/create_shape " + json.dumps(SPHERE))
         fin = [e["data"] for e in ev if e["type"] == "tool.finished"]
         assert fin and fin[0]["success"] is True, fin
+        # A typed call that does not parse says the form it takes; an
+        # unknown tool's says which there are.
+        ev = d.run(sid, '/create_shape {"id": "x", ')
+        fin = [e["data"] for e in ev if e["type"] == "tool.finished"]
+        assert fin and fin[0]["success"] is False, fin
+        assert fin[0]["error"] == (
+            'the arguments are not a JSON object: {"id": "x", . Write the '
+            "tool's name, a space and its arguments as one JSON object: "
+            '/create_shape {"id": …, "type": …, "properties": …} (tool.list '
+            "has its whole schema; the page lists the tools when you type /)"
+            ), fin[0]["error"]
+        ev = d.run(sid, "/no_such_tool {")
+        fin = [e["data"] for e in ev if e["type"] == "tool.finished"]
+        assert fin and "create_shape" in fin[0]["error"], fin
         # /demo replays the bundled cassette through the real loop.
         sid = d.session()
         ev = d.run(sid, "/demo")
         fin = [e["data"]["success"] for e in ev if e["type"] == "tool.finished"]
-        assert len(fin) == 14 and all(fin), fin
-        assert ev[-1]["type"] == "run.completed" and ev[-1]["data"]["turns"] == 4
+        # Fourteen calls build the snowman; render_scene looks at it.
+        assert len(fin) == 15 and all(fin), fin
+        assert ev[-1]["type"] == "run.completed" and ev[-1]["data"]["turns"] == 5
+        tools = [e["data"]["tool"] for e in ev if e["type"] == "tool.started"]
+        assert tools[-1] == "render_scene", tools
         state = d.rpc("tool.call", {"session": sid, "name": "get_scene_state",
                                     "arguments": {}})["result"]
         assert len(state["shapes"]) == 11 and len(state["lights"]) == 1, state

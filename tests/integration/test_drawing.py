@@ -598,7 +598,7 @@ def _(ctx):
     assert len(piece["strokes"]) == 5 + 3 + 8, len(piece["strokes"])
     ev = d2.run(sid, "/demo nope")
     assert ev[-1]["type"] == "run.error", ev[-1]
-    assert "there is no demo 'nope'; the demos are: scene, drawing" in \
+    assert "there is no demo 'nope'; the demos are: scene, drawing, optics" in \
         ev[-1]["data"]["message"], ev[-1]
     d2.stop()
 

@@ -202,6 +202,45 @@ def _(ctx):
     assert "image_url" in second and "data:image/png;base64," in second
 
 
+@check("/demo optics replays its cassette through the real tools: a prism "
+       "bench simulated, queried, and drawn with its TIR rays highlighted")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    ev = d.run(sid, "/demo optics", timeout=60)
+    assert ev[-1]["type"] == "run.completed", [e["type"] for e in ev]
+    fin = [e["data"] for e in ev if e["type"] == "tool.finished"]
+    assert all(f["success"] for f in fin), [f for f in fin if not f["success"]]
+    tools = [f["operation"]["tool"] for f in fin]
+    assert tools == ["optics_add"] * 3 + ["optics_simulate", "query_rays",
+                                          "render_optics"], tools
+    # The cassette's words are what these tools answer here and now: the
+    # recording (conf/cassettes/record.py) took them from the same daemon.
+    rows = ok(d, sid, "query_rays", {"sql": "SELECT COUNT(*) FROM rays "
+                                     "WHERE interaction_type = 'tir'"})["rows"]
+    tir = rows[0][0]
+    said = [e["data"]["text"] for e in ev if e["type"] == "text.done"][-1]
+    assert tir > 0 and ("%d segments are total internal reflections" % tir)\
+        in said, (tir, said)
+    drawn = ok(d, sid, "render_optics",
+               {"highlight": "interaction_type = 'tir'"})["highlight_summary"]
+    assert drawn["highlighted_rays"] == tir, drawn
+    # render_optics held the bench's live preview (a replay goes from the
+    # last optics_add to it at once): its own picture is the last word.
+    # The next change brings one, with the three objects' boxes.
+    after = ev[-1]["seq"]
+    ok(d, sid, "optics_update", {"name": "prism", "set": {"refIndex": 1.6}})
+    deadline = time.monotonic() + 20
+    previews = []
+    while not previews and time.monotonic() < deadline:
+        previews = [e["data"] for e in d.rpc("events.read", {
+            "session": sid, "after_seq": after, "wait_ms": 1000})["events"]
+            if e["type"] == "preview"]
+    assert previews and previews[-1]["view"] == "optics", previews
+    assert sorted(b["name"] for b in previews[-1]["boxes"]) == \
+        ["beam", "prism", "screen"], previews[-1]
+
+
 def main():
     fake = Fake()
     conf = ("[agent]\nprovider = fake\n"

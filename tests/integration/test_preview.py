@@ -21,7 +21,10 @@ the scene and render plugins, over raw JSON-RPC on api.sock:
   call;
 - a deleted session's picture is gone, and render.preview_sessions bounds
   the sessions whose pictures are kept, the oldest going first;
-- render.previews = no: no preview events, and daemon.info says so.
+- render.previews = no: no preview events, and daemon.info says so;
+- a change to the optical bench brings one final picture of it, drawn as
+  render_optics draws it, with each object's box in pixels (what the
+  page's Bench view makes clickable); an emptied bench says so.
 
 Standard library only.
 """
@@ -389,6 +392,75 @@ def _(ctx):
     d.rpc("session.delete", {"session": sid})
     err = rpc_error(d.sock, "preview.get", {"id": image})
     assert err["code"] == -32002, err
+
+
+PRISM = {"name": "Main Prism", "type": "Glass",
+         "path": [{"x": 200, "y": 50}, {"x": 250, "y": 100},
+                  {"x": 150, "y": 100}], "refIndex": 1.5}
+RAY = {"name": "ray", "type": "SingleRay", "p1": {"x": 100, "y": 80},
+       "p2": {"x": 250, "y": 80}, "brightness": 1}
+
+
+@check("a change to the bench brings its drawing, with each object's box")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    after = last_seq(d, sid)
+    assert call(d, sid, "optics_add", PRISM)["success"]
+    evs = previews_until(d, sid, after, lambda e: e["data"].get("final"))
+    # One picture, final at once: a drawing has no passes to refine.
+    assert len(evs) == 1, [e["data"] for e in evs]
+    p = evs[0]["data"]
+    assert p["view"] == "optics" and p["objects"] == 1, p
+    assert p["segments"] == 0, p
+    w, h, rows = png_pixels(picture(d, p["image"]))
+    assert (w, h) == (p["width"], p["height"]) == (800, 600), (w, h, p)
+    [box] = p["boxes"]
+    assert box["name"] == "Main Prism" and box["type"] == "Glass", box
+    assert box["index"] == 0, box
+    x, y, bw, bh = box["box"]
+    # Fitted with a 5 % margin: the prism fills most of the picture.
+    assert 0 <= x and 0 <= y and x + bw <= 800 and y + bh <= 600, box
+    assert bw > 500 and bh > 200, box
+    inside = mean_rgb(rows, int(x + bw / 2) - 10, int(y + bh * 0.7) - 10,
+                      int(x + bw / 2) + 10, int(y + bh * 0.7) + 10)
+    corner = mean_rgb(rows, 0, 0, 20, 20)
+    assert max(abs(a - b) for a, b in zip(inside, corner)) > 8, \
+        (inside, corner)
+    # The ray: traced, and both objects boxed; the scene's view had no
+    # preview of any of it.
+    after2 = evs[-1]["seq"]
+    assert call(d, sid, "optics_add", RAY)["success"]
+    evs = previews_until(d, sid, after2, lambda e: e["data"].get("final"))
+    p2 = evs[-1]["data"]
+    assert p2["objects"] == 2 and p2["segments"] > 2, p2
+    assert sorted(b["name"] for b in p2["boxes"]) == ["Main Prism", "ray"]
+    assert p2["image"] != p["image"]
+    allev = d.rpc("events.read", {"session": sid, "after_seq": after,
+                                  "limit": 1000})["events"]
+    assert {e["data"]["view"] for e in allev if e["type"] == "preview"} \
+        == {"optics"}
+    # A read-only tool brings none; removing everything says so.
+    after3 = last_seq(d, sid)
+    assert call(d, sid, "optics_list")["success"]
+    assert call(d, sid, "optics_remove",
+                {"names": ["Main Prism", "ray"]})["success"], \
+        call(d, sid, "optics_list")
+    evs = previews_until(d, sid, after3, lambda e: e["data"].get("final"))
+    assert len(evs) == 1, [e["data"] for e in evs]
+    e = evs[0]["data"]
+    assert "image" not in e and e["empty"], e
+    assert e["message"] == "The bench has no objects yet.", e
+    # session.preview asks for the views the session has (the bench only,
+    # here), or the one named; a name no plugin previews says which do.
+    r = d.rpc("session.preview", {"session": sid})
+    assert r == {"enabled": True, "requested": 1}, r
+    r = d.rpc("session.preview", {"session": sid, "view": "scene"})
+    assert r == {"enabled": True, "requested": 1}, r
+    err = rpc_error(d.sock, "session.preview", {"session": sid,
+                                                "view": "bench"})
+    assert err["code"] == -32602, err
+    assert '"scene"' in err["message"] and '"optics"' in err["message"], err
 
 
 @check("render.previews = no: none made, and daemon.info says so")

@@ -611,22 +611,29 @@ check('the Canvas view: the agent\'s strokes drawn with the pen, the person\'s o
   await page.context().close();
 });
 
-check('/demo (the snowman) ends with the snowman in the Scene view, with no render_scene called', async ({ browser, stack }) => {
+check('/demo (the snowman) ends with render_scene\'s picture of the snowman in the Scene view', async ({ browser, stack }) => {
   const page = await open(browser, stack);
   await send(page, '/demo');
   await runEnds(page);
-  eq(await page.locator('#messages .tool-call[data-tool="render_scene"]').count(), 0, 'render_scene calls');
-  // The last change's live preview, at its final quality.
-  const last = await page.evaluate(() => Math.max(...[...document.querySelectorAll('#messages .tool-call[data-seq]')]
-    .map((e) => Number(e.dataset.seq))));
-  await page.waitForFunction((rev) => {
-    const i = document.querySelector('#preview-frame img.live-preview[data-final="true"]');
-    return i && Number(i.dataset.revision) >= rev && i.complete && i.naturalWidth === 400;
-  }, last, { timeout: 30000 });
+  // The demo's last call is render_scene, and the Scene view shows its
+  // picture (a live preview of an earlier change never covers it).
+  const tools = await page.evaluate(() => [...document.querySelectorAll('#messages .tool-call[data-tool]')]
+    .map((e) => e.dataset.tool));
+  eq(tools[tools.length - 1], 'render_scene', 'the last call');
+  const rendered = await page.evaluate(() => {
+    const calls = document.querySelectorAll('#messages .tool-call[data-tool="render_scene"] [data-image-id]');
+    return calls.length ? calls[calls.length - 1].dataset.imageId : null;
+  });
+  assert(rendered, 'render_scene\'s tool line has no image');
+  const sel = `#preview-frame #preview-open[data-image-id="${rendered}"] img`;
+  await page.waitForFunction((s) => {
+    const i = document.querySelector(s);
+    return i && i.complete && i.naturalWidth === 400;
+  }, sel, { timeout: 30000 });
   eq(await page.locator('#preview').getAttribute('data-view'), 'scene', 'the view');
   // Snow fills the lower middle of the frame: bright, nearly white.
-  const rgb = await page.evaluate(() => {
-    const i = document.querySelector('#preview-frame img.live-preview');
+  const rgb = await page.evaluate((s) => {
+    const i = document.querySelector(s);
     const c = document.createElement('canvas');
     c.width = i.naturalWidth;
     c.height = i.naturalHeight;
@@ -636,9 +643,65 @@ check('/demo (the snowman) ends with the snowman in the Scene view, with no rend
     const m = [0, 0, 0];
     for (let k = 0; k < d.length; k += 4) for (let j = 0; j < 3; j++) m[j] += d[k + j];
     return m.map((v) => v / (d.length / 4));
-  });
+  }, sel);
   assert(Math.min(...rgb) > 150, 'not snow at the bottom of the picture: ' + rgb);
   await shot(page, 'demo-snowman.png');
+  noErrors(page);
+  await page.context().close();
+});
+
+check('/demo optics ends with render_optics\' picture in the Bench view; an edit brings the live bench, whose objects show their fields when clicked; 360 px, both themes', async ({ browser, stack }) => {
+  const page = await open(browser, stack, { viewport: { width: 360, height: 740 } });
+  eq(await page.locator('#tab-bench').isVisible(), false, 'a Bench tab before any bench');
+  await send(page, '/demo optics');
+  await runEnds(page);
+  const tools = await page.evaluate(() => [...document.querySelectorAll('#messages .tool-call[data-tool]')]
+    .map((e) => e.dataset.tool));
+  eq(tools.join(' '), 'optics_add optics_add optics_add optics_simulate query_rays render_optics', 'the calls');
+  // render_optics' picture, highlights and all, in the Bench view.
+  await page.waitForSelector('#preview[data-view="bench"] #bench-panel:not([hidden])');
+  await page.waitForSelector('#tab-bench[aria-selected="true"]');
+  await page.waitForFunction(() => {
+    const i = document.querySelector('#bench-frame #optics-open img');
+    return i && i.complete && i.naturalWidth === 800;
+  }, null, { timeout: 30000 });
+  eq(await page.locator('#scene-panel').isHidden(), true, 'the Scene panel hidden');
+  // The person edits the bench: its live preview replaces the picture,
+  // with a button over each object.
+  await send(page, '/optics_update {"name": "prism", "set": {"refIndex": 1.6}}');
+  await runEnds(page);
+  await page.waitForFunction(() => {
+    const i = document.querySelector('#bench-frame img.live-preview[data-final="true"]');
+    return i && i.complete && i.naturalWidth === 800 && document.querySelectorAll('#bench-frame .bench-hit').length === 3;
+  }, null, { timeout: 30000 });
+  assert(/^Live preview · 3 objects, [\d,]+ ray segments$/.test(await page.locator('#bench-status').textContent()),
+    'caption: ' + await page.locator('#bench-status').textContent());
+  // At 360 px the picture fits the strip above the conversation, and the
+  // prism's button lies on the picture.
+  const img = await page.locator('#bench-frame img.live-preview').boundingBox();
+  assert(img.x >= 0 && img.x + img.width <= 360, 'the bench overflows: ' + JSON.stringify(img));
+  const hit = page.locator('#bench-frame .bench-hit[data-name="prism"]');
+  const hb = await hit.boundingBox();
+  assert(hb.x >= img.x - 1 && hb.y >= img.y - 1 && hb.x + hb.width <= img.x + img.width + 1 &&
+    hb.y + hb.height <= img.y + img.height + 1, 'the prism\'s button is off the picture: ' + JSON.stringify([hb, img]));
+  await hit.click();
+  await page.waitForSelector('#bench-object:not([hidden]):not([data-loading]) dl');
+  eq(await page.locator('#bench-object h3').textContent(), 'prism · Glass', 'the object shown');
+  const fields = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#bench-object dt')]
+    .map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
+  eq(fields.refIndex, '1.6', 'its refIndex, as the edit left it');
+  eq(fields.path, '(200, 100) (400, 100) (200, 300)', 'its outline');
+  eq(await hit.getAttribute('aria-pressed'), 'true', 'the button pressed');
+  // The tabs: the Scene is there to go to, and back.
+  await page.locator('#tab-scene').click();
+  await page.waitForSelector('#scene-panel:not([hidden])');
+  await page.locator('#tab-bench').click();
+  await page.waitForSelector('#bench-panel:not([hidden])');
+  if ((await page.locator('html').getAttribute('data-theme')) === 'dark') await page.locator('#theme-toggle').click();
+  await shot(page, 'bench-360-light.png');
+  await page.locator('#theme-toggle').click();
+  await page.waitForSelector('html[data-theme="dark"]');
+  await shot(page, 'bench-360-dark.png');
   noErrors(page);
   await page.context().close();
 });
@@ -814,6 +877,85 @@ check('keyboard: Esc stops a run as Stop does, Shift+Enter is a new line, Up in 
   await page.keyboard.press('Escape');
   await page.evaluate(() => new Promise((r) => setTimeout(r, 300)));
   eq(cancels.length, 0, 'cancel requests after Esc with no run');
+  noErrors(page);
+  await page.context().close();
+});
+
+check('slash commands: "/" lists the commands and tools, a tool comes with its schema\'s template, a malformed line is caught with the form it needs, /help; both themes', async ({ browser, stack }) => {
+  const page = await open(browser, stack);
+  const input = page.locator('#message-input');
+  const menu = page.locator('#slash-menu');
+  await input.click();
+  await input.type('/');
+  await menu.waitFor({ state: 'visible' });
+  await page.waitForSelector('#slash-menu .slash-item[data-name="create_shape"]');
+  const names = await page.evaluate(() => [...document.querySelectorAll('#slash-menu .slash-item')].map((e) => e.dataset.name));
+  for (const n of ['help', 'demo', 'demo optics', 'demo drawing', 'create_shape', 'render_scene', 'optics_add', 'draw_paths']) {
+    assert(names.includes(n), n + ' not listed: ' + names.join(' '));
+  }
+  eq(await input.getAttribute('aria-expanded'), 'true', 'the box says the list is open');
+  // The list fits the window and reads in both themes.
+  const mb = await menu.boundingBox();
+  assert(mb.y >= 0 && mb.x >= 0 && mb.x + mb.width <= DESKTOP.width, 'the list is off the window: ' + JSON.stringify(mb));
+  if ((await page.locator('html').getAttribute('data-theme')) === 'dark') await page.locator('#theme-toggle').click();
+  await shot(page, 'slash-menu-light.png');
+  await page.locator('#theme-toggle').click();
+  await page.waitForSelector('html[data-theme="dark"]');
+  // (The click took the focus from the box, which closes the list.)
+  await input.fill('');
+  await input.type('/');
+  await page.waitForSelector('#slash-menu .slash-item[data-name="create_shape"]');
+  await shot(page, 'slash-menu-dark.png');
+  // Narrowed by what is typed; Enter writes the call with its template,
+  // the caret in the first value to fill.
+  await input.type('create_s');
+  eq(await page.locator('#slash-menu .slash-item[aria-selected="true"]').getAttribute('data-name'), 'create_shape', 'the first match');
+  await input.press('Enter');
+  await menu.waitFor({ state: 'hidden' });
+  const line = await input.inputValue();
+  assert(/^\/create_shape \{"id": "", "type": "[a-z]+", .*\}$/.test(line), 'the template: ' + line);
+  JSON.parse(line.slice('/create_shape '.length));
+  eq(await input.evaluate((e) => e.value.slice(e.selectionStart - 8, e.selectionStart)), '{"id": "', 'the caret in the id');
+  await page.keyboard.type('ball');
+  // A broken line is not sent: the box keeps it and says the form.
+  const posts = [];
+  page.on('request', (r) => { if (r.method() === 'POST' && /\/messages$/.test(new URL(r.url()).pathname)) posts.push(r.url()); });
+  const good = await input.inputValue();
+  await input.fill(good.replace(/\}$/, ''));
+  await input.press('Enter');
+  await page.waitForSelector('#input-error:not([hidden])');
+  const err = await page.locator('#input-error').textContent();
+  assert(/^\/create_shape: its arguments are not JSON \(.+\)\. The form is: \/create_shape \{"id": ""/.test(err), 'the message: ' + err);
+  eq(await input.inputValue(), good.replace(/\}$/, ''), 'the line kept');
+  await input.fill('/create_shap {}');
+  await input.press('Enter');
+  await waitText(page, '#input-error', 'There is no tool or command /create_shap. Did you mean /create_shape? Type / for the list, or /help.');
+  eq(posts.length, 0, 'messages sent for broken lines');
+  // The line made right goes, and the shape is made.
+  await input.fill(good);
+  await input.press('Enter');
+  await page.waitForSelector('#messages .tool-call[data-tool="create_shape"][data-state="ok"]');
+  eq(await page.locator('#input-error').isHidden(), true, 'the error gone');
+  await runEnds(page);
+  // Escape closes the list and stops nothing.
+  await input.type('/he');
+  await menu.waitFor({ state: 'visible' });
+  await input.press('Escape');
+  await menu.waitFor({ state: 'hidden' });
+  eq(await input.inputValue(), '/he', 'Escape keeps what is typed');
+  // /help: a card with the commands, each plugin's tools and the keys.
+  await input.fill('/help');
+  await input.press('Enter');
+  await page.waitForSelector('#help-card:not([hidden]) h3');
+  const heads = await page.evaluate(() => [...document.querySelectorAll('#help-card h3')].map((h) => h.textContent));
+  for (const h of ['Commands', 'Tools of the scene plugin', 'Tools of the optics plugin', 'Tools of the canvas plugin', 'Keys']) {
+    assert(heads.includes(h), h + ' missing: ' + heads.join(' | '));
+  }
+  eq(await input.inputValue(), '', 'the box empty after /help');
+  eq(posts.length, 1, 'messages sent: the good line only');
+  await shot(page, 'help-dark.png');
+  await page.locator('#help-close').click();
+  await page.waitForSelector('#help-card[hidden]', { state: 'attached' });
   noErrors(page);
   await page.context().close();
 });
@@ -1127,6 +1269,21 @@ check('offline: the banner says why once, and what works meanwhile once', async 
   eq((banner.match(/no LLM provider is configured/gi) || []).length, 1, 'the reason said once: ' + banner);
   eq(banner.split('/demo').length - 1, 1, '/demo said once: ' + banner);
   assert(banner.startsWith('Offline mode: '), 'the banner: ' + banner);
+  // The welcome view: each plugin's examples, and offline the demos first.
+  await page.waitForSelector('.welcome-plugin[data-plugin="optics"]:not([hidden])');
+  const sections = await page.evaluate(() => [...document.querySelectorAll('#welcome > *')]
+    .filter((e) => !e.hidden && getComputedStyle(e).display !== 'none')
+    .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)
+    .map((e) => e.dataset.plugin || e.className || e.tagName));
+  eq(sections.join(' '), 'H2 welcome-demos P scene optics canvas', 'the welcome view, top to bottom');
+  await page.locator('.example', { hasText: 'glass prism' }).click();
+  assert(/^Put a glass prism/.test(await page.locator('#message-input').inputValue()), 'an example fills the box');
+  await shot(page, 'welcome-offline.png');
+  // A demo button starts its demo at once.
+  await page.locator('.demo', { hasText: 'A prism' }).click();
+  await waitText(page, '#messages .msg-user .bubble', '/demo optics');
+  await runEnds(page);
+  await page.waitForSelector('#preview[data-view="bench"]');
   // A reason that does not say what works meanwhile gets the page's hint.
   await page.unroute('**/api/models');
   await page.route('**/api/models', (r) => r.fulfill({ status: 200, contentType: 'application/json',

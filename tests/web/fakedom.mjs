@@ -38,6 +38,7 @@ export class Element extends Node {
     this.hidden = false;
     this.id = '';
     this.className = '';
+    this.style = {}; // the CSSOM, which the CSP allows (a style attribute it does not)
     const self = this;
     this.classList = {
       add: (...cs) => { for (const c of cs) if (!self.classes().includes(c)) self.className = (self.className + ' ' + c).trim(); },

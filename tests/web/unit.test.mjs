@@ -22,6 +22,8 @@ install();
 // (A separate module, imported here so the one command runs everything.)
 await import('./render.cases.mjs');
 await import('./scene.cases.mjs');
+await import('./bench.cases.mjs');
+await import('./slash.cases.mjs');
 
 const INJECTIONS = [
   '<script>alert(1)</script>',
