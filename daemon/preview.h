@@ -51,11 +51,12 @@ void atl_previews_changed(atl_daemon_t *d, atl_session_t *s, const char *ns,
  * of previews asked for. Loop thread. */
 int atl_previews_request(atl_daemon_t *d, atl_session_t *s, const char *quality,
                          const char *view);
-/* A long tool call of plugin's (render_scene) starts in the session:
- * cancel the previews that plugin makes of it and drop what waits,
- * keeping their pictures. The plugin's own previews only: they are what
- * shares its resources (the render farm) and what its call will show
- * anyway; another plugin's view goes on. Loop thread. */
+/* A call of plugin's flagged ATL_TOOL_HOLDS_PREVIEWS (render_scene)
+ * starts in the session: cancel the previews that plugin makes of it and
+ * drop what waits, keeping their pictures. The plugin's own previews
+ * only: they are what shares its resources (the render farm) and what
+ * its call will show anyway; another plugin's view goes on. Loop
+ * thread. */
 void atl_previews_hold(atl_daemon_t *d, const char *session_id,
                        const atl_plugin_entry_t *plugin);
 /* The session is gone: cancel its previews and drop its pictures. Loop

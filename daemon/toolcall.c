@@ -688,10 +688,11 @@ static void start(atl_daemon_t *d, atl_call_job_t *j) {
   }
   if (j->tool)
     uv_timer_start(&j->timer, job_timeout, j->tool->timeout_ms, 0);
-  /* A long call (render_scene) shows the session its own picture: a live
-   * preview its plugin makes would share the farm with it and take
-   * samples from the model's render. */
-  if (j->tool && (j->tool->tool.flags & ATL_TOOL_LONG_RUNNING))
+  /* A render (render_scene, render_optics) shows the session its own
+   * picture: a live preview its plugin makes would share the farm with
+   * it and take samples from the model's render, or cover its picture.
+   * Other calls, long ones too (optics_simulate), let previews go on. */
+  if (j->tool && (j->tool->tool.flags & ATL_TOOL_HOLDS_PREVIEWS))
     atl_previews_hold(d, j->session_id, j->tool->plugin);
   if (atl_pool_submit(d, job_work, j) != 0) {
     atomic_fetch_sub(&j->refs, 1);

@@ -103,7 +103,7 @@ static void request_preview(fcgi_ctx_t *x, const char *id) {
     json_object_put(body);
     fcgi_reply_error(x, 400,
                      "the body must be {\"quality\"?: \"fast\" | \"hq\", "
-                     "\"view\"?: \"scene\" | \"optics\"}");
+                     "\"view\"?: a previewed namespace, e.g. \"scene\"}");
     return;
   }
   if (body == NULL)

@@ -355,10 +355,11 @@ static void call_next(atl_agent_t *a) {
             atl__agent_error_envelope("not run: the user cancelled the run"));
       continue;
     }
-    if (a->direct && te != NULL &&
+    if (a->direct && te != NULL && !(te->tool.flags & ATL_TOOL_NOT_FOR_MODEL) &&
         json_object_object_get_ex(call, "bad_arguments", &bad)) {
       /* A person typed it: say the form it takes. (An unknown tool's
-       * name is the tool-call path's to report, with the list.) */
+       * name, or one a message may not call, is the tool-call path's to
+       * report.) */
       char *form = direct_form(te);
       const char *typed = json_object_get_string(bad);
       typed += strspn(typed, " \t\n");

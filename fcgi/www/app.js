@@ -123,7 +123,8 @@ const bench = new SceneView({
   previewUrl: api.previewUrl,
   requestPreview,
   onShow: (kind) => {
-    if (kind === 'render') els.benchObject.hidden = true;
+    // A new picture: the fields shown were of the old one's object.
+    els.benchObject.hidden = true;
     shown('bench', kind);
   },
   overlay: (d) => benchOverlay(d, pickObject),
@@ -431,12 +432,15 @@ function selectedModel() {
   return els.model.disabled || els.model.value === '' ? undefined : els.model.value;
 }
 
-async function send() {
-  const text = els.input.value.trim();
+/** Sends the message box, or `command` (a demo's button) without
+ *  touching what the box holds. */
+async function send(command) {
+  const fromBox = typeof command !== 'string';
+  const text = fromBox ? els.input.value.trim() : command;
   if (text === '' || state.sending) return;
-  if (text === '/help') {
+  if (/^\/help(\s|$)/.test(text)) {
     showHelp();
-    els.input.value = '';
+    if (fromBox) els.input.value = '';
     return;
   }
   // A slash line that would only fail (an unknown tool, arguments that
@@ -458,11 +462,11 @@ async function send() {
       scheduleSessionRefresh();
     }
     pending = view.addPending(text);
-    els.input.value = '';
+    if (fromBox) els.input.value = '';
     await api.send(state.sessionId, text, selectedModel());
   } catch (e) {
     view.removePending(pending);
-    if (els.input.value === '') els.input.value = text; // nothing typed is lost
+    if (fromBox && els.input.value === '') els.input.value = text; // nothing typed is lost
     showError(e instanceof ApiError && e.status === 429
       ? 'Too many messages are waiting in this session: wait for the current run to finish. (' + e.message + ')'
       : 'Not sent: ' + errorText(e));
@@ -678,14 +682,17 @@ let toolsLoading = null;
 function loadTools() {
   if (toolsLoading === null) {
     toolsLoading = api.tools().then((list) => {
-      state.tools = Array.isArray(list) ? list.filter((t) => t && typeof t.name === 'string') : [];
+      // The tools a message can call: not those for the page's own use
+      // (add_human_stroke), which a typed call may not make.
+      state.tools = Array.isArray(list) ? list.filter((t) => t && typeof t.name === 'string' && t.for_model !== false) : [];
       if (!els.input.value.includes(' ')) slash.update();
       // The welcome view shows the examples of the plugins there are.
       const plugins = new Set(state.tools.map((t) => t.plugin));
       for (const sec of document.querySelectorAll('.welcome-plugin')) sec.hidden = !plugins.has(sec.dataset.plugin);
       return state.tools;
     }, () => {
-      toolsLoading = null; // asked again next time
+      // Asked again a while later, not at every key.
+      setTimeout(() => { toolsLoading = null; }, 5000);
       return [];
     });
   }
@@ -776,10 +783,7 @@ for (const b of document.querySelectorAll('.example')) {
   });
 }
 for (const b of document.querySelectorAll('.demo')) {
-  b.addEventListener('click', () => {
-    els.input.value = b.dataset.text;
-    send();
-  });
+  b.addEventListener('click', () => send(b.dataset.text));
 }
 window.addEventListener('hashchange', () => {
   const id = hashSession();

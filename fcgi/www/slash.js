@@ -122,7 +122,7 @@ export function checkLine(text, tools) {
   if (name === 'help' || name === 'demo') return null;
   const tool = tools ? tools.find((t) => t.name === name) : undefined;
   if (tools && tool === undefined) {
-    const near = tools.filter((t) => t.name.includes(name) || name.includes(t.name)).map((t) => '/' + t.name);
+    const near = name === '' ? [] : tools.filter((t) => t.name.includes(name) || name.includes(t.name)).map((t) => '/' + t.name);
     return {
       error: (name === '' ? 'A slash starts a command or a tool\'s name.' : `There is no tool or command /${name}.`) +
         (near.length ? ' Did you mean ' + near.slice(0, 3).join(', ') + '?' : '') +
@@ -164,7 +164,11 @@ export class SlashMenu {
     input.setAttribute('aria-autocomplete', 'list');
     input.setAttribute('aria-expanded', 'false');
     input.addEventListener('input', () => this.update());
-    input.addEventListener('blur', () => setTimeout(() => this.close(), 150));
+    // Closed when the focus has gone elsewhere (a moment later, so that a
+    // click on the list lands first), not when it came back meanwhile.
+    input.addEventListener('blur', () => setTimeout(() => {
+      if (document.activeElement !== input) this.close();
+    }, 150));
     // A click on the list must not take the focus from the box first.
     list.addEventListener('mousedown', (e) => e.preventDefault());
     this.close();
@@ -222,7 +226,8 @@ export class SlashMenu {
 
   /** A key in the box: true when the list took it. */
   onKey(e) {
-    if (!this.open || e.isComposing) return false;
+    // keyCode 229: Safari's keydown for the key that ends a composition.
+    if (!this.open || e.isComposing || e.keyCode === 229) return false;
     if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
       const n = this.items.length;
       this.active = (this.active + (e.key === 'ArrowDown' ? 1 : n - 1)) % n;

@@ -89,7 +89,14 @@ enum {
    * clients call it (tool.call), and the host never offers it to a model
    * (the drawing plugin's add_human_stroke: a model must not draw as the
    * human). An older host ignores the flag and offers it. */
-  ATL_TOOL_NOT_FOR_MODEL = 1u << 4
+  ATL_TOOL_NOT_FOR_MODEL = 1u << 4,
+  /* ABI 1.5: the call shows the session a picture of what its plugin
+   * previews (render_scene, render_optics; atl_plugin_t.preview): while
+   * it runs, the plugin's live previews of that session are cancelled and
+   * what waits for a start is dropped, so that a preview neither shares
+   * the call's resources (the render farm) nor covers its picture. An
+   * older host ignores the flag. */
+  ATL_TOOL_HOLDS_PREVIEWS = 1u << 5
 };
 
 typedef struct atl_host_s atl_host_t;
@@ -207,8 +214,8 @@ struct atl_plugin_s {
    * A newer change cancels the preview in flight: call_cancelled() turns 1,
    * render() returns ATL_ECANCELED, preview_put() refuses, and the host
    * calls preview() again with the newer snapshot once this one returns.
-   * A long tool call of this plugin's (ATL_TOOL_LONG_RUNNING) holds its
-   * previews of the session the same way: the call shows its own picture.
+   * A tool call of this plugin's flagged ATL_TOOL_HOLDS_PREVIEWS holds
+   * its previews of the session the same way: it shows its own picture.
    * Previews run on a thread of the host's own, one at a time across the
    * daemon and possibly while a tool handler of the same session runs:
    * they never hold up a tool call, and they read nothing but their

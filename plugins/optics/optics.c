@@ -246,6 +246,22 @@ opx_entry_t *opx_acquire_why(atl_call_t *call, long ray_limit, char **why) {
   e->refs = 1;
   int slot;
   pthread_mutex_lock(&st->lock);
+  /* One run per session. A tool handler and the session's live preview
+   * may have built one each meanwhile (they run at once, on different
+   * threads): a tool's replaces any other, for it is what the agent asked
+   * for (its ray_limit); a preview's never replaces a run of the same
+   * bench, and stays its own, freed once drawn. */
+  for (int i = 0; i < OPX_CACHE_RUNS; i++) {
+    opx_entry_t *o = st->slots[i];
+    if (o == NULL || strcmp(o->sid, e->sid) != 0)
+      continue;
+    if (why != NULL && strcmp(o->key, e->key) == 0) {
+      e->evicted = 1;
+      pthread_mutex_unlock(&st->lock);
+      return e;
+    }
+    evict(st, i);
+  }
   /* The least recently used go first, while the cache would hold too
    * many segments with this run, then for a free slot. */
   for (;;) {
@@ -419,7 +435,8 @@ static const atl_tool_t tools[] = {
          "by name and edges by label. Returns a description of the "
          "picture and what was highlighted.",
      .input_schema = OPX_SCHEMA_RENDER,
-     .flags = ATL_TOOL_READ_ONLY | ATL_TOOL_LONG_RUNNING,
+     .flags =
+         ATL_TOOL_READ_ONLY | ATL_TOOL_LONG_RUNNING | ATL_TOOL_HOLDS_PREVIEWS,
      .handler = opx_tool_render},
 };
 

@@ -4,7 +4,9 @@
  * handlers of each file.
  *
  * Threads: handlers run on worker threads, several sessions at once but
- * never two for one session; the cache is shared and locked. */
+ * never two for one session; the live preview (optics_preview.c) runs on
+ * the host's preview thread, possibly beside a handler of its session.
+ * The cache is shared and locked, and holds one run per session. */
 #ifndef ATL_OPTICS_PLUGIN_H
 #define ATL_OPTICS_PLUGIN_H
 
@@ -52,8 +54,10 @@ typedef struct {
  * reporting the call's error (a scene that does not load). Release it
  * with opx_release. */
 opx_entry_t *opx_acquire(atl_call_t *call, long ray_limit);
-/* The same, for a call that cannot report an error (a preview): on
- * failure *why gets the message (malloc'd; NULL when out of memory). */
+/* The same for a preview, which cannot report an error: on failure *why
+ * gets the message (malloc'd; NULL when out of memory). A run it builds
+ * replaces the session's cached one unless a handler cached one of the
+ * same bench meanwhile; then it is the preview's alone. */
 opx_entry_t *opx_acquire_why(atl_call_t *call, long ray_limit, char **why);
 void opx_release(opx_state_t *st, opx_entry_t *e);
 /* Makes ns a scene: version 5 and an objs array. Returns objs. */

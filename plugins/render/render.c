@@ -431,7 +431,8 @@ static const atl_tool_t tools[] = {
          "wait give max_seconds.",
      .input_schema = render_schema,
      .result_schema = render_result_schema,
-     .flags = ATL_TOOL_LONG_RUNNING | ATL_TOOL_READ_ONLY,
+     .flags =
+         ATL_TOOL_LONG_RUNNING | ATL_TOOL_READ_ONLY | ATL_TOOL_HOLDS_PREVIEWS,
      .handler = render_scene},
 };
 

@@ -668,7 +668,9 @@ def offline_checks(fail_count):
         assert fin and "create_shape" in fin[0]["error"], fin
         # /demo replays the bundled cassette through the real loop.
         sid = d.session()
-        ev = d.run(sid, "/demo")
+        # (It renders at render_scene's defaults: seconds, more under the
+        # sanitizers.)
+        ev = d.run(sid, "/demo", timeout=180)
         fin = [e["data"]["success"] for e in ev if e["type"] == "tool.finished"]
         # Fourteen calls build the snowman; render_scene looks at it.
         assert len(fin) == 15 and all(fin), fin

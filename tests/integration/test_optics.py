@@ -225,17 +225,19 @@ def _(ctx):
     drawn = ok(d, sid, "render_optics",
                {"highlight": "interaction_type = 'tir'"})["highlight_summary"]
     assert drawn["highlighted_rays"] == tir, drawn
-    # render_optics held the bench's live preview (a replay goes from the
-    # last optics_add to it at once): its own picture is the last word.
-    # The next change brings one, with the three objects' boxes.
+    # The next change brings a live picture of the bench, with the three
+    # objects' boxes: a preview of that change (its revision is after the
+    # run), not a late one of the demo's own.
     after = ev[-1]["seq"]
     ok(d, sid, "optics_update", {"name": "prism", "set": {"refIndex": 1.6}})
     deadline = time.monotonic() + 20
-    previews = []
+    previews, seen = [], after
     while not previews and time.monotonic() < deadline:
-        previews = [e["data"] for e in d.rpc("events.read", {
-            "session": sid, "after_seq": after, "wait_ms": 1000})["events"]
-            if e["type"] == "preview"]
+        got = d.rpc("events.read", {"session": sid, "after_seq": seen,
+                                    "wait_ms": 1000})["events"]
+        seen = got[-1]["seq"] if got else seen
+        previews = [e["data"] for e in got if e["type"] == "preview" and
+                    e["data"]["revision"] > after]
     assert previews and previews[-1]["view"] == "optics", previews
     assert sorted(b["name"] for b in previews[-1]["boxes"]) == \
         ["beam", "prism", "screen"], previews[-1]

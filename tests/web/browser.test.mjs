@@ -854,6 +854,16 @@ check('keyboard: Esc stops a run as Stop does, Shift+Enter is a new line, Up in 
   eq(await input.inputValue(), 'Stream slowly\non two lines', 'Shift+Enter makes a new line');
   await input.press('Enter');
   await streaming(page);
+  // While it streams, Esc in the open "/" list closes the list and
+  // stops nothing; the next Esc stops the run.
+  await input.type('/he');
+  await page.locator('#slash-menu').waitFor({ state: 'visible' });
+  await input.press('Escape');
+  await page.locator('#slash-menu').waitFor({ state: 'hidden' });
+  await page.evaluate(() => new Promise((r) => setTimeout(r, 300)));
+  eq(await page.locator('body').getAttribute('data-running'), 'true', 'the run after Esc in the list');
+  eq(await page.locator('#messages .notice[data-kind="cancelled"]').count(), 0, 'stopped notices after Esc in the list');
+  await input.fill('');
   await page.keyboard.press('Escape');
   const notice = page.locator('#messages .notice[data-kind="cancelled"]');
   await notice.waitFor({ state: 'visible' });
@@ -937,7 +947,8 @@ check('slash commands: "/" lists the commands and tools, a tool comes with its s
   await page.waitForSelector('#messages .tool-call[data-tool="create_shape"][data-state="ok"]');
   eq(await page.locator('#input-error').isHidden(), true, 'the error gone');
   await runEnds(page);
-  // Escape closes the list and stops nothing.
+  // Escape closes the list and keeps what is typed (that it stops no
+  // run is the keyboard check's).
   await input.type('/he');
   await menu.waitFor({ state: 'visible' });
   await input.press('Escape');
