@@ -20,8 +20,14 @@ snowman of tests/data/scenes/snowman.json at the preview's 400x300:
    on both alike. Each call is answered over api.sock; the figures are
    the median round's p50 and p90.
 
+3. The optical bench's preview (the Bench view), through the whole stack:
+   from the answer of an optics_update (the prism's refIndex) on
+   /demo optics's bench (a prism, a beam, a screen) to its one "preview"
+   event, and to that picture (800x600) fetched.
+
 Prints medians and ratios; bench/README.md keeps the figures.
-BENCH_ONLY=turns (or stream) runs that pattern of part 2 alone.
+BENCH_ONLY=turns (or stream) runs that pattern of part 2 alone;
+BENCH_ONLY=optics runs part 3 alone.
 """
 
 import json
@@ -100,6 +106,57 @@ def page_latency(rounds):
     return out
 
 
+# /demo optics's bench (conf/cassettes/record.py).
+BENCH = [
+    {"name": "prism", "type": "Glass", "refIndex": 1.5,
+     "path": [{"x": 200, "y": 100}, {"x": 400, "y": 100},
+              {"x": 200, "y": 300}]},
+    {"name": "beam", "type": "Beam", "p1": {"x": 80, "y": 160},
+     "p2": {"x": 80, "y": 240}, "brightness": 0.5},
+    {"name": "screen", "type": "Blocker", "p1": {"x": 180, "y": 20},
+     "p2": {"x": 420, "y": 20}}]
+
+
+def bench_latency(rounds):
+    """Part 3: (preview event, picture fetched, the call itself) in ms,
+    per round, and the picture's size in bytes."""
+    fake = Fake()
+    stack = Stack(fake.url, name="bench-preview-optics")
+    out = []
+    try:
+        sid = stack.session()
+        for o in BENCH:
+            st, _, env = stack.request(
+                "POST", "/api/sessions/%s/tools/optics_add" % sid, o)
+            assert st == 200 and env["success"], env
+        ev = SSE(stack, sid)
+        ev.until(("preview",))
+        time.sleep(0.3)
+        for i in range(rounds):
+            t0 = time.monotonic()
+            st, _, env = stack.request(
+                "POST", "/api/sessions/%s/tools/optics_update" % sid,
+                {"name": "prism", "set": {"refIndex": 1.4 + 0.01 * (i + 1)}})
+            t_answer = time.monotonic()
+            assert st == 200 and env["success"], env
+            d = ev.until(("preview",))[-1]["data"]["data"]
+            t_event = time.monotonic()
+            assert d["view"] == "optics" and d["final"], d
+            st, _, png = stack.request(
+                "GET", "/api/previews/%s.png" % d["image"], raw=True)
+            t_pixel = time.monotonic()
+            assert st == 200 and png[:4] == b"\x89PNG", st
+            out.append((ms(t_event - t_answer), ms(t_pixel - t_answer),
+                        ms(t_answer - t0), len(png)))
+            time.sleep(0.2)
+        ev.close()
+    finally:
+        stack.proc.terminate()
+        stack.proc.wait(timeout=30)
+        fake.proc.terminate()
+    return out
+
+
 # How the calls come: (calls in a batch, pause after each call, pause
 # after each batch, batches). "turns" is a model's: a turn's calls back to
 # back, then the next turn 0.6 s later (real models take longer, so the
@@ -157,6 +214,16 @@ def tool_calls(rounds, pattern):
 def main():
     print("cores=%d rounds=%d scene=snowman 400x300 Fast" % (os.cpu_count(),
                                                              ROUNDS))
+    if ONLY in (None, "optics"):
+        rows = bench_latency(ROUNDS)
+        for r in rows:
+            print("bench: event %.1f ms, picture %.1f ms (the call itself "
+                  "%.1f ms; %d bytes)" % r)
+        med = [statistics.median(c) for c in zip(*rows)]
+        print("MEDIAN bench: commit -> preview event %.1f ms, -> picture "
+              "fetched %.1f ms" % tuple(med[:2]))
+        if ONLY:
+            return
     rows = page_latency(ROUNDS) if not ONLY else []
     for r in rows:
         print("page: event %.1f ms, first pixel %.1f ms, final %.1f ms "
