@@ -10,6 +10,14 @@ const { SceneView, benchCaption } = await import('../../fcgi/www/scene.js');
 const { Element } = await import('./fakedom.mjs');
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** Waits until cond() holds (a busy machine's timers run late), or fails. */
+async function until(cond, what, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) assert.fail('not within ' + ms + ' ms: ' + what);
+    await sleep(10);
+  }
+}
 
 const PREVIEW = {
   view: 'optics', revision: 4, image: 'b1', width: 800, height: 600, final: true,
@@ -111,14 +119,14 @@ describe('bench view', () => {
     await sleep(60);
     assert.equal(frame.querySelector('img'), null, 'a scene preview is not the bench\'s');
     bench.live(PREVIEW);
-    await sleep(60);
+    await until(() => frame.querySelector('img') !== null, 'the bench\'s picture');
     assert.equal(frame.querySelector('img').dataset.previewId, 'b1');
     assert.equal(frame.querySelectorAll('.bench-hit').length, 2);
     assert.equal(status.textContent, 'Live preview · 2 objects, 1,204 ray segments');
     // Its picture gone: it asks for a new one of the bench alone.
     Element.prototype.decode = function decode() { return Promise.reject(new Error('404')); };
     bench.live({ ...PREVIEW, revision: 5, image: 'b2' });
-    await sleep(60);
+    await until(() => asked.length > 0, 'a request for a new preview');
     assert.deepEqual(asked, [[null, 'optics']]);
   });
 });
