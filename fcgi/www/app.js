@@ -11,6 +11,7 @@ import { CanvasView } from './canvas.js';
 import { SceneView } from './scene.js';
 import { benchOverlay, objectOf, showObject } from './bench.js';
 import { SlashMenu, checkLine, helpContent } from './slash.js';
+import { Filmstrip } from './filmstrip.js';
 import { el, clear, icon } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -90,7 +91,12 @@ const view = new ChatView({
     onRunState: setActive,
     // render_optics' pictures are the bench's; every other tool's (but
     // the canvas tools', which render.js keeps) the scene's.
-    onImage: (id, seq, tool) => (tool === 'render_optics' ? bench : scene).showImage(id, seq),
+    onImage: (id, seq, tool, final) => {
+      const isBench = tool === 'render_optics';
+      (isBench ? bench : scene).showImage(id, seq);
+      // A call's picture (not a render's progress) joins its view's strip.
+      if (final) (isBench ? benchFilm : sceneFilm).addRender(id, seq, `${tool} (event ${seq})`);
+    },
     onRenderProgress: (f) => scene.progress(f),
     onLivePreview: (d) => (d && d.view === 'optics' ? bench : scene).live(d),
     onRunStarted: rememberTitle,
@@ -111,6 +117,7 @@ const scene = new SceneView({
   previewUrl: api.previewUrl,
   requestPreview,
   onShow: (kind) => shown('scene', kind),
+  onFinal: (d) => sceneFilm.setLive(d.image, d.revision, `live preview (change ${d.revision})`),
 });
 
 // The Bench view: the optical bench's live preview and render_optics'
@@ -128,11 +135,35 @@ const bench = new SceneView({
     shown('bench', kind);
   },
   overlay: (d) => benchOverlay(d, pickObject),
+  onFinal: (d) => benchFilm.setLive(d.image, d.revision, `live preview (change ${d.revision})`),
 }, {
   view: 'optics',
   empty: 'The optical bench appears here.',
   alt: 'Live preview of the optical bench',
   renderAlt: 'The latest picture of the optical bench',
+});
+
+// Each view's filmstrip (filmstrip.js), and two of its pictures compared.
+const filmHooks = {
+  url: (item) => (item.kind === 'live' ? api.previewUrl(item.id) : api.imageUrl(item.id)),
+  onCompare: (a, b) => compare(a, b),
+};
+const sceneFilm = new Filmstrip($('scene-film'), filmHooks);
+const benchFilm = new Filmstrip($('bench-film'), filmHooks);
+
+function compare(a, b) {
+  const dlg = $('compare');
+  for (const [item, img, cap] of [[a, $('compare-a'), $('compare-a-caption')], [b, $('compare-b'), $('compare-b-caption')]]) {
+    img.src = filmHooks.url(item);
+    img.alt = item.label;
+    img.dataset.filmId = item.id;
+    cap.textContent = item.label;
+  }
+  if (typeof dlg.showModal === 'function') dlg.showModal();
+}
+$('compare-close').addEventListener('click', () => $('compare').close());
+$('compare').addEventListener('click', (e) => {
+  if (e.target === $('compare')) $('compare').close(); // the backdrop
 });
 
 function requestPreview(q, view) {
@@ -622,6 +653,8 @@ function clearPreview() {
   showView('scene');
   scene.reset();
   bench.reset();
+  sceneFilm.reset();
+  benchFilm.reset();
   els.tabBench.hidden = true;
   els.benchObject.hidden = true;
   state.viewChosen = false;
@@ -753,7 +786,7 @@ els.sidebarToggle.addEventListener('click', () => {
 });
 document.addEventListener('keydown', (e) => {
   // keyCode 229: Safari's keydown for the key that ends a composition.
-  if (e.key !== 'Escape' || e.isComposing || e.keyCode === 229 || els.viewer.open) return;
+  if (e.key !== 'Escape' || e.isComposing || e.keyCode === 229 || els.viewer.open || $('compare').open) return;
   // The drawer only on narrow screens, where its toggle shows.
   if (els.body.dataset.sidebar === 'open' && getComputedStyle(els.sidebarToggle).display !== 'none') {
     closeSidebar();

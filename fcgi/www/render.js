@@ -54,7 +54,8 @@ function pretty(v) {
 export class ChatView {
   /** root: the #messages log; pending: where queued messages wait;
    *  scroller: the element that scrolls; hooks: onRunState(active),
-   *  onImage(id, seq, tool), onRenderProgress(fraction), onLivePreview(data)
+   *  onImage(id, seq, tool, final: a call's result, not a render's
+   *  progress), onRenderProgress(fraction), onLivePreview(data)
    *  (a "preview" event), onRunStarted(text),
    *  onRunEnded(type), onChange(empty). */
   constructor({ root, pending, scroller, hooks }) {
@@ -166,7 +167,7 @@ export class ChatView {
         if (this.hooks.onCanvas) this.hooks.onCanvas(ev);
         break;
       case 'render.progress':
-        if (typeof d.image === 'string' && d.image !== '') this.hooks.onImage(d.image, ev.seq, 'render_scene');
+        if (typeof d.image === 'string' && d.image !== '') this.hooks.onImage(d.image, ev.seq, 'render_scene', false);
         if (Number.isFinite(d.fraction)) {
           this.rendering = d.fraction < 1;
           this.hooks.onRenderProgress(d.fraction);
@@ -316,7 +317,7 @@ export class ChatView {
     });
     // The drawing tools' images are the canvas, which the Canvas view
     // draws itself; the Scene view keeps showing the scene.
-    if (images.length > 0 && !CANVAS_TOOLS.has(tool)) this.hooks.onImage(images[images.length - 1], ev.seq, tool);
+    if (images.length > 0 && !CANVAS_TOOLS.has(tool)) this.hooks.onImage(images[images.length - 1], ev.seq, tool, true);
     if (tool === 'render_scene') this.renderEnded();
   }
 

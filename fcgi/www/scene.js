@@ -30,7 +30,8 @@ export class SceneView {
    *  hooks: { imageButton(id, alt) -> element, previewUrl(id),
    *  requestPreview(quality, view) -> Promise of {enabled, requested},
    *  onShow(kind): a picture is shown, 'render' or 'live',
-   *  overlay?(data) -> element or null: laid over a live picture };
+   *  overlay?(data) -> element or null: laid over a live picture,
+   *  onFinal?(data): a preview's final picture is shown };
    *  opts: { view (the namespace previewed), empty, alt, renderAlt }. */
   constructor(els, hooks, opts) {
     this.els = els;
@@ -158,6 +159,7 @@ export class SceneView {
       }
       this.els.status.textContent = this.opts.view === 'scene' ? caption(d) : benchCaption(d);
       this.hooks.onShow('live');
+      if (d.final === true && this.hooks.onFinal) this.hooks.onFinal(d);
     };
     img.decode().then(put, () => {
       if (token !== this.token || this.shown.kind !== 'live' || this.shown.order !== d.revision) return;

@@ -243,6 +243,23 @@ function sessionOf(page) {
   return m ? m[1] : null;
 }
 
+/** The mean [r, g, b] of a region of the loaded picture sel (an <img>),
+ *  in its own pixels. */
+function meanRgb(page, sel, x, y, w, h) {
+  return page.evaluate(([s, rx, ry, rw, rh]) => {
+    const i = document.querySelector(s);
+    const c = document.createElement('canvas');
+    c.width = i.naturalWidth;
+    c.height = i.naturalHeight;
+    const g = c.getContext('2d');
+    g.drawImage(i, 0, 0);
+    const d = g.getImageData(rx, ry, rw, rh).data;
+    const m = [0, 0, 0];
+    for (let k = 0; k < d.length; k += 4) for (let j = 0; j < 3; j++) m[j] += d[k + j];
+    return m.map((v) => v / (d.length / 4));
+  }, [sel, x, y, w, h]);
+}
+
 async function shot(page, name) {
   const file = path.join(OUTDIR, name);
   await page.screenshot({ path: file, fullPage: false });
@@ -467,18 +484,7 @@ check('live preview: a change shows a picture that sharpens, HQ on request, the 
   const box = await page.locator(finalSel).boundingBox();
   assert(box.x >= 0 && box.x + box.width <= 360, 'the preview overflows: ' + JSON.stringify(box));
   // The centre of the picture is the blue ball.
-  const centre = () => page.evaluate((s) => {
-    const i = document.querySelector(s);
-    const c = document.createElement('canvas');
-    c.width = i.naturalWidth;
-    c.height = i.naturalHeight;
-    const g = c.getContext('2d');
-    g.drawImage(i, 0, 0);
-    return [...g.getImageData(190, 140, 20, 20).data].reduce((a, v, k) => {
-      a[k % 4] += v;
-      return a;
-    }, [0, 0, 0, 0]).slice(0, 3).map((v) => v / 400);
-  }, finalSel);
+  const centre = () => meanRgb(page, finalSel, 190, 140, 20, 20);
   const [r, g, b] = await centre();
   assert(b > r + 30 && b > g + 30, 'the ball is not blue: ' + [r, g, b]);
   // Light theme, then dark: the caption and buttons stay readable.
@@ -611,6 +617,53 @@ check('the Canvas view: the agent\'s strokes drawn with the pen, the person\'s o
   await page.context().close();
 });
 
+check('filmstrip: each render joins the Scene\'s strip; two picked are compared side by side', async ({ browser, stack, fake }) => {
+  const ball = (albedo) => ({ id: 'ball', type: 'sphere', properties: { center: [0, 1, 0], radius: 1.1,
+    material: { type: 'lambertian', albedo } } });
+  await fake.script([
+    { tool_calls: [{ name: 'create_shape', arguments: ball([0.2, 0.3, 0.9]) }] },
+    { tool_calls: [{ name: 'render_scene', arguments: { quality: 'draft' } }] },
+    { tool_calls: [{ name: 'update_shape', arguments: { id: 'ball', updates: { properties: { material: {
+      type: 'lambertian', albedo: [0.9, 0.2, 0.1] } } } } }] },
+    { tool_calls: [{ name: 'render_scene', arguments: { quality: 'draft' } }] },
+    { text: 'Blue, then red.' },
+  ]);
+  const page = await open(browser, stack);
+  await send(page, 'A ball, rendered blue then red');
+  await runEnds(page);
+  await page.waitForSelector('#scene-film:not([hidden])');
+  await page.waitForFunction(() => document.querySelectorAll('#scene-film .film-item[data-kind="render"]').length === 2);
+  const renders = page.locator('#scene-film .film-item[data-kind="render"]');
+  // The strip's pictures are the renders' own (their tool lines have them).
+  const ids = await renders.evaluateAll((bs) => bs.map((b) => b.dataset.filmId));
+  const lines = await page.evaluate(() => [...document.querySelectorAll('#messages .tool-call[data-tool="render_scene"] [data-image-id]')]
+    .map((b) => b.dataset.imageId));
+  eq(ids.join(' '), lines.join(' '), 'the strip against the tool lines');
+  await shot(page, 'filmstrip.png');
+  await renders.nth(0).click();
+  eq(await renders.nth(0).getAttribute('aria-pressed'), 'true', 'the first picked');
+  await renders.nth(1).click();
+  await page.waitForSelector('#compare[open]');
+  await page.waitForFunction(() => ['compare-a', 'compare-b'].every((id) => {
+    const i = document.getElementById(id);
+    return i.complete && i.naturalWidth === 400;
+  }));
+  eq(await page.locator('#compare-a').getAttribute('data-film-id'), ids[0], 'the older on the left');
+  eq(await page.locator('#compare-b').getAttribute('data-film-id'), ids[1], 'the newer on the right');
+  // Blue on the left, red on the right: the two states, side by side.
+  const [a, b] = [await meanRgb(page, '#compare-a', 190, 140, 20, 20), await meanRgb(page, '#compare-b', 190, 140, 20, 20)];
+  assert(a[2] > a[0] + 30 && b[0] > b[2] + 30, 'not blue then red: ' + JSON.stringify([a, b]));
+  const boxA = await page.locator('#compare-a').boundingBox();
+  const boxB = await page.locator('#compare-b').boundingBox();
+  assert(boxA.x + boxA.width <= boxB.x && Math.abs(boxA.y - boxB.y) < 2, 'not side by side: ' + JSON.stringify([boxA, boxB]));
+  await shot(page, 'compare.png');
+  await page.locator('#compare-close').click();
+  await page.waitForSelector('#compare:not([open])', { state: 'attached' });
+  eq(await renders.nth(0).getAttribute('aria-pressed'), 'false', 'picked afresh after');
+  noErrors(page);
+  await page.context().close();
+});
+
 check('/demo (the snowman) ends with render_scene\'s picture of the snowman in the Scene view', async ({ browser, stack }) => {
   const page = await open(browser, stack);
   await send(page, '/demo');
@@ -632,18 +685,7 @@ check('/demo (the snowman) ends with render_scene\'s picture of the snowman in t
   }, sel, { timeout: 30000 });
   eq(await page.locator('#preview').getAttribute('data-view'), 'scene', 'the view');
   // Snow fills the lower middle of the frame: bright, nearly white.
-  const rgb = await page.evaluate((s) => {
-    const i = document.querySelector(s);
-    const c = document.createElement('canvas');
-    c.width = i.naturalWidth;
-    c.height = i.naturalHeight;
-    const g = c.getContext('2d');
-    g.drawImage(i, 0, 0);
-    const d = g.getImageData(150, 260, 100, 30).data;
-    const m = [0, 0, 0];
-    for (let k = 0; k < d.length; k += 4) for (let j = 0; j < 3; j++) m[j] += d[k + j];
-    return m.map((v) => v / (d.length / 4));
-  }, sel);
+  const rgb = await meanRgb(page, sel, 150, 260, 100, 30);
   assert(Math.min(...rgb) > 150, 'not snow at the bottom of the picture: ' + rgb);
   await shot(page, 'demo-snowman.png');
   noErrors(page);

@@ -24,6 +24,7 @@ await import('./render.cases.mjs');
 await import('./scene.cases.mjs');
 await import('./bench.cases.mjs');
 await import('./slash.cases.mjs');
+await import('./filmstrip.cases.mjs');
 
 const INJECTIONS = [
   '<script>alert(1)</script>',
