@@ -660,6 +660,23 @@ check('filmstrip: each render joins the Scene\'s strip; two picked are compared 
   await page.locator('#compare-close').click();
   await page.waitForSelector('#compare:not([open])', { state: 'attached' });
   eq(await renders.nth(0).getAttribute('aria-pressed'), 'false', 'picked afresh after');
+  // At 360 px, in both themes: the strip scrolls within the pane, and the
+  // compare stacks the two pictures, each within the window.
+  await page.setViewportSize({ width: 360, height: 740 });
+  await renders.nth(1).scrollIntoViewIfNeeded();
+  const fb = await renders.nth(1).boundingBox();
+  assert(fb.x >= 0 && fb.x + fb.width <= 360, 'a strip picture off the window: ' + JSON.stringify(fb));
+  if ((await page.locator('html').getAttribute('data-theme')) === 'dark') await page.locator('#theme-toggle').click();
+  await shot(page, 'filmstrip-360-light.png');
+  await renders.nth(0).click();
+  await renders.nth(1).click();
+  await page.waitForSelector('#compare[open]');
+  const [sa, sb] = [await page.locator('#compare-a').boundingBox(), await page.locator('#compare-b').boundingBox()];
+  assert(sa.x >= 0 && sa.x + sa.width <= 360 && sb.y >= sa.y + sa.height - 1, 'not stacked at 360 px: ' + JSON.stringify([sa, sb]));
+  await page.locator('#compare-close').click();
+  await page.locator('#theme-toggle').click();
+  await page.waitForSelector('html[data-theme="dark"]');
+  await shot(page, 'filmstrip-360-dark.png');
   noErrors(page);
   await page.context().close();
 });
