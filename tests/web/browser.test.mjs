@@ -1024,6 +1024,15 @@ check('slash commands: "/" lists the commands and tools, a tool comes with its s
   eq(await input.inputValue(), '', 'the box empty after /help');
   eq(posts.length, 1, 'messages sent: the good line only');
   await shot(page, 'help-dark.png');
+  // At 360 px: the list within the window, the help card readable.
+  await page.setViewportSize({ width: 360, height: 740 });
+  await input.fill('');
+  await input.type('/cr');
+  await page.waitForSelector('#slash-menu .slash-item[data-name="create_shape"]');
+  const nb = await menu.boundingBox();
+  assert(nb.x >= 0 && nb.x + nb.width <= 360 && nb.y >= 0, 'the list off the window at 360 px: ' + JSON.stringify(nb));
+  await shot(page, 'slash-menu-360-dark.png');
+  await input.press('Escape');
   await page.locator('#help-close').click();
   await page.waitForSelector('#help-card[hidden]', { state: 'attached' });
   noErrors(page);
@@ -1349,6 +1358,19 @@ check('offline: the banner says why once, and what works meanwhile once', async 
   await page.locator('.example', { hasText: 'glass prism' }).click();
   assert(/^Put a glass prism/.test(await page.locator('#message-input').inputValue()), 'an example fills the box');
   await shot(page, 'welcome-offline.png');
+  // At 360 px, in both themes, the demos are first and within the window.
+  await page.setViewportSize({ width: 360, height: 740 });
+  for (const theme of ['light', 'dark']) {
+    // (No data-theme yet means the system's: a click sets the other one.)
+    for (let k = 0; k < 2 && (await page.locator('html').getAttribute('data-theme')) !== theme; k++) {
+      await page.locator('#theme-toggle').click();
+    }
+    await page.waitForSelector(`html[data-theme="${theme}"]`);
+    const db = await page.locator('.demo', { hasText: 'A harbour' }).boundingBox();
+    assert(db.x >= 0 && db.x + db.width <= 360 && db.y + db.height <= 740, 'a demo button off the window: ' + JSON.stringify(db));
+    await shot(page, `welcome-offline-360-${theme}.png`);
+  }
+  await page.setViewportSize(DESKTOP);
   // A demo button starts its demo at once.
   await page.locator('.demo', { hasText: 'A prism' }).click();
   await waitText(page, '#messages .msg-user .bubble', '/demo optics');
