@@ -10,6 +10,16 @@ const { SceneView, caption } = await import('../../fcgi/www/scene.js');
 const { Element } = await import('./fakedom.mjs');
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** Waits until cond() holds, or fails: what must happen is waited for,
+ *  not given a fixed time (a busy machine's timers run late). What must
+ *  not happen is still given a time to happen in. */
+async function until(cond, what, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) assert.fail('not within ' + ms + ' ms: ' + what);
+    await sleep(10);
+  }
+}
 
 /** A SceneView whose pictures decode after `delay(url)` ms, or fail for
  *  the urls in `gone`. */
@@ -68,7 +78,7 @@ describe('scene view', () => {
     assert.equal(scene.empty, true);
     scene.live(pv(5, 'a', { final: true, samples: 16 }));
     assert.equal(live(), null, 'not before it is decoded');
-    await sleep(50);
+    await until(() => live() !== null, 'the picture');
     assert.equal(live().dataset.previewId, 'a');
     assert.equal(status.textContent, 'Live preview · 16 samples a pixel');
     assert.equal(quality.hidden, false);
@@ -82,14 +92,14 @@ describe('scene view', () => {
     assert.equal(live(), null);
     assert.equal(frame.querySelector('.image-button').dataset.imageId, 'render1');
     scene.live(pv(12, 'new'));
-    await sleep(60);
+    await until(() => live() !== null, 'the newer change\'s picture');
     assert.equal(live().dataset.previewId, 'new');
   });
 
   test('a burst (a replay) loads only the last, not every one', async () => {
     const { scene, live, log } = makeScene();
     for (let r = 1; r <= 20; r++) scene.live(pv(r, 'p' + r));
-    await sleep(80);
+    await until(() => live() !== null, 'the last picture');
     assert.deepEqual(log.loads, ['p20']);
     assert.equal(live().dataset.previewId, 'p20');
   });
@@ -99,14 +109,15 @@ describe('scene view', () => {
     scene.live(pv(3, 'slow'));
     await sleep(50);
     scene.live(pv(3, 'sharp', { final: true }));
-    await sleep(150);
+    await until(() => live() !== null && live().dataset.previewId === 'sharp', 'the sharper picture');
+    await sleep(150); // the slow one decodes meanwhile
     assert.equal(live().dataset.previewId, 'sharp');
   });
 
   test('a gone picture asks for a new preview, once', async () => {
     const { scene, log, status } = makeScene({ gone: new Set(['/p/x', '/p/y']) });
     scene.live(pv(4, 'x'));
-    await sleep(50);
+    await until(() => log.requests.length > 0, 'a request');
     assert.deepEqual(log.requests, [null]);
     assert.equal(status.textContent, 'Making a new preview…');
     scene.live(pv(4, 'y'));
@@ -115,19 +126,22 @@ describe('scene view', () => {
   });
 
   test('a gone picture with a newer one on its way asks for nothing', async () => {
-    const { scene, log } = makeScene({ gone: new Set(['/p/old']), delay: (u) => (u === '/p/old' ? 40 : 0) });
+    // The old one fails well after the new one's event came (by 150 ms,
+    // which late timers on a busy machine do not make up).
+    const { scene, log, live } = makeScene({ gone: new Set(['/p/old']), delay: (u) => (u === '/p/old' ? 200 : 0) });
     scene.live(pv(4, 'old'));
     await sleep(35);
     scene.live(pv(5, 'new'));
-    await sleep(80);
+    await until(() => live() !== null, 'the new picture');
+    await sleep(250);
     assert.deepEqual(log.requests, []);
   });
 
   test('no preview made on request: the status does not stay on "Making…"', async () => {
-    const { scene, status } = makeScene({ gone: new Set(['/p/x']), answer: { enabled: false, requested: 0 } });
+    const { scene, status, log } = makeScene({ gone: new Set(['/p/x']), answer: { enabled: false, requested: 0 } });
     scene.live(pv(4, 'x'));
-    await sleep(50);
-    assert.equal(status.textContent, '');
+    await until(() => log.requests.length > 0, 'a request');
+    await until(() => status.textContent === '', 'the status cleared');
   });
 
   test('a message without a picture is not covered by a picture still decoding', async () => {
@@ -135,7 +149,8 @@ describe('scene view', () => {
     scene.live(pv(6, 'slow'));
     await sleep(40);
     scene.live({ view: 'scene', revision: 6, final: true, error: true, message: 'The scene cannot be rendered: x' });
-    await sleep(120);
+    await until(() => frame.querySelector('.preview-empty') !== null, 'the message');
+    await sleep(120); // the slow picture decodes meanwhile
     assert.equal(live(), null);
     assert.equal(frame.querySelector('.preview-empty').textContent, 'The scene cannot be rendered: x');
   });
@@ -147,7 +162,7 @@ describe('scene view', () => {
     await sleep(50);
     assert.equal(live(), null);
     scene.live(pv(10, 'asked', { requested: true, quality: 'hq' }));
-    await sleep(50);
+    await until(() => live() !== null, 'the requested picture');
     assert.equal(live().dataset.previewId, 'asked');
   });
 
@@ -155,7 +170,7 @@ describe('scene view', () => {
     const { scene, log } = makeScene();
     scene.showImage('r', 3);
     scene.live(pv(4, 'l'));
-    await sleep(50);
+    await until(() => log.kinds.length === 2, 'the live picture shown');
     assert.deepEqual(log.kinds, ['render', 'live']);
   });
 
@@ -169,7 +184,7 @@ describe('scene view', () => {
   test('a preview without a picture says why', async () => {
     const { scene, frame, live } = makeScene();
     scene.live({ view: 'scene', revision: 2, final: true, empty: true, message: 'The scene has no shapes yet.' });
-    await sleep(50);
+    await until(() => /no shapes/.test(frame.textContent), 'the message');
     assert.equal(live(), null);
     assert.equal(frame.querySelector('.preview-empty').textContent, 'The scene has no shapes yet.');
   });
