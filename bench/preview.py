@@ -30,6 +30,7 @@ BENCH_ONLY=turns (or stream) runs that pattern of part 2 alone;
 BENCH_ONLY=optics runs part 3 alone.
 """
 
+import contextlib
 import json
 import os
 import statistics
@@ -63,12 +64,24 @@ def ms(t):
     return round(t * 1000, 1)
 
 
+@contextlib.contextmanager
+def web_stack(name):
+    """The whole stack (nginx, atelier-fcgi, atelierd) with a fake
+    provider, stopped on the way out."""
+    fake = Fake()
+    stack = Stack(fake.url, name=name)
+    try:
+        yield stack
+    finally:
+        stack.proc.terminate()
+        stack.proc.wait(timeout=30)
+        fake.proc.terminate()
+
+
 def page_latency(rounds):
     """Part 1: (first event, first picture, final) in ms, per round."""
-    fake = Fake()
-    stack = Stack(fake.url, name="bench-preview")
     out = []
-    try:
+    with web_stack("bench-preview") as stack:
         sid = stack.session()
         st, _, env = stack.request(
             "POST", "/api/sessions/%s/tools/import_scene" % sid,
@@ -99,10 +112,6 @@ def page_latency(rounds):
                         last["samples"], ms(t_answer - t0)))
             time.sleep(0.2)
         ev.close()
-    finally:
-        stack.proc.terminate()
-        stack.proc.wait(timeout=30)
-        fake.proc.terminate()
     return out
 
 
@@ -120,10 +129,8 @@ BENCH = [
 def bench_latency(rounds):
     """Part 3: (preview event, picture fetched, the call itself) in ms,
     per round, and the picture's size in bytes."""
-    fake = Fake()
-    stack = Stack(fake.url, name="bench-preview-optics")
     out = []
-    try:
+    with web_stack("bench-preview-optics") as stack:
         sid = stack.session()
         for o in BENCH:
             st, _, env = stack.request(
@@ -150,10 +157,6 @@ def bench_latency(rounds):
                         ms(t_answer - t0), len(png)))
             time.sleep(0.2)
         ev.close()
-    finally:
-        stack.proc.terminate()
-        stack.proc.wait(timeout=30)
-        fake.proc.terminate()
     return out
 
 

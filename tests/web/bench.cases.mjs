@@ -8,16 +8,7 @@ import assert from 'node:assert/strict';
 const { benchOverlay, fieldText, objectOf, showObject } = await import('../../fcgi/www/bench.js');
 const { SceneView, benchCaption } = await import('../../fcgi/www/scene.js');
 const { Element } = await import('./fakedom.mjs');
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-/** Waits until cond() holds (a busy machine's timers run late), or fails. */
-async function until(cond, what, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) assert.fail('not within ' + ms + ' ms: ' + what);
-    await sleep(10);
-  }
-}
+const { sleep, until } = await import('./wait.mjs');
 
 const PREVIEW = {
   view: 'optics', revision: 4, image: 'b1', width: 800, height: 600, final: true,

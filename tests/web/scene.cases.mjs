@@ -8,18 +8,7 @@ import assert from 'node:assert/strict';
 
 const { SceneView, caption } = await import('../../fcgi/www/scene.js');
 const { Element } = await import('./fakedom.mjs');
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-/** Waits until cond() holds, or fails: what must happen is waited for,
- *  not given a fixed time (a busy machine's timers run late). What must
- *  not happen is still given a time to happen in. */
-async function until(cond, what, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) assert.fail('not within ' + ms + ' ms: ' + what);
-    await sleep(10);
-  }
-}
+const { sleep, until } = await import('./wait.mjs');
 
 /** A SceneView whose pictures decode after `delay(url)` ms, or fail for
  *  the urls in `gone`. */
