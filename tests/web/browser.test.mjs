@@ -35,6 +35,7 @@ const STACK = path.join(SRCDIR, 'scripts', 'atelier-stack');
 const FAKE = path.join(SRCDIR, 'tests', 'fake-llm', 'fake_llm.py');
 
 const TIMEOUT = 15000; // one condition in the page
+const DEMO_TIMEOUT = 120000; // a demo's whole run, render included, under ASan
 const DESKTOP = { width: 1280, height: 860 };
 
 const TMP = fs.mkdtempSync(path.join(process.env.TMPDIR || os.tmpdir(), 'atl-browser.'));
@@ -226,10 +227,12 @@ async function send(page, text) {
   await input.press('Enter');
 }
 
-/** Waits for the page's current run to end and returns its state. */
-async function runEnds(page, state = 'completed') {
-  await page.waitForSelector(`#messages .run[data-state="${state}"]`);
-  await page.waitForSelector('body[data-running="false"]');
+/** Waits for the page's current run to end in the given state.  A demo
+ *  renders, which under ASan on a busy 2-core machine takes longer than
+ *  the default wait: such checks pass a longer timeout. */
+async function runEnds(page, state = 'completed', timeout = TIMEOUT) {
+  await page.waitForSelector(`#messages .run[data-state="${state}"]`, { timeout });
+  await page.waitForSelector('body[data-running="false"]', { timeout });
 }
 
 /** Waits for an element matching sel whose whole text is text. */
@@ -684,7 +687,7 @@ check('filmstrip: each render joins the Scene\'s strip; two picked are compared 
 check('/demo (the snowman) ends with render_scene\'s picture of the snowman in the Scene view', async ({ browser, stack }) => {
   const page = await open(browser, stack);
   await send(page, '/demo');
-  await runEnds(page);
+  await runEnds(page, 'completed', DEMO_TIMEOUT);
   // The demo's last call is render_scene, and the Scene view shows its
   // picture (a live preview of an earlier change never covers it).
   const tools = await page.evaluate(() => [...document.querySelectorAll('#messages .tool-call[data-tool]')]
@@ -713,7 +716,7 @@ check('/demo optics ends with render_optics\' picture in the Bench view; an edit
   const page = await open(browser, stack, { viewport: { width: 360, height: 740 } });
   eq(await page.locator('#tab-bench').isVisible(), false, 'a Bench tab before any bench');
   await send(page, '/demo optics');
-  await runEnds(page);
+  await runEnds(page, 'completed', DEMO_TIMEOUT);
   const tools = await page.evaluate(() => [...document.querySelectorAll('#messages .tool-call[data-tool]')]
     .map((e) => e.dataset.tool));
   eq(tools.join(' '), 'optics_add optics_add optics_add optics_simulate query_rays render_optics', 'the calls');
@@ -771,7 +774,7 @@ check('/demo drawing ends with the picture on the page; the saved piece has its 
     .find((p) => p.type === 'tool_call' && p.name === 'name_piece');
   const page = await open(browser, stack, { hasTouch: true });
   await send(page, '/demo drawing');
-  await runEnds(page);
+  await runEnds(page, 'completed', DEMO_TIMEOUT);
   // The Canvas view shows the harbour, drawn with the pen animation, named
   // and done; the chat has view_canvas's picture in its tool line.
   await page.waitForSelector('#preview[data-view="canvas"] #canvas-panel:not([hidden])');
@@ -1374,7 +1377,7 @@ check('offline: the banner says why once, and what works meanwhile once', async 
   // A demo button starts its demo at once.
   await page.locator('.demo', { hasText: 'A prism' }).click();
   await waitText(page, '#messages .msg-user .bubble', '/demo optics');
-  await runEnds(page);
+  await runEnds(page, 'completed', DEMO_TIMEOUT);
   await page.waitForSelector('#preview[data-view="bench"]');
   // A reason that does not say what works meanwhile gets the page's hint.
   await page.unroute('**/api/models');
