@@ -27,7 +27,7 @@ snowman of tests/data/scenes/snowman.json at the preview's 400x300:
 
 Prints medians and ratios; bench/README.md keeps the figures.
 BENCH_ONLY=turns (or stream) runs that pattern of part 2 alone;
-BENCH_ONLY=optics runs part 3 alone.
+BENCH_ONLY=optics runs part 3 alone, BENCH_ONLY=page part 1 alone.
 """
 
 import contextlib
@@ -103,13 +103,20 @@ def page_latency(rounds):
                 "GET", "/api/previews/%s.png" % first["image"], raw=True)
             t_pixel = time.monotonic()
             assert st == 200 and png[:4] == b"\x89PNG", st
-            last = first
+            # The first denoised picture: the first that reads clearly.
+            last, t_clear, clear_spp, pictures = first, None, 0, 1
+            if first.get("denoised"):
+                t_clear, clear_spp = t_event, first["samples"]
             while not last["final"]:
                 last = ev.until(("preview",))[-1]["data"]["data"]
+                pictures += 1
+                if t_clear is None and last.get("denoised"):
+                    t_clear, clear_spp = time.monotonic(), last["samples"]
             t_final = time.monotonic()
             out.append((ms(t_event - t_answer), ms(t_pixel - t_answer),
-                        ms(t_final - t_answer), first["samples"],
-                        last["samples"], ms(t_answer - t0)))
+                        ms((t_clear or t_final) - t_answer),
+                        ms(t_final - t_answer), first["samples"], clear_spp,
+                        last["samples"], pictures, ms(t_answer - t0)))
             time.sleep(0.2)
         ev.close()
     return out
@@ -227,15 +234,18 @@ def main():
               "fetched %.1f ms" % tuple(med[:2]))
         if ONLY:
             return
-    rows = page_latency(ROUNDS) if not ONLY else []
+    rows = page_latency(ROUNDS) if ONLY in (None, "page") else []
     for r in rows:
-        print("page: event %.1f ms, first pixel %.1f ms, final %.1f ms "
-              "(first %d spp, final %d spp; the call itself %.1f ms)" % r)
-    med = [statistics.median(c) for c in zip(*rows)] or [0, 0, 0]
+        print("page: event %.1f ms, first pixel %.1f ms, first denoised "
+              "%.1f ms, final %.1f ms (first %d spp, denoised %d spp, final "
+              "%d spp; %d pictures; the call itself %.1f ms)" % r)
+    med = [statistics.median(c) for c in zip(*rows)] or [0, 0, 0, 0]
     if rows:
         print("MEDIAN page: commit -> first preview event %.1f ms, -> first "
-              "pixel fetched %.1f ms, -> Fast ceiling %.1f ms"
-              % tuple(med[:3]))
+              "pixel fetched %.1f ms, -> first denoised picture's event "
+              "%.1f ms, -> Fast ceiling %.1f ms" % tuple(med[:4]))
+    if ONLY == "page":
+        return
     for pattern in PATTERNS:
         if ONLY and pattern != ONLY:
             continue

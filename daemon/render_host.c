@@ -52,6 +52,7 @@ typedef struct {
   uint32_t preview_ms;
   int preview_max_dim;
   int denoise_previews;
+  int live; /* ATL_RENDER_PREVIEWS_LIVE */
 
   /* Loop only. */
   atl_farm_job_t *job;
@@ -59,6 +60,7 @@ typedef struct {
   int timer_open;
   double last_fraction;
   int previews;             /* made so far */
+  int live_samples;         /* live: the samples of the last one whole */
   uint64_t next_preview_ns; /* the earliest time for the next one */
 
   /* Under mu. */
@@ -160,6 +162,11 @@ static void preview_tick(uv_timer_t *t) {
   double fraction = atl_farm_job_fraction(rw->job);
   if (fraction <= rw->last_fraction)
     return; /* nothing new to show */
+  /* Live previews (ATL_RENDER_PREVIEWS_LIVE): after the first whole one,
+   * the next when the samples have doubled. */
+  int samples = atl_farm_job_samples_done(rw->job);
+  if (rw->live && rw->live_samples > 0 && samples < 2 * rw->live_samples)
+    return;
   rw->last_fraction = fraction;
   int w, h;
   atl_farm_job_preview(rw->job, rw->exposure, rw->preview_max_dim, NULL, &w,
@@ -172,10 +179,17 @@ static void preview_tick(uv_timer_t *t) {
    * denoised: past a few dozen low-discrepancy samples the raw picture
    * reads clearly, and denoising every preview took a tenth of the CPU
    * from the workers (12.8 % of a default render_scene of the snowman,
-   * perf, on 2 cores). */
-  int denoise = rw->denoise_previews &&
-                (rw->previews == 0 ||
-                 atl_farm_job_samples_done(rw->job) < DENOISE_PREVIEWS_UNDER);
+   * perf, on 2 cores). Live previews are raw until the first whole one
+   * (a picture with black holes is not shown: the plugin waits for the
+   * next), and denoised after it. */
+  int denoise;
+  if (rw->live) {
+    denoise = rw->denoise_previews && rw->live_samples > 0;
+    rw->live_samples = samples;
+  } else {
+    denoise = rw->denoise_previews &&
+              (rw->previews == 0 || samples < DENOISE_PREVIEWS_UNDER);
+  }
   rw->previews++;
   if (denoise) {
     if (atl_film_copy_alloc(&film, (size_t)w * (size_t)h,
@@ -193,14 +207,13 @@ static void preview_tick(uv_timer_t *t) {
   atl_film_copy_free(&rw->pfilm);
   rw->preview = rgb;
   rw->pfilm = film;
-  rw->pv =
-      (atl_render_preview_t){.width = w,
-                             .height = h,
-                             .samples_done = atl_farm_job_samples_done(rw->job),
-                             .pass = atl_farm_job_pass(rw->job),
-                             .passes = atl_farm_job_passes(rw->job),
-                             .fraction = fraction,
-                             .denoised = denoise};
+  rw->pv = (atl_render_preview_t){.width = w,
+                                  .height = h,
+                                  .samples_done = samples,
+                                  .pass = atl_farm_job_pass(rw->job),
+                                  .passes = atl_farm_job_passes(rw->job),
+                                  .fraction = fraction,
+                                  .denoised = denoise};
   pthread_cond_signal(&rw->cv);
   pthread_mutex_unlock(&rw->mu);
 }
@@ -315,8 +328,8 @@ static int check_request(const atl_render_request_t *r, uint32_t timeout_ms,
   else if (atl_render_filter_check(r->filter, r->filter_width, fmsg,
                                    sizeof(fmsg)) != 0)
     n = asprintf(&m, "%s", fmsg);
-  else if ((r->flags & ~(ATL_RENDER_DENOISE | ATL_RENDER_DENOISE_PREVIEWS)) !=
-           0)
+  else if ((r->flags & ~(ATL_RENDER_DENOISE | ATL_RENDER_DENOISE_PREVIEWS |
+                         ATL_RENDER_PREVIEWS_LIVE)) != 0)
     n = asprintf(&m, "flags: 0x%x has bits this host does not know", r->flags);
   else
     return 0;
@@ -471,6 +484,7 @@ static int api_render(atl_call_t *call, const atl_render_request_t *plugin_req,
   rw->preview_ms = preview != NULL ? req->preview_ms : 0;
   rw->preview_max_dim = req->preview_max_dim;
   rw->denoise_previews = (req->flags & ATL_RENDER_DENOISE_PREVIEWS) != 0;
+  rw->live = (req->flags & ATL_RENDER_PREVIEWS_LIVE) != 0;
   if (atl_daemon_post(d, rw_submit, rw) != 0) {
     rw->refs = 1;
     rw_unref(rw);

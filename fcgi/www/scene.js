@@ -194,12 +194,15 @@ export class SceneView {
   }
 }
 
-/** "Live preview · 37 samples a pixel", or "Refining… 12 samples a pixel". */
+/** "Live preview · 16 samples a pixel, denoised", or "Refining… · 1
+ *  sample a pixel": the person knows a smooth picture from few samples for
+ *  what it is. */
 export function caption(d) {
   const n = Number.isFinite(d.samples) ? Math.round(d.samples) : null;
   const spp = n === null ? '' : ' · ' + n + (n === 1 ? ' sample' : ' samples') + ' a pixel';
+  const dn = n !== null && d.denoised === true ? ', denoised' : '';
   const q = d.quality === 'hq' ? ' (HQ)' : '';
-  return (d.final === true ? 'Live preview' + q : 'Refining' + q + '…') + spp;
+  return (d.final === true ? 'Live preview' + q : 'Refining' + q + '…') + spp + dn;
 }
 
 /** "Live preview · 3 objects, 1,204 ray segments". */

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define ATL_PLUGIN_ABI_MAJOR 1
-#define ATL_PLUGIN_ABI_MINOR 5
+#define ATL_PLUGIN_ABI_MINOR 6
 
 /* The name of the one symbol a plugin exports. */
 #define ATL_PLUGIN_SYMBOL "atl_plugin"

@@ -20,6 +20,7 @@
  * struct_size to know which members a plugin has, and writes the
  * result's newer members only when the request's result_size says the
  * plugin's result has them: a plugin built against 1.1 keeps working.
+ * ABI 1.6 added ATL_RENDER_PREVIEWS_LIVE to the flags.
  *
  * Ownership: everything passed in is the plugin's and is copied before
  * render() starts the job. What render() puts in the result belongs to
@@ -79,7 +80,7 @@ typedef struct {
    * (0: the filter's default; else 0.5 .. 8). */
   int filter;
   double filter_width;
-  uint32_t flags; /* ATL_RENDER_DENOISE, ATL_RENDER_DENOISE_PREVIEWS */
+  uint32_t flags; /* ATL_RENDER_DENOISE, _DENOISE_PREVIEWS, _PREVIEWS_LIVE */
   /* sizeof(atl_render_result_t) as the plugin knows it: the host writes
    * no member of the result past it. */
   uint32_t result_size;
@@ -102,6 +103,18 @@ enum {
  * final picture is denoised, else by colour alone (the guides cost the
  * tracer 5 to 10 %, not worth it for previews alone). */
 #define ATL_RENDER_DENOISE_PREVIEWS 0x2u
+/* ABI 1.6: previews for a page that shows a picture after every change
+ * (with ATL_RENDER_DENOISE_PREVIEWS). The first preview in which every
+ * pixel has a sample comes raw, as soon as the farm has it: the denoiser
+ * takes as long again alone, and about 100 ms more while the workers
+ * hold both cores of a small machine. Every later preview is denoised,
+ * since a raw one after a denoised one would look worse (on the snowman
+ * a denoised picture at 2 samples a pixel is closer to the reference than
+ * a raw one at 16), and comes only once the samples a pixel have doubled
+ * since the last, so that the denoiser takes a few runs of the workers'
+ * CPU, not one for every preview. A host before 1.6 refuses the bit, and
+ * the loader refuses a plugin built against 1.6 on such a host. */
+#define ATL_RENDER_PREVIEWS_LIVE 0x4u
 
 /* atl_render_result_t.stop: what ended a successful render. */
 enum {

@@ -21,8 +21,9 @@ check() { # check DESCRIPTION COMMAND...
 mkdir -p "$tmp/pc" "$tmp/plugins"
 sed -e "s|^includedir=.*|includedir=$src/include|" "$build/atelier-plugin.pc" >"$tmp/pc/atelier-plugin.pc"
 export PKG_CONFIG_PATH="$tmp/pc"
-check "pkg-config knows atelier-plugin and its ABI" \
-  test "$(pkg-config --variable=abi_major atelier-plugin)" = 1
+header_abi() { sed -n "s/^#define ATL_PLUGIN_ABI_$1 \\([0-9]*\\)\$/\\1/p" "$src/include/atelier/plugin.h"; }
+check "pkg-config knows atelier-plugin and the header's ABI, major and minor" \
+  test "$(pkg-config --variable=abi_major atelier-plugin).$(pkg-config --variable=abi_minor atelier-plugin)" = "$(header_abi MAJOR).$(header_abi MINOR)"
 # shellcheck disable=SC2046
 check "the plugin builds with cc and the .pc alone" \
   cc -std=gnu17 -Wall -Wextra -Werror -shared -fPIC -o "$tmp/plugins/hello.so" \

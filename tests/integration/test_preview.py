@@ -3,7 +3,8 @@
 the scene and render plugins, over raw JSON-RPC on api.sock:
 
 - a change to the scene brings "preview" events that sharpen to a final
-  picture of exactly that change (its revision is the call's event seq),
+  picture of exactly that change (raw first, then denoised with doubling
+  samples, up to Fast's 16 denoised) (its revision is the call's event seq),
   which preview.get serves as a 400x300 PNG; a replaced one is served for
   render.preview_grace_ms, then is "no such preview" (-32002) with a
   message that says how to get a new one;
@@ -145,11 +146,17 @@ def _(ctx):
     data = [e["data"] for e in evs]
     assert all(x["view"] == "scene" and x["revision"] == rev and
                x["quality"] == "fast" for x in data), data
-    # Sharpening: more samples each time, and a picture before the last.
-    samples = [x["samples"] for x in data if not x["final"]]
-    assert samples and samples == sorted(samples) and samples[0] >= 1, data
+    # Sharpening: a raw picture first, as soon as every pixel has a
+    # sample; then denoised ones, each with at least twice the samples of
+    # the one before; and a picture before the last.
+    assert len(data) >= 2 and data[0]["samples"] >= 1, data
+    assert data[0]["denoised"] is False and not data[0]["final"], data
+    assert all(x["denoised"] is True for x in data[1:]), data
+    assert all(b["samples"] >= 2 * a["samples"]
+               for a, b in zip(data[1:-1], data[2:-1])), data
+    # Fast's ceiling is render_scene's draft: 16 samples a pixel, denoised.
     final = data[-1]
-    assert final["final"] and 1 <= final["samples"] <= 64, final
+    assert final["final"] and final["samples"] == 16, final
     w, h, rows = png_pixels(picture(d, final["image"]))
     assert (w, h) == (400, 300), (w, h)
     # The blue ball is in the middle of the frame.
@@ -313,7 +320,11 @@ def _(ctx):
     evs = previews_until(d, sid, after, lambda e: e["data"].get("final"),
                          timeout=90)
     final = evs[-1]["data"]
-    assert final["quality"] == "hq" and final["samples"] > 64, final
+    # HQ: all of render_scene's 500 samples, raw; the previews on the way
+    # denoised after the first.
+    assert final["quality"] == "hq" and final["samples"] == 500, final
+    assert final["denoised"] is False, final
+    assert all(e["data"]["denoised"] for e in evs[1:-1]), evs
     assert running == 1, "the HQ preview had ended before the call (%.2f s)" \
         % answered
     # Back to fast.

@@ -58,6 +58,9 @@ const pv = (revision, image, extra = {}) => ({
 describe('scene view', () => {
   test('caption says what the picture is', () => {
     assert.equal(caption({ final: true, samples: 37.4, quality: 'fast' }), 'Live preview · 37 samples a pixel');
+    assert.equal(caption({ final: true, samples: 16, quality: 'fast', denoised: true }),
+      'Live preview · 16 samples a pixel, denoised');
+    assert.equal(caption({ final: false, samples: 4, denoised: false }), 'Refining… · 4 samples a pixel');
     assert.equal(caption({ final: false, samples: 1, quality: 'hq' }), 'Refining (HQ)… · 1 sample a pixel');
     assert.equal(caption({ final: true }), 'Live preview');
   });
