@@ -60,7 +60,8 @@ typedef struct {
   int timer_open;
   double last_fraction;
   int previews;             /* made so far */
-  int live_samples;         /* live: the samples of the last one whole */
+  int live_samples;         /* live: the samples of the last one made */
+  uint64_t live_made_ns;    /* live: when it was made */
   uint64_t next_preview_ns; /* the earliest time for the next one */
 
   /* Under mu. */
@@ -135,6 +136,18 @@ static void rw_release_loop(void *arg) {
   rw_unref(rw);
 }
 
+int atl__live_preview_due(int last_samples, int samples,
+                          uint64_t ms_since_last) {
+  if (samples < 1)
+    return 0; /* part of the frame is still black */
+  if (last_samples == 0)
+    return 1; /* the first whole picture: at once */
+  if (samples <= last_samples)
+    return 0; /* nothing new */
+  return samples >= 2 * last_samples ||
+         ms_since_last >= ATL_LIVE_PREVIEW_MAX_GAP_MS;
+}
+
 static void preview_tick(uv_timer_t *t) {
   render_wait_t *rw = t->data;
   if (rw->job == NULL)
@@ -150,23 +163,37 @@ static void preview_tick(uv_timer_t *t) {
   uint64_t now = atl_mono_ns();
   if (rw->preview_ms == 0 || now < rw->next_preview_ns)
     return;
-  /* Each preview is a frame resolved here, on the loop. Both plugins show
-   * one only a quarter of the render's time so far after the last (so
-   * that a long render shows a dozen, not hundreds), and threw most of a
-   * frame every preview_ms away: past the first, frames come a third of
-   * the time so far apart, which every such rule takes. */
-  uint64_t gap = (uint64_t)rw->preview_ms * 1000000u;
-  if (rw->previews > 0 && (now - rw->t_submit_ns) / 3 > gap)
-    gap = (now - rw->t_submit_ns) / 3;
-  rw->next_preview_ns = now + gap;
   double fraction = atl_farm_job_fraction(rw->job);
-  if (fraction <= rw->last_fraction)
-    return; /* nothing new to show */
-  /* Live previews (ATL_RENDER_PREVIEWS_LIVE): after the first whole one,
-   * the next when the samples have doubled. */
   int samples = atl_farm_job_samples_done(rw->job);
-  if (rw->live && rw->live_samples > 0 && samples < 2 * rw->live_samples)
-    return;
+  if (rw->live) {
+    /* Live previews (ATL_RENDER_PREVIEWS_LIVE): atl__live_preview_due()
+     * says when, and nothing is pushed back by a tick that makes none.
+     * None while the handler has not taken the last either: it may be
+     * busy denoising, and a newer copy would be work thrown away; and
+     * the raw first picture, which a loaded machine's handler may take
+     * late, is never replaced before it is shown. */
+    if (!atl__live_preview_due(rw->live_samples, samples,
+                               (now - rw->live_made_ns) / 1000000u))
+      return;
+    pthread_mutex_lock(&rw->mu);
+    int pending = rw->preview != NULL;
+    pthread_mutex_unlock(&rw->mu);
+    if (pending)
+      return;
+    rw->next_preview_ns = now + (uint64_t)rw->preview_ms * 1000000u;
+  } else {
+    /* Each preview is a frame resolved here, on the loop. Both plugins
+     * show one only a quarter of the render's time so far after the last
+     * (so that a long render shows a dozen, not hundreds), and threw most
+     * of a frame every preview_ms away: past the first, frames come a
+     * third of the time so far apart, which every such rule takes. */
+    uint64_t gap = (uint64_t)rw->preview_ms * 1000000u;
+    if (rw->previews > 0 && (now - rw->t_submit_ns) / 3 > gap)
+      gap = (now - rw->t_submit_ns) / 3;
+    rw->next_preview_ns = now + gap;
+    if (fraction <= rw->last_fraction)
+      return; /* nothing new to show */
+  }
   rw->last_fraction = fraction;
   int w, h;
   atl_farm_job_preview(rw->job, rw->exposure, rw->preview_max_dim, NULL, &w,
@@ -179,13 +206,13 @@ static void preview_tick(uv_timer_t *t) {
    * denoised: past a few dozen low-discrepancy samples the raw picture
    * reads clearly, and denoising every preview took a tenth of the CPU
    * from the workers (12.8 % of a default render_scene of the snowman,
-   * perf, on 2 cores). Live previews are raw until the first whole one
-   * (a picture with black holes is not shown: the plugin waits for the
-   * next), and denoised after it. */
+   * perf, on 2 cores). Of live previews the first is raw and the rest
+   * denoised. */
   int denoise;
   if (rw->live) {
     denoise = rw->denoise_previews && rw->live_samples > 0;
     rw->live_samples = samples;
+    rw->live_made_ns = now;
   } else {
     denoise = rw->denoise_previews &&
               (rw->previews == 0 || samples < DENOISE_PREVIEWS_UNDER);

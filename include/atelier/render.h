@@ -111,9 +111,10 @@ enum {
  * since a raw one after a denoised one would look worse (on the snowman
  * a denoised picture at 2 samples a pixel is closer to the reference than
  * a raw one at 16), and comes only once the samples a pixel have doubled
- * since the last, so that the denoiser takes a few runs of the workers'
- * CPU, not one for every preview. A host before 1.6 refuses the bit, and
- * the loader refuses a plugin built against 1.6 on such a host. */
+ * since the last, or a second after it when they have grown, so that the
+ * denoiser takes a few runs of the workers' CPU, not one for every
+ * preview. A host before 1.6 refuses the bit, and the loader does load a
+ * plugin built against 1.6 there: check host->abi_minor >= 6 first. */
 #define ATL_RENDER_PREVIEWS_LIVE 0x4u
 
 /* atl_render_result_t.stop: what ended a successful render. */

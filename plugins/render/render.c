@@ -546,22 +546,25 @@ static int scene_preview(atl_call_t *call) {
   const char *text =
       json_object_to_json_string_ext(scene, JSON_C_TO_STRING_PLAIN);
   size_t text_len = strlen(text);
-  atl_render_request_t req = {
-      .struct_size = sizeof(req),
-      .result_size = sizeof(atl_render_result_t),
-      .scene_json = text,
-      .scene_len = text_len,
-      .width = DEFAULT_WIDTH,
-      .height = DEFAULT_HEIGHT,
-      .samples = hq ? HIGH_SPP : DRAFT_SPP,
-      .max_depth = DEFAULT_MAX_DEPTH,
-      .preview_ms = LIVE_PREVIEW_MS,
-      .preview_max_dim = PREVIEW_DIM,
-      .max_seconds = hq ? LIVE_HQ_SECONDS : LIVE_FAST_SECONDS,
-      .noise_threshold = 0,
-      .filter = ATL_RENDER_REQ_FILTER_BOX,
-      .flags = ATL_RENDER_DENOISE_PREVIEWS | ATL_RENDER_PREVIEWS_LIVE |
-               (hq ? 0 : ATL_RENDER_DENOISE)};
+  /* The loader runs a plugin on an older host (plugin.h): a host before
+   * ABI 1.6 refuses the bit, and its previews are then render_scene's. */
+  uint32_t live = host->abi_minor >= 6 ? ATL_RENDER_PREVIEWS_LIVE : 0;
+  atl_render_request_t req = {.struct_size = sizeof(req),
+                              .result_size = sizeof(atl_render_result_t),
+                              .scene_json = text,
+                              .scene_len = text_len,
+                              .width = DEFAULT_WIDTH,
+                              .height = DEFAULT_HEIGHT,
+                              .samples = hq ? HIGH_SPP : DRAFT_SPP,
+                              .max_depth = DEFAULT_MAX_DEPTH,
+                              .preview_ms = LIVE_PREVIEW_MS,
+                              .preview_max_dim = PREVIEW_DIM,
+                              .max_seconds =
+                                  hq ? LIVE_HQ_SECONDS : LIVE_FAST_SECONDS,
+                              .noise_threshold = 0,
+                              .filter = ATL_RENDER_REQ_FILTER_BOX,
+                              .flags = ATL_RENDER_DENOISE_PREVIEWS | live |
+                                       (hq ? 0 : ATL_RENDER_DENOISE)};
   live_ctx_t lc = {.call = call};
   clock_gettime(CLOCK_MONOTONIC, &lc.start);
   atl_render_result_t res;

@@ -147,16 +147,18 @@ def _(ctx):
     assert all(x["view"] == "scene" and x["revision"] == rev and
                x["quality"] == "fast" for x in data), data
     # Sharpening: a raw picture first, as soon as every pixel has a
-    # sample; then denoised ones, each with at least twice the samples of
-    # the one before; and a picture before the last.
+    # sample; then denoised ones with ever more samples (when each is due:
+    # tests/unit/test_render_host.c); and a picture before the last.
     assert len(data) >= 2 and data[0]["samples"] >= 1, data
     assert data[0]["denoised"] is False and not data[0]["final"], data
     assert all(x["denoised"] is True for x in data[1:]), data
-    assert all(b["samples"] >= 2 * a["samples"]
-               for a, b in zip(data[1:-1], data[2:-1])), data
-    # Fast's ceiling is render_scene's draft: 16 samples a pixel, denoised.
+    assert all(b["samples"] > a["samples"]
+               for a, b in zip(data[:-2], data[1:-1])), data
+    # Fast's ceiling is render_scene's draft: 16 samples a pixel, denoised
+    # (fewer only if its 10 s budget ran out, on a very slow machine).
     final = data[-1]
-    assert final["final"] and final["samples"] == 16, final
+    assert final["final"] and (final["samples"] == 16 or
+                               final["ms"] >= 9000), final
     w, h, rows = png_pixels(picture(d, final["image"]))
     assert (w, h) == (400, 300), (w, h)
     # The blue ball is in the middle of the frame.
@@ -320,10 +322,13 @@ def _(ctx):
     evs = previews_until(d, sid, after, lambda e: e["data"].get("final"),
                          timeout=90)
     final = evs[-1]["data"]
-    # HQ: all of render_scene's 500 samples, raw; the previews on the way
-    # denoised after the first.
-    assert final["quality"] == "hq" and final["samples"] == 500, final
+    # HQ: all of render_scene's 500 samples (fewer only if its 60 s
+    # budget ran out), raw; the previews on the way raw first, then
+    # denoised.
+    assert final["quality"] == "hq" and (final["samples"] == 500 or
+                                         final["ms"] >= 54000), final
     assert final["denoised"] is False, final
+    assert evs[0]["data"]["denoised"] is False, evs
     assert all(e["data"]["denoised"] for e in evs[1:-1]), evs
     assert running == 1, "the HQ preview had ended before the call (%.2f s)" \
         % answered
