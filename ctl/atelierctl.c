@@ -56,6 +56,9 @@ static const char *const usage_text =
     "  events SESSION [--after SEQ] [--follow] [--json]\n"
     "                                   print a session's events\n"
     "  raw METHOD [PARAMS-JSON|-]       send any request, print the result\n"
+    "  mcp [--session ID | --new]       an MCP server on stdin and stdout:\n"
+    "                                   Atelier's tools for Claude Desktop,\n"
+    "                                   Claude Code, Cursor... (doc/mcp.md)\n"
     "\n"
     "Admin socket (admin.sock: the daemon's user or root; doc/admin.md):\n"
     "  admin info|stats|plugins|metrics the daemon, its counters and\n"
@@ -112,10 +115,12 @@ typedef struct {
   const char *kinds;        /* trace --kinds */
   double seconds;           /* trace --seconds */
   const char *level;        /* trace --level */
+  const char *mcp_session;  /* mcp --session */
+  int mcp_new;              /* mcp --new */
 } options;
 
 static options opt = {.timeout_ms = 60000};
-static ctl_rpc rpc = {.fd = -1, .watch_fd = -1};
+static atl_rpcc_t rpc = {.fd = -1, .watch_fd = -1};
 static volatile sig_atomic_t interrupted;
 
 int ctl_usage_error(const char *fmt, ...) {
@@ -232,10 +237,10 @@ static json_object *parse_arg(const char *what, const char *arg) {
     char *text = read_stdin(&len);
     if (text == NULL)
       return NULL;
-    obj = ctl_json_parse(text, len, err, sizeof(err));
+    obj = atl_json_parse_text(text, len, err, sizeof(err));
     free(text);
   } else {
-    obj = ctl_json_parse(arg, strlen(arg), err, sizeof(err));
+    obj = atl_json_parse_text(arg, strlen(arg), err, sizeof(err));
   }
   if (obj == NULL)
     fprintf(stderr, "atelierctl: invalid JSON in %s: %s\n", what, err);
@@ -261,7 +266,7 @@ static void socket_path(const char *given, const char *name, char *out,
 static int connect_daemon(void) {
   char path[PATH_MAX];
   socket_path(opt.socket_path, "api.sock", path, sizeof(path));
-  if (ctl_rpc_connect(&rpc, path) != 0) {
+  if (atl_rpcc_connect(&rpc, path) != 0) {
     fprintf(stderr, "atelierctl: %s\n", rpc.errmsg);
     return -1;
   }
@@ -274,13 +279,13 @@ static int connect_daemon(void) {
  * message. */
 static int request(const char *method, json_object *params, const char *session,
                    int timeout_ms, json_object **out) {
-  int st = ctl_rpc_call(&rpc, method, params, timeout_ms, out);
-  if (st == CTL_RPC_OK)
+  int st = atl_rpcc_call(&rpc, method, params, timeout_ms, out);
+  if (st == ATL_RPCC_OK)
     return 0;
-  if (st == CTL_RPC_TRANSPORT) {
+  if (st == ATL_RPCC_TRANSPORT) {
     if (!interrupted)
       fprintf(stderr, "atelierctl: %s\n", rpc.errmsg);
-  } else if (rpc.err_code == CTL_RPC_NO_SESSION) {
+  } else if (rpc.err_code == ATL_RPCC_NO_SESSION) {
     const char *s = rpc.err_data ? get_str(rpc.err_data, "session") : NULL;
     fprintf(stderr, "atelierctl: no such session: %s\n",
             s ? s : (session ? session : "?"));
@@ -326,7 +331,7 @@ int ctl_connect(void) {
 int ctl_connect_admin(void) {
   char path[PATH_MAX];
   socket_path(opt.admin_socket, "admin.sock", path, sizeof(path));
-  if (ctl_rpc_connect(&rpc, path) != 0) {
+  if (atl_rpcc_connect(&rpc, path) != 0) {
     fprintf(stderr, "atelierctl: %s\n", rpc.errmsg);
     return -1;
   }
@@ -357,16 +362,16 @@ int ctl_connect_admin(void) {
 }
 
 int ctl_read_line(int timeout_ms, char **line) {
-  return ctl_rpc_read_line(&rpc, timeout_ms, line);
+  return atl_rpcc_read_line(&rpc, timeout_ms, line);
 }
 
 int ctl_has_line(void) {
-  return ctl_rpc_has_line(&rpc);
+  return atl_rpcc_has_line(&rpc);
 }
 
 int ctl_pass(int timeout_ms) {
   fflush(stdout);
-  return ctl_rpc_pass(&rpc, STDOUT_FILENO, timeout_ms);
+  return atl_rpcc_pass(&rpc, STDOUT_FILENO, timeout_ms);
 }
 
 const char *ctl_last_error(void) {
@@ -671,7 +676,7 @@ static int save_images(const char *dir, json_object *images) {
     json_object *data = get(res, "data");
     size_t len = 0;
     unsigned char *bytes =
-        data ? ctl_base64_decode(json_object_get_string(data),
+        data ? atl_base64_decode(json_object_get_string(data),
                                  (size_t)json_object_get_string_len(data), &len)
              : NULL;
     json_object_put(res);
@@ -805,7 +810,7 @@ static int cmd_events(int argc, char **argv) {
   if (opt.follow) {
     /* SIGINT ends --follow normally (exit 0). It stays blocked except
      * while waiting for the daemon, where ppoll() lets it in; see
-     * ctl_rpc.wait_mask. */
+     * atl_rpcc_t.wait_mask. */
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
@@ -914,7 +919,9 @@ int main(int argc, char **argv) {
     O_SECRET_FILE,
     O_KINDS,
     O_SECONDS,
-    O_LEVEL
+    O_LEVEL,
+    O_SESSION,
+    O_NEW
   };
   static const struct option longopts[] = {
       {"socket-dir", required_argument, NULL, O_SOCKET_DIR},
@@ -933,6 +940,8 @@ int main(int argc, char **argv) {
       {"kinds", required_argument, NULL, O_KINDS},
       {"seconds", required_argument, NULL, O_SECONDS},
       {"level", required_argument, NULL, O_LEVEL},
+      {"session", required_argument, NULL, O_SESSION},
+      {"new", no_argument, NULL, O_NEW},
       {NULL, 0, NULL, 0},
   };
   /* The daemon going away mid-write must be an error message, not a
@@ -987,6 +996,12 @@ int main(int argc, char **argv) {
     case O_LEVEL:
       opt.level = optarg;
       break;
+    case O_SESSION:
+      opt.mcp_session = optarg;
+      break;
+    case O_NEW:
+      opt.mcp_new = 1;
+      break;
     case 'f':
       opt.follow = 1;
       break;
@@ -1029,6 +1044,10 @@ int main(int argc, char **argv) {
         "--kinds, --seconds and --level are options of trace, not of %s", cmd);
   if (opt.wire != NULL && strcmp(cmd, "tools") != 0)
     return ctl_usage_error("--wire is an option of tools, not of %s", cmd);
+  int is_mcp = strcmp(cmd, "mcp") == 0;
+  if ((opt.mcp_session != NULL || opt.mcp_new) && !is_mcp)
+    return ctl_usage_error("--session and --new are options of mcp, not of %s",
+                           cmd);
 
   int status;
   if (strcmp(cmd, "tools") == 0)
@@ -1049,9 +1068,13 @@ int main(int argc, char **argv) {
     status = ctl_cmd_trace(cargc, cargv, opt.kinds, opt.seconds, opt.level);
   else if (strcmp(cmd, "top") == 0)
     status = ctl_cmd_top(cargc, cargv);
-  else
+  else if (is_mcp) {
+    char path[PATH_MAX];
+    socket_path(opt.socket_path, "api.sock", path, sizeof(path));
+    status = ctl_cmd_mcp(cargc, cargv, path, opt.mcp_session, opt.mcp_new);
+  } else
     status = ctl_usage_error("unknown command '%s'", cmd);
-  ctl_rpc_close(&rpc);
+  atl_rpcc_close(&rpc);
   /* Output that never reached its file (a full disk, a closed pipe) must
    * not end in success. */
   if (fflush(stdout) != 0 || ferror(stdout)) {

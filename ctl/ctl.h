@@ -30,6 +30,11 @@ int ctl_request_wait(const char *method, json_object *params, int timeout_ms,
                      json_object **out);
 void ctl_print_json(FILE *f, json_object *o);
 
+/* ctl_mcp.c: "mcp [--session ID | --new]": an MCP server on stdio for
+ * the session (or a new one) of atelierd at socket_path. */
+int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
+                const char *session, int new_session);
+
 /* ctl_provider.c: "provider check [NAME]". */
 int ctl_cmd_provider(int argc, char **argv);
 
@@ -37,11 +42,11 @@ int ctl_cmd_provider(int argc, char **argv);
  * secret file (--secret-file or $ATELIER_ADMIN_SECRET_FILE), gives its
  * first line (auth); 0, or -1 after printing why. */
 int ctl_connect_admin(void);
-/* The next line of a stream (ctl_rpc_read_line): 1 with *line (free it),
+/* The next line of a stream (atl_rpcc_read_line): 1 with *line (free it),
  * 0 at its end, -1 on a time-out (ctl_last_error() "") or an error. */
 int ctl_read_line(int timeout_ms, char **line);
 int ctl_has_line(void);
-/* ctl_rpc_pass on the connection, to stdout. */
+/* atl_rpcc_pass on the connection, to stdout. */
 int ctl_pass(int timeout_ms);
 const char *ctl_last_error(void);
 

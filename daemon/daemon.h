@@ -203,13 +203,15 @@ typedef void (*atl_call_done_cb)(atl_daemon_t *d, int rpc_status,
  * once committed (rpc_status 0), or a JSON-RPC error code. call_id is
  * borrowed; call_id (the model's id for the call, NULL for a direct call)
  * goes into tool.finished as "id", so that it can be matched with its
- * tool.started. args is copied, unless take_args is set: then the call
+ * tool.started. via (borrowed, may be NULL) names who made a direct call
+ * (an MCP client) and goes into tool.finished as "via". args is copied,
+ * unless take_args is set: then the call
  * takes over the caller's reference, which must be the only one (the call
  * fills in defaults in place, on another thread); a request's arguments,
  * detached from it, are 100 kB of JSON not worth copying. */
 void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
-                        const char *call_id, json_object *args, int take_args,
-                        atl_call_done_cb done, void *user);
+                        const char *call_id, const char *via, json_object *args,
+                        int take_args, atl_call_done_cb done, void *user);
 /* Starts the next queued call of s, if any (after the previous one). */
 void atl_toolcall_next(atl_daemon_t *d, atl_session_t *s);
 /* Asks the call running on s, if it is flagged ATL_TOOL_LONG_RUNNING (a

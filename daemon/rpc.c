@@ -19,6 +19,7 @@
 #include "redact.h"
 #include "render_host.h"
 #include "stats.h"
+#include "tools_mcp.h"
 #include "trace.h"
 
 typedef void (*method_fn)(atl_daemon_t *d, atl_rpc_call_t *c,
@@ -200,14 +201,20 @@ static void m_http_auth(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
 static void tool_list_wire(atl_daemon_t *d, atl_rpc_call_t *c,
                            json_object *wire) {
   const char *name = json_object_get_string(wire);
+  if (json_object_is_type(wire, json_type_string) && strcmp(name, "mcp") == 0) {
+    json_object *r = atl_tools_mcp(d);
+    atl_rpc_reply(d, c, r);
+    json_object_put(r);
+    return;
+  }
   const atl_provider_ops_t *ops = json_object_is_type(wire, json_type_string)
                                       ? atl_provider_find(name)
                                       : NULL;
   if (ops == NULL) {
     atl_rpc_invalid(
         d, c,
-        "\"wire\" must be \"anthropic\", \"openai\" or \"gemini\", "
-        "got %s",
+        "\"wire\" must be \"anthropic\", \"openai\", \"gemini\" or "
+        "\"mcp\", got %s",
         json_object_to_json_string_ext(wire, JSON_C_TO_STRING_PLAIN));
     return;
   }
@@ -504,6 +511,7 @@ typedef struct {
   atl_rpc_call_t *c;
   char id[ATL_SESSION_ID_LEN + 1];
   char *tool;
+  char *via;
   json_object *args;
 } call_req_t;
 
@@ -537,16 +545,36 @@ static void call_got(atl_daemon_t *d, atl_session_t *s, int status,
     atl_rpc_reply_error(d, cr->c, ATL_RPC_SHUTTING_DOWN,
                         "the daemon is shutting down", NULL);
   } else {
-    atl_toolcall_start(d, s, cr->tool, NULL, cr->args, 1, call_done, cr->c);
+    atl_toolcall_start(d, s, cr->tool, NULL, cr->via, cr->args, 1, call_done,
+                       cr->c);
     cr->args = NULL;
   }
   json_object_put(cr->args);
   free(cr->tool);
+  free(cr->via);
   free(cr);
 }
 
+/* tool.call's "via": who made the call, for the page (an MCP client's
+ * name), so one line of printable text. */
+#define VIA_MAX 160
+
+static int via_ok(json_object *v) {
+  if (!json_object_is_type(v, json_type_string))
+    return 0;
+  size_t n = (size_t)json_object_get_string_len(v);
+  const unsigned char *s = (const unsigned char *)json_object_get_string(v);
+  if (n == 0 || n > VIA_MAX)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] < 0x20 || s[i] == 0x7f)
+      return 0;
+  return 1;
+}
+
 static void m_tool_call(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
-  static const char *const names[] = {"session", "name", "arguments", NULL};
+  static const char *const names[] = {"session", "name", "arguments", "via",
+                                      NULL};
   if (!atl_rpc_only(d, c, p, names))
     return;
   const char *id = session_param(d, c, p);
@@ -567,6 +595,14 @@ static void m_tool_call(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
         json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN));
     return;
   }
+  json_object *via = NULL;
+  if (json_object_object_get_ex(p, "via", &via) && !via_ok(via)) {
+    atl_rpc_invalid(d, c,
+                    "\"via\" must say who makes the call: a string of 1 to "
+                    "%d bytes without control characters",
+                    VIA_MAX);
+    return;
+  }
   call_req_t *cr = calloc(1, sizeof(*cr));
   if (cr == NULL) {
     atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
@@ -575,6 +611,7 @@ static void m_tool_call(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   cr->c = c;
   snprintf(cr->id, sizeof(cr->id), "%s", id);
   cr->tool = strdup(json_object_get_string(name));
+  cr->via = via ? strdup(json_object_get_string(via)) : NULL;
   /* Detached from the request, so that the call's reference is the only
    * one (atl_toolcall_start takes it over). */
   cr->args = args ? json_object_get(args) : NULL;

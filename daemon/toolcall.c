@@ -39,6 +39,7 @@ static void job_free(atl_call_job_t *j) {
   json_object_put(j->after);
   free(j->tool_name);
   free(j->call_id);
+  free(j->via);
   free(j->error);
   free(j->target);
   free(j->envelope);
@@ -293,6 +294,8 @@ static void serialize(atl_call_job_t *j) {
   json_object_object_add(ev, "operation", op);
   if (j->call_id)
     json_object_object_add(ev, "id", json_object_new_string(j->call_id));
+  if (j->via)
+    json_object_object_add(ev, "via", json_object_new_string(j->via));
   json_object_object_add(ev, "success", json_object_new_boolean(ok));
   if (!ok)
     json_object_object_add(
@@ -738,8 +741,8 @@ void atl_toolcall_drain(atl_daemon_t *d, atl_session_t *s, int rpc_status) {
 #define ATL_SESSION_QUEUE_MAX 256
 
 void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
-                        const char *call_id, json_object *args, int take_args,
-                        atl_call_done_cb done, void *user) {
+                        const char *call_id, const char *via, json_object *args,
+                        int take_args, atl_call_done_cb done, void *user) {
   atl_call_job_t *j =
       s->queued < ATL_SESSION_QUEUE_MAX ? calloc(1, sizeof(*j)) : NULL;
   if (j == NULL) {
@@ -763,6 +766,7 @@ void atl_toolcall_start(atl_daemon_t *d, atl_session_t *s, const char *tool,
     j->tool = NULL;
   j->tool_name = strdup(tool);
   j->call_id = call_id ? strdup(call_id) : NULL;
+  j->via = via ? strdup(via) : NULL;
   memcpy(j->session_id, s->id, sizeof(j->session_id));
   /* The arguments are the job's own: defaults are filled in place. */
   j->args = NULL;

@@ -30,6 +30,7 @@ struct atl_call_job_s {
   const atl_tool_entry_t *tool; /* NULL: unknown tool */
   char *tool_name;
   char *call_id; /* the model's id of the call, or NULL */
+  char *via;     /* who made a direct call ("MCP over stdio (...)"), or NULL */
   char session_id[ATL_SESSION_ID_LEN + 1];
   json_object *args;
   atl_call_done_cb done;

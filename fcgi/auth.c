@@ -56,7 +56,7 @@ static void forget_if_closed(fcgi_ctx_t *x) {
     return;
   struct pollfd p = {.fd = x->rpc->fd, .events = POLLIN | POLLRDHUP};
   if (x->rpc->fd < 0 || poll(&p, 1, 0) != 0) {
-    ctl_rpc_close(x->rpc);
+    atl_rpcc_close(x->rpc);
     cache.known = 0;
   }
 }
@@ -69,13 +69,13 @@ static int load(fcgi_ctx_t *x, int quiet) {
     return 0;
   json_object *r = NULL, *v;
   int rc = fcgi_call_quiet(x, "http.auth", NULL, 5000, &r);
-  if (rc == CTL_RPC_TRANSPORT && quiet)
+  if (rc == ATL_RPCC_TRANSPORT && quiet)
     return 503;
-  if (rc != CTL_RPC_OK && rc != CTL_RPC_TRANSPORT && quiet) {
+  if (rc != ATL_RPCC_OK && rc != ATL_RPCC_TRANSPORT && quiet) {
     json_object_put(r);
     return 500;
   }
-  if (rc == CTL_RPC_TRANSPORT) {
+  if (rc == ATL_RPCC_TRANSPORT) {
     /* "status" as in /api/health's own answer while atelierd is away. */
     json_object *o = json_object_new_object();
     json_object_object_add(o, "status", json_object_new_string("unavailable"));
@@ -87,7 +87,7 @@ static int load(fcgi_ctx_t *x, int quiet) {
     json_object_put(o);
     return 503;
   }
-  if (rc != CTL_RPC_OK) {
+  if (rc != ATL_RPCC_OK) {
     fcgi_reply_error(x, 500,
                      "atelierd refused http.auth (%s): run an atelierd as "
                      "new as this atelier-fcgi",

@@ -53,7 +53,7 @@ typedef struct {
   char path[512];     /* REQUEST_URI up to '?' */
   const char *query;  /* after '?', or "" */
   int status;         /* the status answered, for the log */
-  ctl_rpc *rpc;       /* this thread's connection to atelierd */
+  atl_rpcc_t *rpc;    /* this thread's connection to atelierd */
 } fcgi_ctx_t;
 
 /* fcgi/pool.c: starts the threads that accept and serve requests on
@@ -106,8 +106,8 @@ int fcgi_read_json(fcgi_ctx_t *x, json_object **out);
  * from the JSON-RPC error) and returns its status. params is taken. */
 int fcgi_call(fcgi_ctx_t *x, const char *method, json_object *params,
               int timeout_ms, json_object **result);
-/* The same without answering: returns CTL_RPC_OK / CTL_RPC_ERROR (see
- * x->rpc->err_code) / CTL_RPC_TRANSPORT. */
+/* The same without answering: returns ATL_RPCC_OK / ATL_RPCC_ERROR (see
+ * x->rpc->err_code) / ATL_RPCC_TRANSPORT. */
 int fcgi_call_quiet(fcgi_ctx_t *x, const char *method, json_object *params,
                     int timeout_ms, json_object **result);
 /* The HTTP status for a JSON-RPC error code. */

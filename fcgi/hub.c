@@ -230,11 +230,11 @@ int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
       h->polling = 0;
       /* A daemon shutting down (-32003) is one that is going away, not a
        * session that is: the stream waits for it like for a restart. */
-      int stopping = rc == CTL_RPC_ERROR && x->rpc->err_code == -32003;
+      int stopping = rc == ATL_RPCC_ERROR && x->rpc->err_code == -32003;
       long long before = h->last;
-      if (rc == CTL_RPC_OK)
+      if (rc == ATL_RPCC_OK)
         add_events(h, r);
-      else if (rc == CTL_RPC_ERROR && !stopping)
+      else if (rc == ATL_RPCC_ERROR && !stopping)
         h->gone = 1;
       pthread_cond_broadcast(&h->cv);
       json_object_put(r);
@@ -242,11 +242,11 @@ int fcgi_hub_wait(fcgi_hub_t *h, fcgi_ctx_t *x, long long *after, char **out,
         pthread_mutex_unlock(&h->mu);
         return FCGI_HUB_CLIENT_GONE;
       }
-      if (rc == CTL_RPC_TRANSPORT || stopping) {
+      if (rc == ATL_RPCC_TRANSPORT || stopping) {
         pthread_mutex_unlock(&h->mu);
         return FCGI_HUB_DAEMON_DOWN;
       }
-      if (rc == CTL_RPC_OK && h->last == before) {
+      if (rc == ATL_RPCC_OK && h->last == before) {
         /* A long poll that came back with nothing new before its time (a
          * daemon waking its readers as it stops) would be asked again at
          * once, and again: a pause keeps that from becoming a spin. */

@@ -96,7 +96,7 @@ static double now_ms(void) {
 static void *serve(void *arg) {
   (void)arg;
   FCGX_Request req;
-  ctl_rpc rpc;
+  atl_rpcc_t rpc;
   memset(&rpc, 0, sizeof(rpc));
   rpc.fd = -1;
   rpc.watch_fd = -1;
@@ -141,7 +141,7 @@ static void *serve(void *arg) {
     if (leave)
       break;
   }
-  ctl_rpc_close(&rpc);
+  atl_rpcc_close(&rpc);
   FCGX_Free(&req, 0);
   trim_now_and_then();
   pthread_mutex_lock(&mu);

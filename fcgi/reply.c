@@ -199,7 +199,7 @@ int fcgi_read_json(fcgi_ctx_t *x, json_object **out) {
     return 400;
   }
   char why[200];
-  json_object *o = ctl_json_parse(buf, n, why, sizeof(why));
+  json_object *o = atl_json_parse_text(buf, n, why, sizeof(why));
   free(buf);
   if (o == NULL) {
     fcgi_reply_error(x, 400, "the body is not valid JSON: %s", why);
@@ -231,20 +231,20 @@ int fcgi_status_of_rpc(int code) {
 
 int fcgi_call_quiet(fcgi_ctx_t *x, const char *method, json_object *params,
                     int timeout_ms, json_object **result) {
-  ctl_rpc *c = x->rpc;
+  atl_rpcc_t *c = x->rpc;
   *result = NULL;
   for (int attempt = 0; attempt < 2; attempt++) {
     if (c->fd < 0) {
-      if (ctl_rpc_connect(c, fcgi_opt.daemon_socket) != 0) {
+      if (atl_rpcc_connect(c, fcgi_opt.daemon_socket) != 0) {
         json_object_put(params);
-        return CTL_RPC_TRANSPORT;
+        return ATL_RPCC_TRANSPORT;
       }
       /* Another daemon, perhaps with another configuration. */
       fcgi_auth_forget();
     }
     json_object *p = params ? json_object_get(params) : NULL;
-    int rc = ctl_rpc_call(c, method, p, timeout_ms, result);
-    if (rc != CTL_RPC_TRANSPORT) {
+    int rc = atl_rpcc_call(c, method, p, timeout_ms, result);
+    if (rc != ATL_RPCC_TRANSPORT) {
       json_object_put(params);
       return rc;
     }
@@ -252,20 +252,20 @@ int fcgi_call_quiet(fcgi_ctx_t *x, const char *method, json_object *params,
      * that was not written whole was never seen, so it may go again on a
      * new connection; one that was is not repeated: it may have run. */
     int unsent = !c->sent;
-    ctl_rpc_close(c);
+    atl_rpcc_close(c);
     if (!unsent)
       break;
   }
   json_object_put(params);
-  return CTL_RPC_TRANSPORT;
+  return ATL_RPCC_TRANSPORT;
 }
 
 int fcgi_call(fcgi_ctx_t *x, const char *method, json_object *params,
               int timeout_ms, json_object **result) {
   int rc = fcgi_call_quiet(x, method, params, timeout_ms, result);
-  if (rc == CTL_RPC_OK)
+  if (rc == ATL_RPCC_OK)
     return 0;
-  if (rc == CTL_RPC_TRANSPORT) {
+  if (rc == ATL_RPCC_TRANSPORT) {
     fcgi_reply_error(x, 503, "atelierd is not reachable (%s); try again",
                      x->rpc->errmsg[0] ? x->rpc->errmsg : "no connection");
     return 503;

@@ -46,9 +46,9 @@ static void health(fcgi_ctx_t *x) {
   json_object *o = json_object_new_object();
   json_object_object_add(
       o, "status",
-      json_object_new_string(rc == CTL_RPC_OK ? "ok" : "unavailable"));
+      json_object_new_string(rc == ATL_RPCC_OK ? "ok" : "unavailable"));
   json_object_object_add(o, "service", json_object_new_string("atelier"));
-  if (rc == CTL_RPC_OK) {
+  if (rc == ATL_RPCC_OK) {
     json_object *v;
     if (json_object_object_get_ex(r, "version", &v))
       json_object_object_add(o, "version", json_object_get(v));
@@ -58,7 +58,7 @@ static void health(fcgi_ctx_t *x) {
         json_object_new_string(
             x->rpc->errmsg[0] ? x->rpc->errmsg : "atelierd is not reachable"));
   }
-  fcgi_reply_json(x, rc == CTL_RPC_OK ? 200 : 503, o);
+  fcgi_reply_json(x, rc == ATL_RPCC_OK ? 200 : 503, o);
   json_object_put(o);
   json_object_put(r);
 }
@@ -156,7 +156,7 @@ static void image(fcgi_ctx_t *x, const char *id, const char *method) {
   const char *b64 =
       json_object_object_get_ex(r, "data", &v) ? json_object_get_string(v) : "";
   size_t n = 0;
-  unsigned char *bytes = ctl_base64_decode(b64, strlen(b64), &n);
+  unsigned char *bytes = atl_base64_decode(b64, strlen(b64), &n);
   if (bytes == NULL) {
     json_object_put(r);
     fcgi_reply_error(x, 502, "atelierd sent image data that is not base64");

@@ -102,13 +102,13 @@ static long long write_events(fcgi_ctx_t *x, json_object *r, long long after,
 
 /* Reads and writes from the daemon directly until the stream is no more
  * than a batch behind. Returns 0, -1 when the client has gone, or the
- * ctl_rpc status of a failed read. */
+ * atl_rpcc_t status of a failed read. */
 static int catch_up(fcgi_ctx_t *x, const char *session, long long *after) {
   for (;;) {
     json_object *r = NULL;
     int rc = fcgi_call_quiet(x, "events.read", read_params(session, *after, 0),
                              30000, &r);
-    if (rc != CTL_RPC_OK) {
+    if (rc != ATL_RPCC_OK) {
       json_object_put(r);
       return rc;
     }
@@ -246,7 +246,7 @@ static void serve_events(fcgi_ctx_t *x, const char *session) {
       int c = catch_up(x, session, &after);
       if (c == -1)
         broken = 1;
-      else if (c == CTL_RPC_ERROR)
+      else if (c == ATL_RPCC_ERROR)
         break;
       else if (c == 0 && after == was) {
         /* The store has nothing between here and where the hub starts,

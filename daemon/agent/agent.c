@@ -390,8 +390,8 @@ static void call_next(atl_agent_t *a) {
     }
     /* An unknown tool gets its error from the tool-call path itself, with
      * the list of the tools there are. */
-    atl_toolcall_start(a->d, a->s, tool, json_object_get_string(id), args, 0,
-                       call_done, a);
+    atl_toolcall_start(a->d, a->s, tool, json_object_get_string(id), NULL, args,
+                       0, call_done, a);
     return;
   }
   calls_done(a);

@@ -304,6 +304,9 @@ export class ChatView {
       ['Status', ok ? 'Success' : 'Failed'],
     ];
     if (Number.isFinite(d.duration_ms)) facts.push(['Duration', `${d.duration_ms} ms`]);
+    // A call another program made (an MCP client): who, as atelierd says.
+    const via = typeof d.via === 'string' && d.via !== '' ? d.via : null;
+    if (via !== null) facts.push(['Called by', via]);
     const hasChange = op.before !== undefined || op.after !== undefined;
     this.fillTool(box, {
       state: ok ? 'ok' : 'failed',
@@ -314,6 +317,7 @@ export class ChatView {
       error: ok ? null : (typeof d.error === 'string' && d.error !== '' ? d.error : 'The call failed.'),
       args: { name: tool, arguments: op.arguments !== undefined ? op.arguments : (box.started || {}).arguments },
       images,
+      via,
     });
     // The drawing tools' images are the canvas, which the Canvas view
     // draws itself; the Scene view keeps showing the scene.
@@ -491,7 +495,9 @@ export class ChatView {
     },
     el('span', { class: 'tool-icon icon icon-' + m.icon, attrs: { 'aria-hidden': 'true' } }),
     el('span', { class: 'tool-summary', text: m.summary }),
+    m.via ? el('span', { class: 'tool-via', text: 'via ' + m.via }) : null,
     el('span', { class: 'tool-toggle', attrs: { 'aria-hidden': 'true' }, text: expanded ? '[-]' : '[+]' }));
+    if (m.via) box.dataset.via = m.via;
     box.appendChild(line);
     if (m.error && m.state === 'failed')
       box.appendChild(el('div', { class: 'tool-error' }, icon('failed'), el('span', { text: 'Error: ' + firstLine(m.error) })));

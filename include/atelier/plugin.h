@@ -96,7 +96,18 @@ enum {
    * what waits for a start is dropped, so that a preview neither shares
    * the call's resources (the render farm) nor covers its picture. An
    * older host ignores the flag. */
-  ATL_TOOL_HOLDS_PREVIEWS = 1u << 5
+  ATL_TOOL_HOLDS_PREVIEWS = 1u << 5,
+  /* ABI 1.6: what a call does, for clients that ask a person before they
+   * call (MCP's tool annotations, doc/mcp.md). DESTRUCTIVE: it may delete
+   * or overwrite what the session holds (remove_shape, import_scene,
+   * update_shape). IDEMPOTENT: a second call with the same arguments
+   * changes nothing more (update_shape, set_camera). OPEN_WORLD: it
+   * reaches a service outside atelierd (generate_image). A tool with
+   * none of them only adds to the session (create_shape) or, with
+   * ATL_TOOL_READ_ONLY, only reads it. An older host ignores them. */
+  ATL_TOOL_DESTRUCTIVE = 1u << 6,
+  ATL_TOOL_IDEMPOTENT = 1u << 7,
+  ATL_TOOL_OPEN_WORLD = 1u << 8
 };
 
 typedef struct atl_host_s atl_host_t;

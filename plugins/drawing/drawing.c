@@ -681,6 +681,7 @@ static const atl_tool_t tools[] = {
     {.name = "mark_piece_done",
      .description = DRW_MARK_PIECE_DONE_DESC,
      .input_schema = DRW_MARK_PIECE_DONE,
+     .flags = ATL_TOOL_IDEMPOTENT,
      .handler = drw_mark_piece_done},
     {.name = "new_canvas",
      .description = DRW_NEW_CANVAS_DESC,
@@ -693,7 +694,7 @@ static const atl_tool_t tools[] = {
     {.name = "generate_image",
      .description = DRW_GENERATE_IMAGE_DESC,
      .input_schema = DRW_GENERATE_IMAGE,
-     .flags = ATL_TOOL_LONG_RUNNING,
+     .flags = ATL_TOOL_LONG_RUNNING | ATL_TOOL_OPEN_WORLD,
      .timeout_ms = 75000,
      .handler = drw_generate_image},
     {.name = "view_reference_image",
@@ -709,7 +710,7 @@ static const atl_tool_t tools[] = {
     {.name = "name_piece",
      .description = DRW_NAME_PIECE_DESC,
      .input_schema = DRW_NAME_PIECE,
-     .flags = ATL_TOOL_FAST,
+     .flags = ATL_TOOL_FAST | ATL_TOOL_DESTRUCTIVE | ATL_TOOL_IDEMPOTENT,
      .handler = drw_name_piece},
 };
 

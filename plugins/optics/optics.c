@@ -308,10 +308,12 @@ static const atl_tool_t tools[] = {
                     "The result is checked whole: nothing changes on an "
                     "error. Returns the object as stored.",
      .input_schema = OPX_SCHEMA_OPTICS_UPDATE,
+     .flags = ATL_TOOL_DESTRUCTIVE | ATL_TOOL_IDEMPOTENT,
      .handler = opx_tool_update},
     {.name = "optics_remove",
      .description = "Remove named objects from the bench.",
      .input_schema = OPX_SCHEMA_OPTICS_REMOVE,
+     .flags = ATL_TOOL_DESTRUCTIVE | ATL_TOOL_IDEMPOTENT,
      .handler = opx_tool_remove},
     {.name = "optics_list",
      .description = "List the bench's objects (name, type, main points) and "
@@ -323,6 +325,7 @@ static const atl_tool_t tools[] = {
      .description = "Load a Ray Optics Simulation scene (the app's JSON, "
                     "version 5), replacing the bench or adding to it.",
      .input_schema = OPX_SCHEMA_OPTICS_IMPORT,
+     .flags = ATL_TOOL_DESTRUCTIVE,
      .handler = opx_tool_import},
     {.name = "optics_export",
      .description = "The bench as a Ray Optics Simulation scene (JSON the "
@@ -335,6 +338,7 @@ static const atl_tool_t tools[] = {
                     "colour simulation, random seed, maximum ray depth... "
                     "Returns them all.",
      .input_schema = OPX_SCHEMA_OPTICS_SETTINGS,
+     .flags = ATL_TOOL_DESTRUCTIVE | ATL_TOOL_IDEMPOTENT,
      .handler = opx_tool_settings},
     {.name = "optics_simulate",
      .description =

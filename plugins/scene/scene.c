@@ -395,6 +395,9 @@ static int init(const atl_host_t *host, void **state) {
 
 #define EDIT (ATL_TOOL_FAST)
 #define LOOK (ATL_TOOL_FAST | ATL_TOOL_READ_ONLY)
+/* Overwrites or deletes what was there; the same call again changes
+ * nothing more (MCP's annotations, plugin.h). */
+#define SET (ATL_TOOL_FAST | ATL_TOOL_DESTRUCTIVE | ATL_TOOL_IDEMPOTENT)
 
 static const atl_tool_t scene_tools[] = {
     {.name = "create_shape",
@@ -416,12 +419,12 @@ static const atl_tool_t scene_tools[] = {
          "merged deeply; the result must be a valid shape or nothing "
          "changes. Returns the shape as stored.",
      .input_schema = SCENE_SCHEMA_UPDATE_SHAPE,
-     .flags = EDIT,
+     .flags = SET,
      .handler = update_shape},
     {.name = "remove_shape",
      .description = "Remove a shape by id. Returns the removed shape.",
      .input_schema = SCENE_SCHEMA_REMOVE_SHAPE,
-     .flags = EDIT,
+     .flags = SET,
      .handler = remove_shape},
     {.name = "create_light",
      .description =
@@ -439,12 +442,12 @@ static const atl_tool_t scene_tools[] = {
          "is given changes, merged deeply; the result must be a valid "
          "light or nothing changes. Returns the light as stored.",
      .input_schema = SCENE_SCHEMA_UPDATE_LIGHT,
-     .flags = EDIT,
+     .flags = SET,
      .handler = update_light},
     {.name = "remove_light",
      .description = "Remove a light by id. Returns the removed light.",
      .input_schema = SCENE_SCHEMA_REMOVE_LIGHT,
-     .flags = EDIT,
+     .flags = SET,
      .handler = remove_light},
     {.name = "set_environment",
      .description =
@@ -454,7 +457,7 @@ static const atl_tool_t scene_tools[] = {
          "has a gradient sky from [1, 1, 1] at the horizon to [0.5, 0.7, "
          "1.0] above.",
      .input_schema = SCENE_SCHEMA_SET_ENVIRONMENT,
-     .flags = EDIT,
+     .flags = SET,
      .handler = set_environment},
     {.name = "set_camera",
      .description =
@@ -463,7 +466,7 @@ static const atl_tool_t scene_tools[] = {
          "(default 0: all sharp) and focus distance (default: from center "
          "to look_at). Sets the whole camera; returns it.",
      .input_schema = SCENE_SCHEMA_SET_CAMERA,
-     .flags = EDIT,
+     .flags = SET,
      .handler = set_camera},
     {.name = "get_scene_state",
      .description = "The whole scene as JSON: camera, environment, every "
@@ -490,6 +493,7 @@ static const atl_tool_t scene_tools[] = {
                     "export_scene writes it). Everything is checked first; "
                     "if anything is wrong, nothing changes.",
      .input_schema = SCENE_SCHEMA_IMPORT_SCENE,
+     .flags = ATL_TOOL_DESTRUCTIVE | ATL_TOOL_IDEMPOTENT,
      .handler = scene_import},
 };
 

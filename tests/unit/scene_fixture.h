@@ -55,7 +55,7 @@ static void fx_got(atl_daemon_t *dd, atl_session_t *s, int status, void *user) {
   cr_assert_eq(status, 0);
   json_object *args = json_tokener_parse(c->args);
   cr_assert_not_null(args, "test arguments are not JSON: %s", c->args);
-  atl_toolcall_start(dd, s, c->tool, NULL, args, 0, fx_done, c);
+  atl_toolcall_start(dd, s, c->tool, NULL, NULL, args, 0, fx_done, c);
   json_object_put(args);
 }
 

@@ -119,7 +119,7 @@ static void call_got(atl_daemon_t *dd, atl_session_t *s, int status,
   call_req_t *r = user;
   cr_assert_eq(status, 0);
   json_object *args = json_tokener_parse(r->args);
-  atl_toolcall_start(dd, s, r->tool, NULL, args, 0, call_cb, r->c);
+  atl_toolcall_start(dd, s, r->tool, NULL, NULL, args, 0, call_cb, r->c);
   json_object_put(args);
 }
 
@@ -243,7 +243,7 @@ static void probe_got(atl_daemon_t *dd, atl_session_t *s, int status,
   cr_assert_eq(status, 0);
   json_object *args = json_tokener_parse(p->args);
   p->before = s->last_seq;
-  atl_toolcall_start(dd, s, p->tool, NULL, args, 0, call_cb, p->c);
+  atl_toolcall_start(dd, s, p->tool, NULL, NULL, args, 0, call_cb, p->c);
   p->after = s->last_seq;
   json_object_put(args);
 }

@@ -205,6 +205,20 @@ describe('ChatView: runs in progress', () => {
     assert.equal(root.querySelector('.tool-call').dataset.state, 'failed');
   });
 
+  test('a call an MCP client made says who made it', () => {
+    const { view, root } = makeView();
+    view.apply({ seq: 5, type: 'tool.finished', data: { operation: { tool: 'create_shape', target: 'ball' }, success: true, via: 'MCP over stdio (claude-ai)' } });
+    const call = root.querySelector('.tool-call');
+    assert.equal(call.dataset.via, 'MCP over stdio (claude-ai)');
+    assert.equal(call.querySelector('.tool-via').textContent, 'via MCP over stdio (claude-ai)');
+    const dds = [...call.querySelectorAll('.tool-facts dd')];
+    const facts = [...call.querySelectorAll('.tool-facts dt')].map((dt, i) => dt.textContent + ': ' + dds[i].textContent);
+    assert.ok(facts.includes('Called by: MCP over stdio (claude-ai)'), facts.join('; '));
+    // The page's own calls name nobody.
+    view.apply({ seq: 6, type: 'tool.finished', data: { operation: { tool: 'set_camera' }, success: true } });
+    assert.equal(root.querySelectorAll('.tool-via').length, 1);
+  });
+
   test('a cancel mid-stream keeps the partial answer, marked', () => {
     const { view, root, log } = makeView();
     view.apply({ seq: 1, type: 'run.started', data: { text: 'x' } });

@@ -26,10 +26,10 @@
  * limit. Images of tens of MB fit comfortably. */
 #define CTL_MAX_RESPONSE ((size_t)1 << 30)
 
-static void set_errmsg(ctl_rpc *c, const char *fmt, ...)
+static void set_errmsg(atl_rpcc_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static void set_errmsg(ctl_rpc *c, const char *fmt, ...) {
+static void set_errmsg(atl_rpcc_t *c, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(c->errmsg, sizeof(c->errmsg), fmt, ap);
@@ -42,7 +42,7 @@ static int64_t mono_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int ctl_rpc_connect(ctl_rpc *c, const char *path) {
+int atl_rpcc_connect(atl_rpcc_t *c, const char *path) {
   int watch = c->watch_fd;
   memset(c, 0, sizeof(*c));
   c->fd = -1;
@@ -92,7 +92,7 @@ int ctl_rpc_connect(ctl_rpc *c, const char *path) {
   return 0;
 }
 
-static void clear_error(ctl_rpc *c) {
+static void clear_error(atl_rpcc_t *c) {
   free(c->err_message);
   c->err_message = NULL;
   json_object_put(c->err_data);
@@ -100,7 +100,7 @@ static void clear_error(ctl_rpc *c) {
   c->err_code = 0;
 }
 
-void ctl_rpc_close(ctl_rpc *c) {
+void atl_rpcc_close(atl_rpcc_t *c) {
   if (c->fd >= 0)
     close(c->fd);
   c->fd = -1;
@@ -113,7 +113,7 @@ void ctl_rpc_close(ctl_rpc *c) {
 /* Waits until fd is ready for events or the deadline passes. Returns 1 when
  * ready, 0 on timeout, -1 when interrupted by a signal we were asked to
  * honour or on a poll failure. */
-static int wait_fd(ctl_rpc *c, short events, int64_t deadline) {
+static int wait_fd(atl_rpcc_t *c, short events, int64_t deadline) {
   for (;;) {
     if (c->interrupted != NULL && *c->interrupted) {
       set_errmsg(c, "interrupted");
@@ -145,8 +145,8 @@ static int wait_fd(ctl_rpc *c, short events, int64_t deadline) {
   }
 }
 
-static int send_all(ctl_rpc *c, const char *data, size_t len, int64_t deadline,
-                    const char *method) {
+static int send_all(atl_rpcc_t *c, const char *data, size_t len,
+                    int64_t deadline, const char *method) {
   size_t off = 0;
   while (off < len) {
     /* MSG_NOSIGNAL turns a daemon that went away into EPIPE here instead
@@ -174,7 +174,7 @@ static int send_all(ctl_rpc *c, const char *data, size_t len, int64_t deadline,
 /* Reads whatever is available into the buffer, growing it first so that a
  * read always has room. Returns bytes read, 0 at end of stream, -1 on
  * error (EAGAIN included, which the caller handles). */
-static ssize_t fill(ctl_rpc *c) {
+static ssize_t fill(atl_rpcc_t *c) {
   const size_t chunk = 64 * 1024;
   if (c->cap - c->len < chunk) {
     size_t ncap = c->cap ? c->cap : chunk * 2;
@@ -194,10 +194,10 @@ static ssize_t fill(ctl_rpc *c) {
 /* Looks at one response line. Returns 1 and fills *result or the error
  * fields when it answers request id, 0 when it belongs to someone else,
  * -1 when it is not a JSON-RPC response at all. */
-static int take_response(ctl_rpc *c, const char *line, size_t len, int64_t id,
-                         json_object **result, int *status) {
+static int take_response(atl_rpcc_t *c, const char *line, size_t len,
+                         int64_t id, json_object **result, int *status) {
   char perr[256];
-  json_object *resp = ctl_json_parse(line, len, perr, sizeof(perr));
+  json_object *resp = atl_json_parse_text(line, len, perr, sizeof(perr));
   if (resp == NULL || !json_object_is_type(resp, json_type_object)) {
     set_errmsg(c, "atelierd sent something that is not a JSON-RPC response%s%s",
                resp == NULL ? ": " : "", resp == NULL ? perr : "");
@@ -229,11 +229,11 @@ static int take_response(ctl_rpc *c, const char *line, size_t len, int64_t id,
     c->err_data = data ? json_object_get(data) : NULL;
     set_errmsg(c, "%s (code %d)", c->err_message ? c->err_message : "",
                c->err_code);
-    *status = CTL_RPC_ERROR;
+    *status = ATL_RPCC_ERROR;
   } else if (jres != NULL || json_object_object_get_ex(resp, "result", NULL)) {
     /* "result": null is a valid answer, so presence is what counts. */
     *result = json_object_get(jres);
-    *status = CTL_RPC_OK;
+    *status = ATL_RPCC_OK;
   } else {
     set_errmsg(c, "atelierd sent a response with neither result nor error");
     json_object_put(resp);
@@ -243,8 +243,8 @@ static int take_response(ctl_rpc *c, const char *line, size_t len, int64_t id,
   return 1;
 }
 
-int ctl_rpc_call(ctl_rpc *c, const char *method, json_object *params,
-                 int timeout_ms, json_object **result) {
+int atl_rpcc_call(atl_rpcc_t *c, const char *method, json_object *params,
+                  int timeout_ms, json_object **result) {
   *result = NULL;
   clear_error(c);
   c->errmsg[0] = '\0';
@@ -273,7 +273,7 @@ int ctl_rpc_call(ctl_rpc *c, const char *method, json_object *params,
     rc = send_all(c, "\n", 1, deadline, method);
   json_object_put(req);
   if (rc != 0)
-    return CTL_RPC_TRANSPORT;
+    return ATL_RPCC_TRANSPORT;
   c->sent = 1;
 
   size_t scanned = 0;
@@ -284,7 +284,7 @@ int ctl_rpc_call(ctl_rpc *c, const char *method, json_object *params,
                    : NULL;
     if (nl != NULL) {
       size_t linelen = (size_t)(nl - c->buf);
-      int status = CTL_RPC_TRANSPORT;
+      int status = ATL_RPCC_TRANSPORT;
       int r = linelen == 0
                   ? 0
                   : take_response(c, c->buf, linelen, id, result, &status);
@@ -292,7 +292,7 @@ int ctl_rpc_call(ctl_rpc *c, const char *method, json_object *params,
       c->len -= linelen + 1;
       scanned = 0;
       if (r < 0)
-        return CTL_RPC_TRANSPORT;
+        return ATL_RPCC_TRANSPORT;
       if (r > 0)
         return status;
       continue;
@@ -301,7 +301,7 @@ int ctl_rpc_call(ctl_rpc *c, const char *method, json_object *params,
     if (c->len > CTL_MAX_RESPONSE) {
       set_errmsg(c, "the answer to %s exceeds %zu bytes", method,
                  CTL_MAX_RESPONSE);
-      return CTL_RPC_TRANSPORT;
+      return ATL_RPCC_TRANSPORT;
     }
     ssize_t n = fill(c);
     if (n > 0) {
@@ -311,24 +311,24 @@ int ctl_rpc_call(ctl_rpc *c, const char *method, json_object *params,
     if (n == 0) {
       set_errmsg(c, "atelierd closed the connection before answering %s",
                  method);
-      return CTL_RPC_TRANSPORT;
+      return ATL_RPCC_TRANSPORT;
     }
     if (errno == EINTR)
       continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
       set_errmsg(c, "cannot read the answer to %s: %s", method,
                  strerror(errno));
-      return CTL_RPC_TRANSPORT;
+      return ATL_RPCC_TRANSPORT;
     }
     int w = wait_fd(c, POLLIN, deadline);
     if (w == 0)
       set_errmsg(c, "no answer to %s within %d ms", method, timeout_ms);
     if (w <= 0)
-      return CTL_RPC_TRANSPORT;
+      return ATL_RPCC_TRANSPORT;
   }
 }
 
-int ctl_rpc_read_line(ctl_rpc *c, int timeout_ms, char **line) {
+int atl_rpcc_read_line(atl_rpcc_t *c, int timeout_ms, char **line) {
   *line = NULL;
   c->errmsg[0] = '\0';
   int64_t deadline = timeout_ms < 0 ? INT64_MAX : mono_ms() + timeout_ms;
@@ -383,7 +383,7 @@ int ctl_rpc_read_line(ctl_rpc *c, int timeout_ms, char **line) {
   }
 }
 
-int ctl_rpc_pass(ctl_rpc *c, int out_fd, int timeout_ms) {
+int atl_rpcc_pass(atl_rpcc_t *c, int out_fd, int timeout_ms) {
   c->errmsg[0] = '\0';
   if (c->len > c->start) {
     size_t off = c->start;
@@ -403,7 +403,7 @@ int ctl_rpc_pass(ctl_rpc *c, int out_fd, int timeout_ms) {
   ssize_t n = fill(c);
   if (n > 0) {
     c->len += (size_t)n;
-    return ctl_rpc_pass(c, out_fd, timeout_ms);
+    return atl_rpcc_pass(c, out_fd, timeout_ms);
   }
   if (n == 0)
     return 0;
@@ -415,13 +415,13 @@ int ctl_rpc_pass(ctl_rpc *c, int out_fd, int timeout_ms) {
   return w < 0 ? -1 : 1;
 }
 
-int ctl_rpc_has_line(const ctl_rpc *c) {
+int atl_rpcc_has_line(const atl_rpcc_t *c) {
   return c->len > c->start &&
          memchr(c->buf + c->start, '\n', c->len - c->start) != NULL;
 }
 
-json_object *ctl_json_parse(const char *text, size_t len, char *err,
-                            size_t errlen) {
+json_object *atl_json_parse_text(const char *text, size_t len, char *err,
+                                 size_t errlen) {
   if (len > INT32_MAX - 1) {
     snprintf(err, errlen, "the text is too large (%zu bytes)", len);
     return NULL;
@@ -469,7 +469,7 @@ json_object *ctl_json_parse(const char *text, size_t len, char *err,
 
 /* Decodes standard or URL-safe base64, ignoring whitespace. Returns a new
  * buffer or NULL if the text is not base64. */
-unsigned char *ctl_base64_decode(const char *in, size_t len, size_t *outlen) {
+unsigned char *atl_base64_decode(const char *in, size_t len, size_t *outlen) {
   unsigned char *out = malloc(len / 4 * 3 + 3);
   if (out == NULL)
     return NULL;

@@ -1,0 +1,54 @@
+/* What mcp.c and mcp_call.c share. */
+#ifndef ATL_MCP_INT_H
+#define ATL_MCP_INT_H
+
+#include <pthread.h>
+
+#include "mcp.h"
+
+/* The modern revision, and the newest legacy one (../shared/anchors/mcp.md). */
+#define ATL_MCP_MODERN "2026-07-28"
+#define ATL_MCP_LEGACY_LATEST "2025-11-25"
+#define ATL_MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define ATL_MCP_META_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define ATL_MCP_META_CLIENT "io.modelcontextprotocol/clientInfo"
+/* How long a modern client may keep tools/list and server/discover: the
+ * tool set changes only with a restart of atelierd. */
+#define ATL_MCP_TTL_MS 300000
+
+struct atl_mcp_s {
+  pthread_mutex_t mu; /* guards what follows */
+  char *socket_path;
+  char *via;
+  char session[33]; /* "" until the first call makes one */
+  int call_timeout_ms;
+  char client[65];         /* the client's name, for "via" */
+  char legacy_version[16]; /* what initialize agreed, "" before it */
+  json_object *tools;      /* the last tools/list from atelierd, or NULL */
+};
+
+/* The era one request is served in. */
+typedef struct {
+  int modern;
+  const char *client; /* _meta's clientInfo.name (borrowed), or NULL */
+} atl_mcp_era_t;
+
+/* An error answer: a new object; data (taken) may be NULL; id borrowed,
+ * NULL for a JSON-RPC null. */
+json_object *atl__mcp_error(json_object *id, int code, json_object *data,
+                            const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A result answer (result taken), with resultType and _meta when modern. */
+json_object *atl__mcp_result(json_object *id, json_object *result,
+                             const atl_mcp_era_t *era);
+json_object *atl__mcp_server_info(void);
+
+/* mcp_call.c */
+json_object *atl__mcp_tools_list(atl_mcp_t *m, json_object *id,
+                                 json_object *params, const atl_mcp_era_t *era,
+                                 atl_mcp_req_t *r);
+json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
+                                 json_object *params, const atl_mcp_era_t *era,
+                                 atl_mcp_req_t *r);
+
+#endif

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""The MCP front (issue 22) against the real atelierd and its plugins:
+
+- the official SDK clients from npm (tests/mcp/mcp.test.mjs): the v1 line
+  (legacy era, initialize) and the v2 line (pinned to 2026-07-28, and in
+  auto mode), over `atelierctl mcp` on stdio: the tool list, a scene built,
+  a render decoded as PNG, a failing call, an invalid call, an unknown
+  tool, two clients on one session, --new;
+- the calls are the session's own: tool.finished events name who called
+  ("via": "MCP over stdio (<client>)"), as the page shows them;
+- the protocol as the spec words it, on raw lines: version negotiation
+  down to one we speak, the modern envelope's errors (-32602, -32022),
+  ping only in the legacy era, notifications answered with nothing,
+  malformed lines and ids, batches refused;
+- stdio hygiene: every byte on stdout is a JSON-RPC message, even with
+  atelierd logging at trace level; a session that does not exist is said
+  on stderr with nothing on stdout; when atelierd is killed mid-call the
+  call gets a JSON-RPC error and atelierctl exits.
+
+Needs node and npm (tests/npm-ensure.sh installs the SDKs pinned in
+tests/mcp/package-lock.json); without them it FAILS, naming what to
+install.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from atltest import BUILDDIR, SRCDIR, Checks, Daemon, run_checks
+
+CTL = os.path.join(BUILDDIR, "atelierctl")
+MCP_DIR = os.path.join(SRCDIR, "tests", "mcp")
+
+CHECKS = Checks()
+check = CHECKS.add
+
+MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+class Stdio:
+    """atelierctl mcp as a client runs it, one raw line at a time."""
+
+    def __init__(self, d, *args):
+        self.p = subprocess.Popen(
+            [CTL, "--socket", d.sock, "mcp", *args], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines = []  # every line read from stdout
+
+    def send(self, msg):
+        self.p.stdin.write((msg if isinstance(msg, str) else json.dumps(msg))
+                           + "\n")
+        self.p.stdin.flush()
+
+    def read(self):
+        line = self.p.stdout.readline()
+        assert line, "atelierctl mcp closed stdout; stderr: %s" % \
+            self.p.stderr.read()
+        self.lines.append(line)
+        return json.loads(line)
+
+    def ask(self, msg):
+        self.send(msg)
+        return self.read()
+
+    def close(self):
+        self.p.stdin.close()
+        rest = self.p.stdout.read()
+        self.lines += rest.splitlines(keepends=True)
+        status = self.p.wait(timeout=30)
+        return status, self.p.stderr.read()
+
+
+def req(id_, method, params=None):
+    m = {"jsonrpc": "2.0", "id": id_, "method": method}
+    if params is not None:
+        m["params"] = params
+    return m
+
+
+@check("the official SDK clients, v1 (legacy) and v2 (modern, auto), over stdio: tools, a render, errors, two clients, --new")
+def _(ctx):
+    d = ctx["d"]
+    ensure = subprocess.run([os.path.join(SRCDIR, "tests", "npm-ensure.sh"),
+                             MCP_DIR, "20"], capture_output=True, text=True)
+    assert ensure.returncode == 0, ensure.stdout + ensure.stderr
+    sid = d.session()
+    ctx["sid"] = sid
+    env = dict(os.environ, ATL_MCP_CTL=CTL, ATL_MCP_SOCKET=d.sock,
+               ATL_MCP_SESSION=sid)
+    r = subprocess.run(["node", os.path.join(MCP_DIR, "mcp.test.mjs")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    for line in r.stdout.splitlines():
+        print("#   " + line)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+@check("an MCP client's calls are the session's: tool.finished names who called")
+def _(ctx):
+    d, sid = ctx["d"], ctx["sid"]
+    finished = [e["data"] for e in d.events(sid)
+                if e["type"] == "tool.finished"]
+    by = {(e["operation"]["tool"], e.get("via")) for e in finished}
+    assert ("create_shape", "MCP over stdio (atelier-test-v1)") in by, by
+    assert ("create_shape", "MCP over stdio (atelier-test-v2)") in by, by
+    assert ("render_scene", "MCP over stdio (atelier-test-v2)") in by, by
+    # The document holds what both clients made.
+    doc = d.rpc("session.get", {"session": sid})["document"]
+    ids = {s["id"] for s in doc["scene"]["shapes"]}
+    assert {"ball_v1", "ball_v2", "from_a"} <= ids, ids
+
+
+@check("legacy: initialize negotiates down to a version we speak, never refuses one; ping; notifications get no answer")
+def _(ctx):
+    s = Stdio(ctx["d"], "--new")
+    for asked, got in (("2025-11-25", "2025-11-25"),
+                       ("2025-06-18", "2025-06-18"),
+                       ("2024-11-05", "2024-11-05"),
+                       ("2099-01-01", "2025-11-25")):
+        r = s.ask(req(1, "initialize", {
+            "protocolVersion": asked, "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}))
+        assert r["result"]["protocolVersion"] == got, r
+        assert r["result"]["capabilities"] == {
+            "tools": {"listChanged": False}}, r
+        assert r["result"]["serverInfo"]["name"] == "atelier", r
+        assert "resultType" not in r["result"], r
+    s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    s.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 99, "reason": "no such request"}})
+    r = s.ask(req("p", "ping"))
+    assert r == {"jsonrpc": "2.0", "id": "p", "result": {}}, r
+    r = s.ask(req(2, "initialize", {"capabilities": {}}))
+    assert r["error"]["code"] == -32602 and \
+        "protocolVersion" in r["error"]["message"], r
+    status, err = s.close()
+    assert status == 0, (status, err)
+    # Exactly the four answers and the ping's: the notifications got none.
+    assert len(s.lines) == 6, s.lines
+
+
+@check("modern: server/discover, resultType and caching hints; the envelope's errors as the spec gives them")
+def _(ctx):
+    s = Stdio(ctx["d"], "--new")
+    r = s.ask(req(1, "server/discover", {"_meta": MODERN}))["result"]
+    assert r["supportedVersions"] == ["2026-07-28"], r
+    assert r["resultType"] == "complete" and r["ttlMs"] >= 0 and \
+        r["cacheScope"] in ("public", "private"), r
+    assert r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == \
+        "atelier", r
+    t = s.ask(req(2, "tools/list", {"_meta": MODERN}))["result"]
+    assert t["resultType"] == "complete" and "ttlMs" in t, list(t)
+    # A version we do not speak: -32022 with the ones we do.
+    bad = dict(MODERN, **{"io.modelcontextprotocol/protocolVersion":
+                          "1900-01-01"})
+    e = s.ask(req(3, "tools/list", {"_meta": bad}))["error"]
+    assert e["code"] == -32022 and e["data"] == {
+        "supported": ["2026-07-28"], "requested": "1900-01-01"}, e
+    # The envelope without the client's capabilities: -32602.
+    e = s.ask(req(4, "tools/list", {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}))["error"]
+    assert e["code"] == -32602 and "clientCapabilities" in e["message"], e
+    # server/discover needs the envelope; ping is gone from this era.
+    e = s.ask(req(5, "server/discover", {}))["error"]
+    assert e["code"] == -32602 and "_meta" in e["message"], e
+    e = s.ask(req(6, "ping", {"_meta": MODERN}))["error"]
+    assert e["code"] == -32601, e
+    # A cursor we never gave.
+    e = s.ask(req(7, "tools/list", {"_meta": MODERN, "cursor": "x"}))["error"]
+    assert e["code"] == -32602 and "cursor" in e["message"], e
+    s.close()
+
+
+@check("malformed input: a line that is not JSON, a batch, a bad id or jsonrpc, a non-object params, an unknown method; each gets the right error and the server goes on")
+def _(ctx):
+    s = Stdio(ctx["d"], "--new")
+    e = s.ask("{not json")["error"]
+    assert e["code"] == -32700 and s.lines[-1].count("\n") == 1, e
+    r = s.ask([req(1, "ping")])
+    assert r["error"]["code"] == -32600 and "batch" in \
+        r["error"]["message"] and r["id"] is None, r
+    r = s.ask({"jsonrpc": "2.0", "id": None, "method": "ping"})
+    assert r["error"]["code"] == -32600 and "id" in r["error"]["message"], r
+    r = s.ask({"jsonrpc": "2.0", "id": 1.5, "method": "ping"})
+    assert r["error"]["code"] == -32600, r
+    r = s.ask({"jsonrpc": "1.0", "id": 2, "method": "ping"})
+    assert r["error"]["code"] == -32600 and r["id"] == 2, r
+    r = s.ask(req(3, "tools/call", ["create_shape"]))
+    assert r["error"]["code"] == -32602, r
+    r = s.ask(req(4, "tools/call", {"name": "create_shape",
+                                    "arguments": [1, 2]}))
+    assert r["error"]["code"] == -32602 and "arguments" in \
+        r["error"]["message"], r
+    r = s.ask(req(5, "resources/list"))
+    assert r["error"]["code"] == -32601 and "resources/list" in \
+        r["error"]["message"], r
+    s.send("")  # a blank line carries nothing
+    assert s.ask(req(6, "ping")) == {"jsonrpc": "2.0", "id": 6,
+                                     "result": {}}
+    status, _ = s.close()
+    assert status == 0
+
+
+@check("stdout carries JSON-RPC only, even with atelierd at trace level; a missing session is said on stderr with nothing on stdout")
+def _(ctx):
+    t = Daemon("mcp-trace", "[log]\nlevel = trace\n")
+    try:
+        s = Stdio(t, "--new")
+        s.ask(req(1, "initialize", {"protocolVersion": "2025-11-25",
+                                    "capabilities": {},
+                                    "clientInfo": {"name": "h", "version":
+                                                   "1"}}))
+        s.ask(req(2, "tools/list"))
+        s.ask(req(3, "tools/call", {"name": "create_shape", "arguments": {
+            "id": "b", "type": "sphere", "properties": {
+                "center": [0, 0, -3], "radius": 1}}}))
+        s.ask(req(4, "tools/call", {"name": "render_scene", "arguments": {
+            "width": 32, "height": 24, "quality": "draft"}}))
+        status, err = s.close()
+        assert status == 0, err
+        for line in s.lines:
+            m = json.loads(line)
+            assert m["jsonrpc"] == "2.0" and ("result" in m or "error" in m), m
+        assert "serving" in err, err
+    finally:
+        t.stop()
+    s = Stdio(ctx["d"], "--session", "0" * 32)
+    status, err = s.close()
+    assert status == 2 and s.lines == [], (status, s.lines)
+    assert "no such session" in err, err
+
+
+@check("atelierd killed mid-call: the call gets a JSON-RPC error, and atelierctl mcp exits")
+def _(ctx):
+    k = Daemon("mcp-kill", "[render]\nworkers = 1\n")
+    try:
+        s = Stdio(k, "--new")
+        s.ask(req(1, "tools/call", {"name": "create_shape", "arguments": {
+            "id": "b", "type": "sphere", "properties": {
+                "center": [0, 0, -3], "radius": 1}}}))
+        # A render of seconds, then the daemon dies under it.
+        s.send(req(2, "tools/call", {"name": "render_scene", "arguments": {
+            "width": 800, "height": 600, "samples": 4096,
+            "noise_threshold": 0}}))
+        time.sleep(1.0)
+        k.kill()
+        r = s.read()
+        assert r["id"] == 2 and "error" in r, r
+        assert r["error"]["code"] == -32603 and \
+            "atelierd" in r["error"]["message"], r
+        status = s.p.wait(timeout=10)
+        assert status != 0, status
+        assert "went away" in s.p.stderr.read()
+    finally:
+        if k.proc.poll() is None:
+            k.stop()
+
+
+def main():
+    d = Daemon("mcp", "[render]\nworkers = 2\n")
+    ctx = {"d": d}
+    try:
+        passed, failed = run_checks(CHECKS, ctx)
+    finally:
+        d.stop()
+    if d.proc.returncode == 0:
+        print("ok %d - atelierd exits with status 0 after every check"
+              % (passed + failed + 1))
+        passed += 1
+    else:
+        print("not ok %d - atelierd exited with status %d; see %s"
+              % (passed + failed + 1, d.proc.returncode, d.log))
+        failed += 1
+    print("1..%d" % (passed + failed))
+    print("%d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
