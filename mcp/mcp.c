@@ -115,7 +115,7 @@ json_object *atl__mcp_server_info(void) {
 
 /* ---- what a message is ---- */
 
-static const char *str_member(json_object *o, const char *key) {
+const char *atl__mcp_str(json_object *o, const char *key) {
   json_object *v = NULL;
   if (o == NULL || !json_object_is_type(o, json_type_object) ||
       !json_object_object_get_ex(o, key, &v) ||
@@ -125,7 +125,7 @@ static const char *str_member(json_object *o, const char *key) {
 }
 
 static const char *method_of(json_object *msg) {
-  return str_member(msg, "method");
+  return atl__mcp_str(msg, "method");
 }
 
 int atl_mcp_is_slow(json_object *msg) {
@@ -210,7 +210,7 @@ static int era_of(json_object *id, const char *method, json_object *params,
   }
   json_object *info = NULL;
   if (json_object_object_get_ex(meta, ATL_MCP_META_CLIENT, &info))
-    era->client = str_member(info, "name");
+    era->client = atl__mcp_str(info, "name");
   return 0;
 }
 
@@ -242,7 +242,7 @@ static void keep_client(atl_mcp_t *m, const char *name) {
 
 static json_object *initialize(atl_mcp_t *m, json_object *id,
                                json_object *params, atl_mcp_req_t *r) {
-  const char *asked = str_member(params, "protocolVersion");
+  const char *asked = atl__mcp_str(params, "protocolVersion");
   if (asked == NULL) {
     r->http_status = 400;
     return atl__mcp_error(id, -32602, NULL,
@@ -259,7 +259,7 @@ static json_object *initialize(atl_mcp_t *m, json_object *id,
   json_object *info = NULL;
   if (json_object_is_type(params, json_type_object) &&
       json_object_object_get_ex(params, "clientInfo", &info))
-    keep_client(m, str_member(info, "name"));
+    keep_client(m, atl__mcp_str(info, "name"));
   pthread_mutex_lock(&m->mu);
   snprintf(m->legacy_version, sizeof(m->legacy_version), "%s", version);
   pthread_mutex_unlock(&m->mu);
@@ -311,7 +311,7 @@ json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r) {
   }
   json_object *id = NULL;
   int has_id = json_object_object_get_ex(msg, "id", &id);
-  const char *jsonrpc = str_member(msg, "jsonrpc");
+  const char *jsonrpc = atl__mcp_str(msg, "jsonrpc");
   if (jsonrpc == NULL || strcmp(jsonrpc, "2.0") != 0) {
     r->http_status = 400;
     return atl__mcp_error(id_ok(id) ? id : NULL, -32600, NULL,

@@ -18,15 +18,6 @@
  * and the rest of the result needs room. */
 #define IMAGE_INLINE_MAX (700 * 1024)
 
-static const char *str_member(json_object *o, const char *key) {
-  json_object *v = NULL;
-  if (o == NULL || !json_object_is_type(o, json_type_object) ||
-      !json_object_object_get_ex(o, key, &v) ||
-      !json_object_is_type(v, json_type_string))
-    return NULL;
-  return json_object_get_string(v);
-}
-
 /* A new connection to atelierd for one request, whose wait the hang-up of
  * cancel_fd ends. 0, or -1 with c->errmsg. */
 static int connect_daemon(atl_mcp_t *m, atl_rpcc_t *c, int cancel_fd) {
@@ -120,7 +111,7 @@ static int session_of(atl_mcp_t *m, atl_rpcc_t *c, char *out, size_t size) {
   if (out[0] == '\0') {
     json_object *res = NULL;
     rc = atl_rpcc_call(c, "session.create", NULL, QUICK_MS, &res);
-    const char *sid = rc == ATL_RPCC_OK ? str_member(res, "id") : NULL;
+    const char *sid = rc == ATL_RPCC_OK ? atl__mcp_str(res, "id") : NULL;
     if (sid != NULL) {
       pthread_mutex_lock(&m->mu);
       snprintf(m->session, sizeof(m->session), "%s", sid);
@@ -165,7 +156,7 @@ static int add_images(atl_rpcc_t *c, json_object *images, json_object *content,
   size_t n = json_object_array_length(images);
   for (size_t i = 0; i < n; i++) {
     json_object *img = json_object_array_get_idx(images, i);
-    const char *iid = str_member(img, "id");
+    const char *iid = atl__mcp_str(img, "id");
     if (iid == NULL)
       continue;
     json_object *p = json_object_new_object(), *got = NULL;
@@ -173,8 +164,8 @@ static int add_images(atl_rpcc_t *c, json_object *images, json_object *content,
     int rc = atl_rpcc_call(c, "image.get", p, QUICK_MS, &got);
     if (rc == ATL_RPCC_TRANSPORT)
       return -1;
-    const char *data = rc == ATL_RPCC_OK ? str_member(got, "data") : NULL;
-    const char *mime = str_member(got, "mime");
+    const char *data = rc == ATL_RPCC_OK ? atl__mcp_str(got, "data") : NULL;
+    const char *mime = atl__mcp_str(got, "mime");
     char line[512];
     if (data != NULL && mime != NULL && strlen(data) <= IMAGE_INLINE_MAX) {
       json_object *b = json_object_new_object();
@@ -205,7 +196,7 @@ static int add_images(atl_rpcc_t *c, json_object *images, json_object *content,
 json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
                                  json_object *params, const atl_mcp_era_t *era,
                                  atl_mcp_req_t *r) {
-  const char *name = str_member(params, "name");
+  const char *name = atl__mcp_str(params, "name");
   if (name == NULL) {
     r->http_status = 400;
     return atl__mcp_error(id, -32602, NULL,
@@ -230,7 +221,7 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
     goto gone;
   int known = 0;
   for (size_t i = 0; i < json_object_array_length(tools) && !known; i++) {
-    const char *t = str_member(json_object_array_get_idx(tools, i), "name");
+    const char *t = atl__mcp_str(json_object_array_get_idx(tools, i), "name");
     known = t != NULL && strcmp(t, name) == 0;
   }
   json_object_put(tools);
@@ -291,7 +282,7 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
   json_object *ok = NULL, *result = NULL, *images = NULL;
   json_object_object_get_ex(env, "success", &ok);
   if (!json_object_get_boolean(ok)) {
-    const char *e = str_member(env, "error");
+    const char *e = atl__mcp_str(env, "error");
     answer = tool_error(id, era, e ? e : "the tool failed without a message");
     goto out;
   }

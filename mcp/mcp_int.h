@@ -42,6 +42,8 @@ json_object *atl__mcp_error(json_object *id, int code, json_object *data,
 json_object *atl__mcp_result(json_object *id, json_object *result,
                              const atl_mcp_era_t *era);
 json_object *atl__mcp_server_info(void);
+/* o's member key when it is a string (borrowed from o), else NULL. */
+const char *atl__mcp_str(json_object *o, const char *key);
 
 /* mcp_call.c */
 json_object *atl__mcp_tools_list(atl_mcp_t *m, json_object *id,
