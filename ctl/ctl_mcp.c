@@ -36,7 +36,6 @@ typedef struct call_s {
   json_object *msg; /* the tools/call request */
   char *key;        /* its id as JSON text, for notifications/cancelled */
   int cancel_r, cancel_w;
-  pthread_t thread;
 } call_t;
 
 static atl_mcp_t *server;
@@ -60,15 +59,7 @@ static void send_msg(json_object *o) {
   pthread_mutex_unlock(&out_mu);
 }
 
-static void *call_main(void *arg) {
-  call_t *k = arg;
-  atl_mcp_req_t r = {.cancel_fd = k->cancel_r};
-  json_object *answer = atl_mcp_handle(server, k->msg, &r);
-  if (answer != NULL && !r.cancelled)
-    send_msg(answer);
-  json_object_put(answer);
-  if (r.daemon_gone)
-    gone = 1;
+static void unlink_call(call_t *k) {
   pthread_mutex_lock(&calls_mu);
   for (call_t **p = &calls; *p; p = &(*p)->next)
     if (*p == k) {
@@ -78,6 +69,18 @@ static void *call_main(void *arg) {
   n_calls--;
   pthread_cond_broadcast(&calls_cv);
   pthread_mutex_unlock(&calls_mu);
+}
+
+static void *call_main(void *arg) {
+  call_t *k = arg;
+  atl_mcp_req_t r = {.cancel_fd = k->cancel_r};
+  json_object *answer = atl_mcp_handle(server, k->msg, &r);
+  if (answer != NULL && !r.cancelled)
+    send_msg(answer);
+  json_object_put(answer);
+  if (r.daemon_gone)
+    gone = 1;
+  unlink_call(k);
   close(k->cancel_r);
   if (k->cancel_w >= 0)
     close(k->cancel_w);
@@ -114,37 +117,43 @@ static void cancel_all(void) {
   pthread_mutex_unlock(&calls_mu);
 }
 
+/* A call this transport cannot take on: the client may try again. */
+static void refuse_call(json_object *id, const char *why) {
+  char text[200];
+  snprintf(text, sizeof(text),
+           "Internal error: %s (at most %d tool calls at once)", why,
+           MAX_CALLS);
+  json_object *err = json_object_new_object();
+  json_object_object_add(err, "code", json_object_new_int(-32603));
+  json_object_object_add(err, "message", json_object_new_string(text));
+  json_object *e = json_object_new_object();
+  json_object_object_add(e, "jsonrpc", json_object_new_string("2.0"));
+  json_object_object_add(e, "id", json_object_get(id));
+  json_object_object_add(e, "error", err);
+  send_msg(e);
+  json_object_put(e);
+}
+
 /* Starts a tools/call on a thread of its own (msg taken). */
 static void start_call(json_object *msg) {
   json_object *id = NULL;
   json_object_object_get_ex(msg, "id", &id);
-  call_t *k = calloc(1, sizeof(*k));
-  int fds[2] = {-1, -1};
   pthread_mutex_lock(&calls_mu);
   int full = n_calls >= MAX_CALLS;
   pthread_mutex_unlock(&calls_mu);
-  if (k == NULL || full || pipe2(fds, O_CLOEXEC) != 0) {
-    json_object *e = json_object_new_object();
-    /* The client's own fault or the machine's: either way it may retry. */
-    char text[200];
-    snprintf(text, sizeof(text),
-             "Internal error: %s (at most %d tool calls at once)",
-             full ? "too many tool calls in flight" : "out of resources",
-             MAX_CALLS);
-    json_object *err = json_object_new_object();
-    json_object_object_add(err, "code", json_object_new_int(-32603));
-    json_object_object_add(err, "message", json_object_new_string(text));
-    json_object_object_add(e, "jsonrpc", json_object_new_string("2.0"));
-    json_object_object_add(e, "id", json_object_get(id));
-    json_object_object_add(e, "error", err);
-    send_msg(e);
-    json_object_put(e);
+  call_t *k = full ? NULL : calloc(1, sizeof(*k));
+  int fds[2] = {-1, -1};
+  char *key = k ? strdup(id_key(id)) : NULL;
+  if (k == NULL || key == NULL || pipe2(fds, O_CLOEXEC) != 0) {
+    refuse_call(id, full ? "too many tool calls in flight"
+                         : "out of memory or descriptors");
     json_object_put(msg);
+    free(key);
     free(k);
     return;
   }
   k->msg = msg;
-  k->key = strdup(id_key(id));
+  k->key = key;
   k->cancel_r = fds[0];
   k->cancel_w = fds[1];
   pthread_mutex_lock(&calls_mu);
@@ -155,8 +164,19 @@ static void start_call(json_object *msg) {
   pthread_attr_t a;
   pthread_attr_init(&a);
   pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&k->thread, &a, call_main, k) != 0)
-    call_main(k); /* no thread to spare: answer it here */
+  /* The thread frees k: its id goes to a local, never into k. */
+  pthread_t tid;
+  if (pthread_create(&tid, &a, call_main, k) != 0) {
+    /* Answered at once rather than run here, where it would hold up
+     * every other message (a ping, a cancel) for as long as it runs. */
+    unlink_call(k);
+    refuse_call(id, "no thread to run it on");
+    close(k->cancel_r);
+    close(k->cancel_w);
+    json_object_put(k->msg);
+    free(k->key);
+    free(k);
+  }
   pthread_attr_destroy(&a);
 }
 
@@ -282,10 +302,11 @@ int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
   free(buf);
   /* stdin closed: the calls in flight are answered first (a script that
    * pipes in one call and closes wants its answer). A client that wants
-   * us gone sooner sends SIGTERM, as the spec's shutdown does; our
-   * connections then close and atelierd stops a render in flight. When
-   * atelierd is gone there is nothing to wait for. */
-  if (gone || write_failed)
+   * us gone sooner sends SIGTERM, as the spec's shutdown does (atelierd
+   * then finishes the call on its own: doc/mcp.md, "Limits"). When
+   * atelierd is gone the other calls fail at once and answer so. Only
+   * when nothing can be written any more are they dropped. */
+  if (write_failed)
     cancel_all();
   pthread_mutex_lock(&calls_mu);
   while (n_calls > 0)

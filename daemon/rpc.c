@@ -556,7 +556,9 @@ static void call_got(atl_daemon_t *d, atl_session_t *s, int status,
 }
 
 /* tool.call's "via": who made the call, for the page (an MCP client's
- * name), so one line of printable text. */
+ * name). Printable ASCII only: a bidirectional override or a zero-width
+ * character could make one client pass for another there, and a C1
+ * control would reach terminals through atelierctl. */
 #define VIA_MAX 160
 
 static int via_ok(json_object *v) {
@@ -567,7 +569,7 @@ static int via_ok(json_object *v) {
   if (n == 0 || n > VIA_MAX)
     return 0;
   for (size_t i = 0; i < n; i++)
-    if (s[i] < 0x20 || s[i] == 0x7f)
+    if (s[i] < 0x20 || s[i] > 0x7e)
       return 0;
   return 1;
 }
@@ -598,8 +600,8 @@ static void m_tool_call(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   json_object *via = NULL;
   if (json_object_object_get_ex(p, "via", &via) && !via_ok(via)) {
     atl_rpc_invalid(d, c,
-                    "\"via\" must say who makes the call: a string of 1 to "
-                    "%d bytes without control characters",
+                    "\"via\" must say who makes the call: 1 to %d "
+                    "printable ASCII characters",
                     VIA_MAX);
     return;
   }

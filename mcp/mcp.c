@@ -30,8 +30,10 @@ atl_mcp_t *atl_mcp_new(const atl_mcp_config_t *cfg) {
   pthread_mutex_init(&m->mu, NULL);
   m->socket_path = strdup(cfg->socket_path ? cfg->socket_path : "");
   m->via = strdup(cfg->via ? cfg->via : "MCP");
-  if (cfg->session != NULL)
+  if (cfg->session != NULL) {
     snprintf(m->session, sizeof(m->session), "%s", cfg->session);
+    m->fixed_session = 1;
+  }
   m->call_timeout_ms =
       cfg->call_timeout_ms > 0 ? cfg->call_timeout_ms : 10 * 60 * 1000;
   if (m->socket_path == NULL || m->via == NULL) {
@@ -47,7 +49,7 @@ void atl_mcp_free(atl_mcp_t *m) {
   pthread_mutex_destroy(&m->mu);
   free(m->socket_path);
   free(m->via);
-  json_object_put(m->tools);
+  free(m->tool_names);
   free(m);
 }
 

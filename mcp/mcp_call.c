@@ -26,9 +26,24 @@ static int connect_daemon(atl_mcp_t *m, atl_rpcc_t *c, int cancel_fd) {
   return atl_rpcc_connect(c, m->socket_path);
 }
 
-/* The answer when atelierd cannot be reached or went away mid-request. */
-static json_object *daemon_gone(json_object *id, atl_rpcc_t *c,
-                                atl_mcp_req_t *r) {
+/* The answer to a request whose exchange with atelierd failed (rc, from
+ * atl_rpcc_call; ATL_RPCC_TRANSPORT for a failed connect): none when the
+ * client cancelled it meanwhile (its pipe closed: "SHOULD NOT respond"),
+ * an internal error naming what atelierd refused, or, when atelierd
+ * cannot be reached or went away, an internal error that also tells the
+ * transport to stop. */
+static json_object *failed(json_object *id, atl_rpcc_t *c, int rc,
+                           const char *what, atl_mcp_req_t *r) {
+  if (c->watch_closed) {
+    r->cancelled = 1;
+    return NULL;
+  }
+  if (rc == ATL_RPCC_ERROR) {
+    r->http_status = 500;
+    return atl__mcp_error(id, -32603, NULL,
+                          "Internal error: atelierd refused %s: %s", what,
+                          c->err_message ? c->err_message : "no reason given");
+  }
   r->daemon_gone = 1;
   r->http_status = 502;
   return atl__mcp_error(id, -32603, NULL,
@@ -37,32 +52,73 @@ static json_object *daemon_gone(json_object *id, atl_rpcc_t *c,
 }
 
 /* atelierd's tool list in MCP's form (tool.list {"wire": "mcp"}): a new
- * reference, kept in m->tools as well; NULL with c->errmsg set. */
-static json_object *fetch_tools(atl_mcp_t *m, atl_rpcc_t *c) {
+ * array, or NULL with *rc saying why. The names are kept (m->tool_names)
+ * for tools/call to check against; the list itself is never shared
+ * between threads, since json-c's reference counts are not atomic. */
+static json_object *fetch_tools(atl_mcp_t *m, atl_rpcc_t *c, int *rc) {
   json_object *params = json_object_new_object();
   json_object_object_add(params, "wire", json_object_new_string("mcp"));
   json_object *tools = NULL;
-  int rc = atl_rpcc_call(c, "tool.list", params, QUICK_MS, &tools);
-  if (rc == ATL_RPCC_ERROR)
-    snprintf(c->errmsg, sizeof(c->errmsg), "tool.list: %s",
-             c->err_message ? c->err_message : "refused");
-  if (rc != ATL_RPCC_OK || !json_object_is_type(tools, json_type_array)) {
+  *rc = atl_rpcc_call(c, "tool.list", params, QUICK_MS, &tools);
+  if (*rc == ATL_RPCC_OK && !json_object_is_type(tools, json_type_array)) {
+    snprintf(c->errmsg, sizeof(c->errmsg),
+             "tool.list answered something other than a list");
+    *rc = ATL_RPCC_TRANSPORT;
+  }
+  if (*rc != ATL_RPCC_OK) {
     json_object_put(tools);
     return NULL;
   }
-  pthread_mutex_lock(&m->mu);
-  json_object_put(m->tools);
-  m->tools = json_object_get(tools);
-  pthread_mutex_unlock(&m->mu);
+  /* "\nname\nname\n": a name is known when "\nname\n" is in it. */
+  size_t n = json_object_array_length(tools), len = 2;
+  for (size_t i = 0; i < n; i++) {
+    const char *t = atl__mcp_str(json_object_array_get_idx(tools, i), "name");
+    len += t ? strlen(t) + 1 : 0;
+  }
+  char *names = malloc(len), *w = names;
+  if (names != NULL) {
+    *w++ = '\n';
+    for (size_t i = 0; i < n; i++) {
+      const char *t = atl__mcp_str(json_object_array_get_idx(tools, i), "name");
+      if (t != NULL)
+        w += sprintf(w, "%s\n", t);
+    }
+    *w = '\0';
+    pthread_mutex_lock(&m->mu);
+    free(m->tool_names);
+    m->tool_names = names;
+    pthread_mutex_unlock(&m->mu);
+  }
   return tools;
 }
 
-/* The tool list, from the cache when there is one. */
-static json_object *tools_of(atl_mcp_t *m, atl_rpcc_t *c) {
-  pthread_mutex_lock(&m->mu);
-  json_object *t = m->tools ? json_object_get(m->tools) : NULL;
-  pthread_mutex_unlock(&m->mu);
-  return t ? t : fetch_tools(m, c);
+/* 1 when name is one of the tools tools/list gives, 0 when not, -1 when
+ * the list could not be had (*rc says why). */
+static int tool_known(atl_mcp_t *m, atl_rpcc_t *c, const char *name, int *rc) {
+  *rc = ATL_RPCC_OK;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    pthread_mutex_lock(&m->mu);
+    int known = -1;
+    if (m->tool_names != NULL) {
+      size_t n = strlen(name);
+      known = 0;
+      /* The list starts with a newline, and name has none: a match is
+       * never at its first byte. */
+      for (const char *p = m->tool_names;
+           n > 0 && strchr(name, '\n') == NULL && (p = strstr(p, name)) != NULL;
+           p++)
+        if (p[-1] == '\n' && p[n] == '\n')
+          known = 1;
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (known >= 0)
+      return known;
+    json_object *tools = fetch_tools(m, c, rc);
+    if (tools == NULL)
+      return -1;
+    json_object_put(tools);
+  }
+  return -1;
 }
 
 json_object *atl__mcp_tools_list(atl_mcp_t *m, json_object *id,
@@ -82,8 +138,10 @@ json_object *atl__mcp_tools_list(atl_mcp_t *m, json_object *id,
   }
   atl_rpcc_t c;
   json_object *tools = NULL;
-  if (connect_daemon(m, &c, -1) != 0 || (tools = fetch_tools(m, &c)) == NULL) {
-    json_object *e = daemon_gone(id, &c, r);
+  int rc = ATL_RPCC_TRANSPORT;
+  if (connect_daemon(m, &c, r->cancel_fd) != 0 ||
+      (tools = fetch_tools(m, &c, &rc)) == NULL) {
+    json_object *e = failed(id, &c, rc, "tool.list", r);
     atl_rpcc_close(&c);
     return e;
   }
@@ -98,7 +156,7 @@ json_object *atl__mcp_tools_list(atl_mcp_t *m, json_object *id,
 }
 
 /* The session the calls go to, made at the first call when the server was
- * given none. 0 with out set, or -1 with c->errmsg. */
+ * given none. ATL_RPCC_OK with out set, or why not (atl_rpcc_call's). */
 static int session_of(atl_mcp_t *m, atl_rpcc_t *c, char *out, size_t size) {
   static pthread_mutex_t making = PTHREAD_MUTEX_INITIALIZER;
   /* One maker at a time, so that two first calls at once share one
@@ -107,7 +165,7 @@ static int session_of(atl_mcp_t *m, atl_rpcc_t *c, char *out, size_t size) {
   pthread_mutex_lock(&m->mu);
   snprintf(out, size, "%s", m->session);
   pthread_mutex_unlock(&m->mu);
-  int rc = 0;
+  int rc = ATL_RPCC_OK;
   if (out[0] == '\0') {
     json_object *res = NULL;
     rc = atl_rpcc_call(c, "session.create", NULL, QUICK_MS, &res);
@@ -117,12 +175,10 @@ static int session_of(atl_mcp_t *m, atl_rpcc_t *c, char *out, size_t size) {
       snprintf(m->session, sizeof(m->session), "%s", sid);
       pthread_mutex_unlock(&m->mu);
       snprintf(out, size, "%s", sid);
-      rc = 0;
-    } else {
-      if (rc == ATL_RPCC_ERROR)
-        snprintf(c->errmsg, sizeof(c->errmsg), "session.create: %s",
-                 c->err_message ? c->err_message : "refused");
-      rc = -1;
+    } else if (rc == ATL_RPCC_OK) {
+      snprintf(c->errmsg, sizeof(c->errmsg),
+               "session.create answered without an id");
+      rc = ATL_RPCC_TRANSPORT;
     }
     json_object_put(res);
   }
@@ -150,7 +206,7 @@ static json_object *tool_error(json_object *id, const atl_mcp_era_t *era,
 
 /* The images a call attached, as image blocks (fetched with image.get,
  * whose base64 MCP takes as it is) and a line each saying what they are.
- * -1 when atelierd went away meanwhile. */
+ * -1 when the exchange with atelierd broke (gone, or the call cancelled). */
 static int add_images(atl_rpcc_t *c, json_object *images, json_object *content,
                       const char *session) {
   size_t n = json_object_array_length(images);
@@ -214,34 +270,25 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
         json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN));
   }
   atl_rpcc_t c;
-  json_object *answer = NULL, *tools = NULL, *env = NULL;
+  json_object *answer = NULL, *env = NULL;
+  const char *what = "tool.list";
   char sid[33];
+  int rc = ATL_RPCC_TRANSPORT, known = -1;
   if (connect_daemon(m, &c, r->cancel_fd) != 0 ||
-      (tools = tools_of(m, &c)) == NULL)
-    goto gone;
-  int known = 0;
-  for (size_t i = 0; i < json_object_array_length(tools) && !known; i++) {
-    const char *t = atl__mcp_str(json_object_array_get_idx(tools, i), "name");
-    known = t != NULL && strcmp(t, name) == 0;
-  }
-  json_object_put(tools);
+      (known = tool_known(m, &c, name, &rc)) < 0)
+    goto failed;
   if (!known) {
     /* A protocol error, as the spec's own example: the tool is not one
      * of the list, so the call cannot be a model's mistake in its
      * arguments. */
-    r->http_status = 200;
     answer =
         atl__mcp_error(id, -32602, NULL,
                        "Unknown tool: %s (tools/list names the tools)", name);
     goto out;
   }
-  if (session_of(m, &c, sid, sizeof(sid)) != 0) {
-    if (c.err_code != 0) {
-      answer = tool_error(id, era, c.errmsg);
-      goto out;
-    }
-    goto gone;
-  }
+  what = "session.create";
+  if ((rc = session_of(m, &c, sid, sizeof(sid))) != ATL_RPCC_OK)
+    goto failed;
   char via[256];
   pthread_mutex_lock(&m->mu);
   if (m->client[0])
@@ -255,30 +302,29 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
   json_object_object_add(
       p, "arguments", args ? json_object_get(args) : json_object_new_object());
   json_object_object_add(p, "via", json_object_new_string(via));
-  int rc = atl_rpcc_call(&c, "tool.call", p, m->call_timeout_ms, &env);
-  if (rc == ATL_RPCC_TRANSPORT) {
-    if (c.watch_closed) {
-      /* Cancelled: "SHOULD NOT respond". atelierd sees the connection
-       * close and stops a long call (doc/api.md, tool.call). */
-      r->cancelled = 1;
-      goto out;
-    }
-    goto gone;
-  }
-  if (rc == ATL_RPCC_ERROR) {
-    char msg[700];
-    if (c.err_code == ATL_RPCC_NO_SESSION)
-      snprintf(msg, sizeof(msg),
-               "Atelier's session %s is gone (deleted): nothing can be "
-               "called in it. Start atelierctl mcp again without --session "
-               "for a new one.",
-               sid);
-    else
-      snprintf(msg, sizeof(msg), "%s",
-               c.err_message ? c.err_message : "atelierd refused the call");
+  what = "tool.call";
+  rc = atl_rpcc_call(&c, "tool.call", p, m->call_timeout_ms, &env);
+  if (rc == ATL_RPCC_ERROR && c.err_code == ATL_RPCC_NO_SESSION) {
+    char msg[400];
+    pthread_mutex_lock(&m->mu);
+    /* Under --new the next call makes another; a session the person
+     * named is not swapped for one they did not ask for. */
+    int fixed = m->fixed_session;
+    if (!fixed && strcmp(m->session, sid) == 0)
+      m->session[0] = '\0';
+    pthread_mutex_unlock(&m->mu);
+    snprintf(msg, sizeof(msg),
+             fixed ? "Atelier's session %s is gone (deleted): nothing can be "
+                     "called in it. Start atelierctl mcp again with another "
+                     "--session, or with --new."
+                   : "Atelier's session %s is gone (deleted); the next call "
+                     "makes a new one.",
+             sid);
     answer = tool_error(id, era, msg);
     goto out;
   }
+  if (rc != ATL_RPCC_OK)
+    goto failed;
   json_object *ok = NULL, *result = NULL, *images = NULL;
   json_object_object_get_ex(env, "success", &ok);
   if (!json_object_get_boolean(ok)) {
@@ -296,11 +342,13 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
                               result, JSON_C_TO_STRING_PLAIN |
                                           JSON_C_TO_STRING_NOSLASHESCAPE)
                         : "{}"));
+  what = "image.get";
   if (json_object_object_get_ex(env, "images", &images) &&
       json_object_is_type(images, json_type_array) &&
       add_images(&c, images, content, sid) != 0) {
     json_object_put(content);
-    goto gone;
+    rc = ATL_RPCC_TRANSPORT;
+    goto failed;
   }
   json_object *res = json_object_new_object();
   json_object_object_add(res, "content", content);
@@ -308,8 +356,8 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
     json_object_object_add(res, "structuredContent", json_object_get(result));
   answer = atl__mcp_result(id, res, era);
   goto out;
-gone:
-  answer = daemon_gone(id, &c, r);
+failed:
+  answer = failed(id, &c, rc, what, r);
 out:
   json_object_put(env);
   atl_rpcc_close(&c);

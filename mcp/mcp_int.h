@@ -24,7 +24,8 @@ struct atl_mcp_s {
   int call_timeout_ms;
   char client[65];         /* the client's name, for "via" */
   char legacy_version[16]; /* what initialize agreed, "" before it */
-  json_object *tools;      /* the last tools/list from atelierd, or NULL */
+  int fixed_session;       /* the session was given (--session) */
+  char *tool_names;        /* "\nname\n...": the last tools/list's, or NULL */
 };
 
 /* The era one request is served in. */

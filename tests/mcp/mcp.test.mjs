@@ -7,8 +7,8 @@
 //
 // Run by tests/integration/test_mcp.py, which starts the real atelierd
 // and passes ATL_MCP_CTL (atelierctl), ATL_MCP_SOCKET (api.sock) and
-// ATL_MCP_SESSION (an existing session). Prints "ok N - ..." lines and a
-// JSON line "#result {...}" with what the Python side checks in the store.
+// ATL_MCP_SESSION (an existing session). Prints "ok N - ..." lines; the
+// Python side then checks the session's events and document.
 import assert from 'node:assert/strict';
 
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
@@ -22,7 +22,6 @@ const SESSION = process.env.ATL_MCP_SESSION;
 
 let n = 0;
 let failed = 0;
-const results = {};
 
 async function check(name, fn) {
   n++;
@@ -147,6 +146,5 @@ await check('--new: a session of its own, made at the first call', async () => {
   await client.close();
 });
 
-console.log('#result ' + JSON.stringify(results));
 console.log(`# ${n - failed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
