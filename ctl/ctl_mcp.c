@@ -302,8 +302,8 @@ int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
   free(buf);
   /* stdin closed: the calls in flight are answered first (a script that
    * pipes in one call and closes wants its answer). A client that wants
-   * us gone sooner sends SIGTERM, as the spec's shutdown does (atelierd
-   * then finishes the call on its own: doc/mcp.md, "Limits"). When
+   * us gone sooner sends SIGTERM, as the spec's shutdown does: our
+   * connections close and atelierd stops a render in flight. When
    * atelierd is gone the other calls fail at once and answer so. Only
    * when nothing can be written any more are they dropped. */
   if (write_failed)

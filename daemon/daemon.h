@@ -218,6 +218,12 @@ void atl_toolcall_next(atl_daemon_t *d, atl_session_t *s);
  * render), to stop: its call_cancelled() turns 1. Shorter calls are left
  * to finish. Returns 1 if a call was asked. */
 int atl_toolcall_cancel_long(atl_session_t *s);
+/* The same, only if the running call is the one whose done callback gets
+ * user (a tool.call whose client went away). */
+int atl_toolcall_cancel_long_of(atl_session_t *s, void *user);
+/* The session with id if it is loaded (no reference taken), else NULL.
+ * Loop thread. */
+atl_session_t *atl_session_loaded(atl_daemon_t *d, const char *id);
 /* Fails every queued call of s (session deleted or shutting down). */
 void atl_toolcall_drain(atl_daemon_t *d, atl_session_t *s, int rpc_status);
 
@@ -316,6 +322,11 @@ struct atl_rpc_call_s {
   uint64_t t0_ns;
   struct atl_series_s *series;
   int failed;
+  /* Run once if the connection closes before the answer is ready: the
+   * client gave up (an MCP client's cancel), so what it asked for may
+   * stop. key is the method's own (tool.call: the session id). */
+  void (*on_abandon)(atl_daemon_t *d, atl_rpc_call_t *c);
+  char abandon_key[40];
 };
 /* Counts c's latency, when it is answered, in s. */
 void atl_rpc_call_measure(atl_rpc_call_t *c, struct atl_series_s *s);

@@ -536,6 +536,13 @@ static void call_done(atl_daemon_t *d, int rpc_status, const char *envelope,
     atl_rpc_reply_error(d, c, rpc_status, "internal error", NULL);
 }
 
+static void tool_call_abandoned(atl_daemon_t *d, atl_rpc_call_t *c) {
+  atl_session_t *s = atl_session_loaded(d, c->abandon_key);
+  if (s != NULL && atl_toolcall_cancel_long_of(s, c))
+    atl_log_kv(ATL_LOG_INFO, "tool call cancelled: its client left", "session",
+               s->id, NULL);
+}
+
 static void call_got(atl_daemon_t *d, atl_session_t *s, int status,
                      void *user) {
   call_req_t *cr = user;
@@ -545,6 +552,11 @@ static void call_got(atl_daemon_t *d, atl_session_t *s, int status,
     atl_rpc_reply_error(d, cr->c, ATL_RPC_SHUTTING_DOWN,
                         "the daemon is shutting down", NULL);
   } else {
+    /* A long call (a render) stops when its client leaves before the
+     * answer: nobody is left to see it, and the session's next calls
+     * wait behind it. Set before the start: a fast call answers in it. */
+    cr->c->on_abandon = tool_call_abandoned;
+    snprintf(cr->c->abandon_key, sizeof(cr->c->abandon_key), "%s", s->id);
     atl_toolcall_start(d, s, cr->tool, NULL, cr->via, cr->args, 1, call_done,
                        cr->c);
     cr->args = NULL;

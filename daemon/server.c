@@ -126,7 +126,14 @@ static void conn_close(atl_conn_t *c) {
     fn(c->stream_arg);
   }
   /* Requests still running keep their cells; they are freed as they
-   * finish, with nobody left to answer. */
+   * finish, with nobody left to answer. Those that can stop early are
+   * told the client left (a render nobody waits for). */
+  for (atl_rpc_call_t *r = c->head; r != NULL; r = r->next)
+    if (!r->ready && r->on_abandon != NULL) {
+      void (*fn)(atl_daemon_t *, atl_rpc_call_t *) = r->on_abandon;
+      r->on_abandon = NULL;
+      fn(srv->d, r);
+    }
   uv_close((uv_handle_t *)&c->pipe, conn_closed);
 }
 

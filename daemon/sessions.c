@@ -44,6 +44,11 @@ static atl_session_t *lookup(atl_daemon_t *d, const char *id) {
   return NULL;
 }
 
+atl_session_t *atl_session_loaded(atl_daemon_t *d, const char *id) {
+  atl_session_t *s = lookup(d, id);
+  return s != NULL && !s->deleted ? s : NULL;
+}
+
 static void lru_unlink(atl_daemon_t *d, atl_session_t *s) {
   if (s->lru_prev)
     s->lru_prev->lru_next = s->lru_next;

@@ -868,6 +868,13 @@ int atl_toolcall_cancel_long(atl_session_t *s) {
   return 1;
 }
 
+int atl_toolcall_cancel_long_of(atl_session_t *s, void *user) {
+  atl_call_job_t *j = s->running;
+  if (j == NULL || j->user != user)
+    return 0;
+  return atl_toolcall_cancel_long(s);
+}
+
 int atl__call_cancelled(const atl_call_t *call) {
   atl_call_job_t *j = atl__job_of(call);
   if (j == NULL || atomic_load(&j->cancelled))

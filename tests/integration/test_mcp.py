@@ -294,7 +294,7 @@ def _(ctx):
     assert status == 0
 
 
-@check("notifications/cancelled on a render in flight: no answer for it, the server answers the rest and exits cleanly")
+@check("notifications/cancelled on a render in flight: no answer for it, atelierd stops the render, the server answers the rest and exits cleanly")
 def _(ctx):
     c = Daemon("mcp-cancel", "[render]\nworkers = 1\n")
     try:
@@ -302,16 +302,26 @@ def _(ctx):
         s = Stdio(c, "--session", sid)
         assert "result" in s.ask(req(1, "tools/call", {
             "name": "create_shape", "arguments": shape(0)}))
-        # A render of seconds (its budget ends it: atelierd finishes a
-        # cancelled call on its own, doc/mcp.md "Limits").
+        # A render of a minute or more on one worker...
         s.send(req(2, "tools/call", {"name": "render_scene", "arguments": {
             "width": 800, "height": 600, "samples": 4096,
-            "noise_threshold": 0, "max_seconds": 4}}))
+            "noise_threshold": 0}}))
         progress_seen(c, sid)
+        t0 = time.monotonic()
         s.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                 "params": {"requestId": 2, "reason": "the user pressed Esc"}})
         assert s.ask(req(3, "ping")) == {"jsonrpc": "2.0", "id": 3,
                                          "result": {}}
+        # ...stopped in atelierd too: its tool.finished says so, soon.
+        fin = None
+        while fin is None and time.monotonic() - t0 < 20:
+            fin = next((e["data"] for e in c.events(sid)
+                        if e["type"] == "tool.finished" and
+                        e["data"]["operation"]["tool"] == "render_scene"),
+                       None)
+            time.sleep(0.1)
+        assert fin is not None, "the render went on after the cancel"
+        assert fin["success"] is False and "cancelled" in fin["error"], fin
         s.quiet(1.0)
         status, err = s.close()
         assert status == 0, (status, err)
