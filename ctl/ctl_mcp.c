@@ -71,9 +71,15 @@ static void unlink_call(call_t *k) {
   pthread_mutex_unlock(&calls_mu);
 }
 
+/* A call's notifications (progress), from the thread that follows it. */
+static void notify(void *user, json_object *msg) {
+  (void)user;
+  send_msg(msg);
+}
+
 static void *call_main(void *arg) {
   call_t *k = arg;
-  atl_mcp_req_t r = {.cancel_fd = k->cancel_r};
+  atl_mcp_req_t r = {.cancel_fd = k->cancel_r, .notify = notify};
   json_object *answer = atl_mcp_handle(server, k->msg, &r);
   if (answer != NULL && !r.cancelled)
     send_msg(answer);

@@ -60,6 +60,12 @@ typedef struct {
    * of a pipe whose write end the transport closes on
    * notifications/cancelled), or -1. */
   int cancel_fd;
+  /* Sends a notification that belongs to this request (a tools/call's
+   * notifications/progress, when the client gave a progressToken), from
+   * another thread, always before atl_mcp_handle() returns; msg is
+   * borrowed. NULL: the transport sends none. */
+  void (*notify)(void *user, json_object *msg);
+  void *notify_user;
   /* Set by atl_mcp_handle(): the HTTP status the answer goes with (200,
    * 202 for a notification, 400 for a malformed request, 404 for an
    * unknown method in the modern era). */

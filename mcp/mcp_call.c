@@ -2,9 +2,12 @@
  * them, in MCP's shapes (../shared/anchors/mcp.md §4). */
 #include "atl-build.h"
 
+#include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mcp_int.h"
 #include "rpc_client.h"
@@ -249,6 +252,159 @@ static int add_images(atl_rpcc_t *c, json_object *images, json_object *content,
   return 0;
 }
 
+/* ---- progress ----
+ *
+ * A client that sends a progressToken with a tools/call is told how the
+ * call goes: the session's render.progress and tool.progress events of
+ * that tool, read on a connection of their own while the call runs, as
+ * notifications/progress ({progress, total: 100, message}), each with
+ * more progress than the last ("MUST increase"), and none after the
+ * answer. A session runs its calls one at a time, so the tool's events in
+ * that window are the call's. */
+
+typedef struct {
+  atl_mcp_t *m;
+  const atl_mcp_req_t *r;
+  json_object *token; /* a copy of the client's progressToken */
+  char sid[33];
+  char tool[80];
+  int64_t after;      /* the session's last event before the call */
+  int stop_r, stop_w; /* closing stop_w ends the follower's wait */
+  pthread_t thread;
+  double sent; /* the last progress sent */
+} follow_t;
+
+static void follow_event(follow_t *f, json_object *ev) {
+  const char *type = atl__mcp_str(ev, "type");
+  json_object *data = NULL, *fr = NULL;
+  if (type == NULL ||
+      (strcmp(type, "render.progress") != 0 &&
+       strcmp(type, "tool.progress") != 0) ||
+      !json_object_object_get_ex(ev, "data", &data))
+    return;
+  const char *tool = atl__mcp_str(data, "tool");
+  if (tool != NULL && strcmp(tool, f->tool) != 0)
+    return;
+  if (!json_object_object_get_ex(data, "fraction", &fr))
+    return;
+  double p = floor(json_object_get_double(fr) * 1000.0 + 0.5) / 10.0;
+  if (!(p > f->sent) || p > 100.0)
+    return;
+  f->sent = p;
+  char msg[200];
+  const char *text = atl__mcp_str(data, "message");
+  json_object *pass = NULL, *passes = NULL;
+  if (text != NULL)
+    snprintf(msg, sizeof(msg), "%s: %s", f->tool, text);
+  else if (json_object_object_get_ex(data, "pass", &pass) &&
+           json_object_object_get_ex(data, "passes", &passes))
+    snprintf(msg, sizeof(msg), "%s: %.1f %% (pass %d of %d)", f->tool, p,
+             json_object_get_int(pass), json_object_get_int(passes));
+  else
+    snprintf(msg, sizeof(msg), "%s: %.1f %%", f->tool, p);
+  json_object *params = json_object_new_object();
+  json_object_object_add(params, "progressToken", json_object_get(f->token));
+  json_object_object_add(params, "progress", json_object_new_double(p));
+  json_object_object_add(params, "total", json_object_new_int(100));
+  json_object_object_add(params, "message", json_object_new_string(msg));
+  json_object *note = json_object_new_object();
+  json_object_object_add(note, "jsonrpc", json_object_new_string("2.0"));
+  json_object_object_add(note, "method",
+                         json_object_new_string("notifications/progress"));
+  json_object_object_add(note, "params", params);
+  f->r->notify(f->r->notify_user, note);
+  json_object_put(note);
+}
+
+static void *follow_main(void *arg) {
+  follow_t *f = arg;
+  atl_rpcc_t c;
+  if (connect_daemon(f->m, &c, f->stop_r) != 0) {
+    atl_rpcc_close(&c);
+    return NULL;
+  }
+  for (;;) {
+    json_object *p = json_object_new_object(), *res = NULL, *evs = NULL,
+                *last = NULL;
+    json_object_object_add(p, "session", json_object_new_string(f->sid));
+    json_object_object_add(p, "after_seq", json_object_new_int64(f->after));
+    json_object_object_add(p, "wait_ms", json_object_new_int(30000));
+    if (atl_rpcc_call(&c, "events.read", p, 40000, &res) != ATL_RPCC_OK)
+      break; /* stopped (the pipe closed), or atelierd went away */
+    if (json_object_object_get_ex(res, "events", &evs) &&
+        json_object_is_type(evs, json_type_array))
+      for (size_t i = 0; i < json_object_array_length(evs); i++)
+        follow_event(f, json_object_array_get_idx(evs, i));
+    if (json_object_object_get_ex(res, "last_seq", &last))
+      f->after = json_object_get_int64(last);
+    json_object_put(res);
+  }
+  atl_rpcc_close(&c);
+  return NULL;
+}
+
+/* Starts following the call's progress when the client asked for it and
+ * the transport can send it; NULL when not (or it cannot start: the call
+ * then goes without). c is the call's connection, used here once. */
+static follow_t *follow_start(atl_mcp_t *m, atl_rpcc_t *c, const char *sid,
+                              const char *tool, json_object *params,
+                              const atl_mcp_req_t *r) {
+  json_object *meta = NULL, *token = NULL;
+  if (r->notify == NULL || params == NULL ||
+      !json_object_object_get_ex(params, "_meta", &meta) ||
+      !json_object_is_type(meta, json_type_object) ||
+      !json_object_object_get_ex(meta, "progressToken", &token) ||
+      !(json_object_is_type(token, json_type_string) ||
+        json_object_is_type(token, json_type_int)))
+    return NULL;
+  /* Where the session's events stand now: an after_seq past the last
+   * event stands for it (events.read), and the answer says which. */
+  json_object *p = json_object_new_object(), *res = NULL, *last = NULL;
+  json_object_object_add(p, "session", json_object_new_string(sid));
+  json_object_object_add(p, "after_seq", json_object_new_int64(INT64_MAX));
+  json_object_object_add(p, "limit", json_object_new_int(1));
+  if (atl_rpcc_call(c, "events.read", p, QUICK_MS, &res) != ATL_RPCC_OK ||
+      !json_object_object_get_ex(res, "last_seq", &last)) {
+    json_object_put(res);
+    return NULL;
+  }
+  follow_t *f = calloc(1, sizeof(*f));
+  int fds[2];
+  if (f == NULL || pipe2(fds, O_CLOEXEC) != 0) {
+    free(f);
+    json_object_put(res);
+    return NULL;
+  }
+  f->m = m;
+  f->r = r;
+  f->after = json_object_get_int64(last);
+  json_object_put(res);
+  json_object_deep_copy(token, &f->token, NULL);
+  snprintf(f->sid, sizeof(f->sid), "%s", sid);
+  snprintf(f->tool, sizeof(f->tool), "%s", tool);
+  f->stop_r = fds[0];
+  f->stop_w = fds[1];
+  if (f->token == NULL || pthread_create(&f->thread, NULL, follow_main, f)) {
+    close(fds[0]);
+    close(fds[1]);
+    json_object_put(f->token);
+    free(f);
+    return NULL;
+  }
+  return f;
+}
+
+/* Stops following, before the call's answer goes: no progress after it. */
+static void follow_stop(follow_t *f) {
+  if (f == NULL)
+    return;
+  close(f->stop_w);
+  pthread_join(f->thread, NULL);
+  close(f->stop_r);
+  json_object_put(f->token);
+  free(f);
+}
+
 json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
                                  json_object *params, const atl_mcp_era_t *era,
                                  atl_mcp_req_t *r) {
@@ -303,7 +459,9 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
       p, "arguments", args ? json_object_get(args) : json_object_new_object());
   json_object_object_add(p, "via", json_object_new_string(via));
   what = "tool.call";
+  follow_t *follow = follow_start(m, &c, sid, name, params, r);
   rc = atl_rpcc_call(&c, "tool.call", p, m->call_timeout_ms, &env);
+  follow_stop(follow);
   if (rc == ATL_RPCC_ERROR && c.err_code == ATL_RPCC_NO_SESSION) {
     char msg[400];
     pthread_mutex_lock(&m->mu);

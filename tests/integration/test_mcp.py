@@ -272,6 +272,38 @@ def _(ctx):
     assert "no such session" in err, err
 
 
+@check("progress on raw lines: notifications/progress with the client's token, increasing, all before the answer and none after; none without a token")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    s = Stdio(d, "--session", sid)
+    s.ask(req(1, "tools/call", {"name": "create_shape",
+                                "arguments": shape(0)}))
+    render = {"width": 400, "height": 300, "samples": 256,
+              "noise_threshold": 0}
+    s.send(req(2, "tools/call", {"name": "render_scene", "arguments": render,
+                                 "_meta": {"progressToken": "tok-7"}}))
+    notes = []
+    while True:
+        m = s.read()
+        if m.get("id") == 2:
+            break
+        assert m["method"] == "notifications/progress", m
+        notes.append(m["params"])
+    assert "result" in m and not m["result"].get("isError"), m
+    assert notes, "no progress before the answer"
+    got = [n["progress"] for n in notes]
+    assert got == sorted(set(got)) and 0 < got[0] and got[-1] <= 100, got
+    assert all(n["progressToken"] == "tok-7" and n["total"] == 100
+               for n in notes), notes
+    s.quiet(0.5)
+    # Without a token, the answer alone.
+    r = s.ask(req(3, "tools/call", {"name": "render_scene",
+                                    "arguments": render}))
+    assert r["id"] == 3 and "result" in r, r
+    s.close()
+
+
 @check("calls at once (eight, a list and a ping): each answered under its own id")
 def _(ctx):
     s = Stdio(ctx["d"], "--new")

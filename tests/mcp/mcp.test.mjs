@@ -115,6 +115,38 @@ await check('the v2 client pinned to 2026-07-28 (modern, server/discover): the s
   await client.close();
 });
 
+/** A render of a second or two: long enough for render.progress events
+ *  (every 250 ms) to become notifications/progress. */
+const SLOW_RENDER = { width: 400, height: 300, samples: 256, noise_threshold: 0 };
+
+function progressOk(seen) {
+  assert.ok(seen.length >= 1, 'no progress notification');
+  for (let i = 0; i < seen.length; i++) {
+    assert.equal(seen[i].total, 100);
+    assert.ok(seen[i].progress > 0 && seen[i].progress <= 100, JSON.stringify(seen[i]));
+    if (i > 0) assert.ok(seen[i].progress > seen[i - 1].progress, 'progress must increase: ' + JSON.stringify(seen));
+    assert.match(seen[i].message, /^render_scene: /);
+  }
+}
+
+await check('progress: with a progressToken a render reports how it goes (v1 and v2 clients), increasing, before its answer', async () => {
+  const a = new ClientV1({ name: 'progress-v1', version: '1' });
+  await a.connect(new StdioV1(server('--session', SESSION)));
+  const seenA = [];
+  const ra = await a.callTool({ name: 'render_scene', arguments: SLOW_RENDER }, undefined,
+    { onprogress: (p) => seenA.push(p) });
+  assert.ok(!ra.isError, JSON.stringify(ra).slice(0, 300));
+  progressOk(seenA);
+  await a.close();
+  const b = new ClientV2({ name: 'progress-v2', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await b.connect(new StdioV2(server('--session', SESSION)));
+  const seenB = [];
+  const rb = await b.callTool({ name: 'render_scene', arguments: SLOW_RENDER }, { onprogress: (p) => seenB.push(p) });
+  assert.ok(!rb.isError, JSON.stringify(rb).slice(0, 300));
+  progressOk(seenB);
+  await b.close();
+});
+
 await check('the v2 client in auto mode settles on the modern era', async () => {
   const client = new ClientV2({ name: 'atelier-test-auto', version: '2.0.0' },
     { versionNegotiation: { mode: 'auto' } });
