@@ -7,6 +7,13 @@
  * costs little CPU next to the daemon on a small machine.
  *
  *   tool-call --socket PATH [--clients N] [--seconds S] [--sessions K]
+ *             [--mcp ATELIERCTL]
+ *
+ * --mcp makes each client an MCP client of its own `atelierctl mcp
+ * --session ID` process (issue 22), which it talks to over the child's
+ * stdin and stdout with MCP's tools/call (the legacy era, after
+ * initialize), so that the figures say what the MCP front costs next to
+ * the same calls straight over api.sock.
  *
  * --sessions K first makes sure the store holds K sessions (creating the
  * missing ones) and prints the daemon's RSS with them and the clients
@@ -14,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,13 +29,16 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "benchlib.h"
 
 typedef struct {
-  int fd;
+  int fd;  /* what the answers come on */
+  int wfd; /* what the requests go to: fd, or the MCP child's stdin */
+  pid_t pid;
   char session[33];
   char *req;
   size_t req_len;
@@ -58,6 +69,51 @@ static long daemon_rss_kb(int fd) {
   return bench_rss_kb(strtol(p + 6, NULL, 10));
 }
 
+/* An `atelierctl mcp` child for c's session, past initialize: c->fd
+ * becomes its stdout, c->wfd its stdin. */
+static void mcp_start(client_t *c, const char *ctl, const char *sock) {
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
+    perror("pipe");
+    exit(2);
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    perror("fork");
+    exit(2);
+  }
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    execl(ctl, ctl, "--socket", sock, "mcp", "--session", c->session,
+          (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  close(c->fd); /* the set-up connection: the child has its own */
+  c->pid = pid;
+  c->fd = out[0];
+  c->wfd = in[1];
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+      "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+      "\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}\n"
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+  bench_write_all(c->wfd, init, sizeof(init) - 1);
+  char line[4096];
+  size_t n = 0;
+  while (n < sizeof(line) - 1) { /* the initialize answer, one line */
+    ssize_t r = read(c->fd, line + n, 1);
+    if (r <= 0) {
+      fprintf(stderr, "tool-call: %s mcp did not answer initialize\n", ctl);
+      exit(2);
+    }
+    if (line[n++] == '\n')
+      break;
+  }
+}
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -65,7 +121,7 @@ static int cmp_u64(const void *a, const void *b) {
 
 static void send_req(client_t *c) {
   c->sent_ns = bench_now_ns();
-  if (write(c->fd, c->req, c->req_len) != (ssize_t)c->req_len) {
+  if (write(c->wfd, c->req, c->req_len) != (ssize_t)c->req_len) {
     perror("write");
     exit(2);
   }
@@ -76,6 +132,7 @@ int main(int argc, char **argv) {
   int nclients = 1;
   double seconds = 5;
   long want_sessions = 0;
+  const char *mcp = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
       sock = argv[++i];
@@ -85,9 +142,11 @@ int main(int argc, char **argv) {
       seconds = atof(argv[++i]);
     else if (strcmp(argv[i], "--sessions") == 0 && i + 1 < argc)
       want_sessions = atol(argv[++i]);
+    else if (strcmp(argv[i], "--mcp") == 0 && i + 1 < argc)
+      mcp = argv[++i];
     else {
       fprintf(stderr, "usage: tool-call --socket PATH [--clients N] "
-                      "[--seconds S] [--sessions K]\n");
+                      "[--seconds S] [--sessions K] [--mcp ATELIERCTL]\n");
       return 2;
     }
   }
@@ -108,13 +167,22 @@ int main(int argc, char **argv) {
   client_t *cl = calloc((size_t)nclients, sizeof(*cl));
   int ep = epoll_create1(EPOLL_CLOEXEC);
   for (int i = 0; i < nclients; i++) {
-    cl[i].fd = bench_dial(sock);
+    cl[i].fd = cl[i].wfd = bench_dial(sock);
     bench_new_session(cl[i].fd, cl[i].session);
-    if (asprintf(&cl[i].req,
-                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tool.call\","
-                 "\"params\":{\"session\":\"%s\",\"name\":\"echo\","
-                 "\"arguments\":{\"text\":\"hello from client %d\"}}}\n",
-                 cl[i].session, i) < 0)
+    if (mcp != NULL) {
+      mcp_start(&cl[i], mcp, sock);
+      if (asprintf(&cl[i].req,
+                   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/"
+                   "call\",\"params\":{\"name\":\"echo\",\"arguments\":"
+                   "{\"text\":\"hello from client %d\"}}}\n",
+                   i) < 0)
+        return 2;
+    } else if (asprintf(&cl[i].req,
+                        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                        "\"tool.call\",\"params\":{\"session\":\"%s\","
+                        "\"name\":\"echo\",\"arguments\":{\"text\":"
+                        "\"hello from client %d\"}}}\n",
+                        cl[i].session, i) < 0)
       return 2;
     cl[i].req_len = strlen(cl[i].req);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &cl[i]};
@@ -146,7 +214,9 @@ int main(int argc, char **argv) {
       char *nl = memchr(c->buf, '\n', c->len);
       if (nl == NULL)
         continue;
-      if (strstr(c->buf, "\"success\":true") == NULL)
+      if (mcp != NULL ? strstr(c->buf, "\"result\":{\"content\"") == NULL ||
+                            strstr(c->buf, "\"isError\"") != NULL
+                      : strstr(c->buf, "\"success\":true") == NULL)
         errors++;
       c->len = 0;
       if (n == cap) {
@@ -170,7 +240,11 @@ int main(int argc, char **argv) {
   if (want_sessions > 0)
     printf("daemon RSS after the run: %.1f MB\n", daemon_rss_kb(ctl) / 1024.0);
   for (int i = 0; i < nclients; i++) {
+    if (cl[i].wfd != cl[i].fd)
+      close(cl[i].wfd); /* the MCP child reads EOF and exits */
     close(cl[i].fd);
+    if (cl[i].pid > 0)
+      waitpid(cl[i].pid, NULL, 0);
     free(cl[i].req);
   }
   free(cl);

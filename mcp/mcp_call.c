@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +22,51 @@
  * and the rest of the result needs room. */
 #define IMAGE_INLINE_MAX (700 * 1024)
 
-/* A new connection to atelierd for one request, whose wait the hang-up of
- * cancel_fd ends. 0, or -1 with c->errmsg. */
+/* A connection to atelierd for one request, whose wait the hang-up of
+ * cancel_fd ends: an idle one of the pool, or a new one. Connecting for
+ * every call cost more than the call (accept, the peer's credentials);
+ * kept connections made MCP's echo calls several times faster
+ * (bench/README.md, mcp). 0, or -1 with c->errmsg. */
 static int connect_daemon(atl_mcp_t *m, atl_rpcc_t *c, int cancel_fd) {
+  for (;;) {
+    pthread_mutex_lock(&m->mu);
+    int have = m->n_idle > 0;
+    if (have)
+      *c = m->idle[--m->n_idle];
+    pthread_mutex_unlock(&m->mu);
+    if (!have)
+      break;
+    /* One atelierd closed (a restart, client.kill) answers nothing: a
+     * readable idle connection is an end of file, or bytes nobody asked
+     * for. Either way it goes; a call is never sent on it. */
+    struct pollfd pfd = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&pfd, 1, 0) == 0) {
+      c->watch_fd = cancel_fd;
+      c->watch_closed = 0;
+      return 0;
+    }
+    atl_rpcc_close(c);
+  }
   memset(c, 0, sizeof(*c));
   c->watch_fd = cancel_fd;
   return atl_rpcc_connect(c, m->socket_path);
+}
+
+/* Gives a connection back after its request: kept for the next when the
+ * exchange ended cleanly, else closed (a cancelled wait leaves an answer
+ * coming that nobody reads). */
+static void release_daemon(atl_mcp_t *m, atl_rpcc_t *c, int clean) {
+  if (clean && c->fd >= 0 && !c->watch_closed && c->len == 0) {
+    c->watch_fd = -1;
+    pthread_mutex_lock(&m->mu);
+    int kept = m->n_idle < ATL_MCP_IDLE_MAX;
+    if (kept)
+      m->idle[m->n_idle++] = *c;
+    pthread_mutex_unlock(&m->mu);
+    if (kept)
+      return;
+  }
+  atl_rpcc_close(c);
 }
 
 /* The answer to a request whose exchange with atelierd failed (rc, from
@@ -145,10 +185,10 @@ json_object *atl__mcp_tools_list(atl_mcp_t *m, json_object *id,
   if (connect_daemon(m, &c, r->cancel_fd) != 0 ||
       (tools = fetch_tools(m, &c, &rc)) == NULL) {
     json_object *e = failed(id, &c, rc, "tool.list", r);
-    atl_rpcc_close(&c);
+    release_daemon(m, &c, rc == ATL_RPCC_ERROR);
     return e;
   }
-  atl_rpcc_close(&c);
+  release_daemon(m, &c, 1);
   json_object *res = json_object_new_object();
   json_object_object_add(res, "tools", tools);
   if (era->modern) {
@@ -518,6 +558,7 @@ failed:
   answer = failed(id, &c, rc, what, r);
 out:
   json_object_put(env);
-  atl_rpcc_close(&c);
+  /* Clean: answered (an error answer too), not cut off mid-exchange. */
+  release_daemon(m, &c, rc == ATL_RPCC_OK || rc == ATL_RPCC_ERROR);
   return answer;
 }

@@ -5,6 +5,11 @@
 #include <pthread.h>
 
 #include "mcp.h"
+#include "rpc_client.h"
+
+/* Connections kept for the next calls: as many as calls run at once in a
+ * busy client, no more. */
+#define ATL_MCP_IDLE_MAX 16
 
 /* The modern revision, and the newest legacy one (../shared/anchors/mcp.md). */
 #define ATL_MCP_MODERN "2026-07-28"
@@ -26,6 +31,9 @@ struct atl_mcp_s {
   char legacy_version[16]; /* what initialize agreed, "" before it */
   int fixed_session;       /* the session was given (--session) */
   char *tool_names;        /* "\nname\n...": the last tools/list's, or NULL */
+  /* Idle connections to atelierd, kept between calls (mcp_call.c). */
+  atl_rpcc_t idle[ATL_MCP_IDLE_MAX];
+  int n_idle;
 };
 
 /* The era one request is served in. */
