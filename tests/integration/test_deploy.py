@@ -340,15 +340,25 @@ http {
         except OSError:
             assert n.poll() is None, open(ndir + "/stderr").read()
             time.sleep(0.05)
-    # The master listens before it forks its workers.
-    for _ in range(100):
+    # The master listens before it forks its workers, and a worker drops
+    # to its user just after the fork: on a busy machine it can be seen
+    # still root for a moment (CI saw it), so wait for the drop, and fail
+    # only if it never comes.
+    www = str(pwd.getpwnam(NGINX_GROUP).pw_uid)
+
+    def dropped(workers):
+        try:
+            return workers and all(status(p)["Uid"].split()[0] == www
+                                   for p in workers)
+        except (OSError, KeyError):
+            return False  # a worker that went meanwhile: look again
+    for _ in range(200):
         workers = descendants(n.pid)
-        if workers:
+        if dropped(workers):
             break
         time.sleep(0.05)
-    assert workers and all(
-        status(p)["Uid"].split()[0] == str(pwd.getpwnam(NGINX_GROUP).pw_uid)
-        for p in workers), "nginx's workers are not %s" % NGINX_GROUP
+    assert dropped(workers), "nginx's workers are not %s: %s" % (
+        NGINX_GROUP, [(p, status(p).get("Uid")) for p in workers])
     token = None
     tpath = os.path.join(ctx["data"], "token")
     if os.path.exists(tpath):
