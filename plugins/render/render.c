@@ -119,7 +119,11 @@ static const char render_result_schema[] =
     "\"max_depth\": {\"type\": \"integer\", \"minimum\": 1},"
     "\"render_time_ms\": {\"type\": \"integer\", \"minimum\": 0},"
     "\"paths_per_second\": {\"type\": \"number\", \"minimum\": 0},"
-    "\"noise\": {\"type\": [\"number\", \"null\"], \"minimum\": 0},"
+    /* null with one sample a pixel (no estimate). anyOf rather than a
+     * type array: MCP clients map result schemas onto one-type dialects
+     * (the Inspector's portability check warns of type arrays). */
+    "\"noise\": {\"anyOf\": [{\"type\": \"number\", \"minimum\": 0}, "
+    "{\"type\": \"null\"}]},"
     "\"noise_threshold\": {\"type\": \"number\", \"minimum\": 0},"
     "\"pixels_above_threshold\": {\"type\": \"number\", \"minimum\": 0, "
     "\"maximum\": 1},"

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The MCP front (issue 22) against the real atelierd and its plugins:
 
+- the MCP Inspector's CLI (tests/mcp-inspector): the tool list passes its
+  portability check (--strict) without a warning, and a call works;
 - the official SDK clients from npm (tests/mcp/mcp.test.mjs): the v1 line
   (legacy era, initialize) and the v2 line (pinned to 2026-07-28, and in
   auto mode), over `atelierctl mcp` on stdio: the tool list, a scene built,
@@ -25,6 +27,7 @@ install.
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -34,6 +37,7 @@ from atltest import BUILDDIR, SRCDIR, Checks, Daemon, run_checks
 
 CTL = os.path.join(BUILDDIR, "atelierctl")
 MCP_DIR = os.path.join(SRCDIR, "tests", "mcp")
+INSPECTOR_DIR = os.path.join(SRCDIR, "tests", "mcp-inspector")
 
 CHECKS = Checks()
 check = CHECKS.add
@@ -137,6 +141,41 @@ def _(ctx):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
+@check("the MCP Inspector's CLI lists the tools with no portability problem (--strict) and calls one")
+def _(ctx):
+    d = ctx["d"]
+    ensure = subprocess.run([os.path.join(SRCDIR, "tests", "npm-ensure.sh"),
+                             INSPECTOR_DIR, "20"], capture_output=True,
+                            text=True)
+    assert ensure.returncode == 0, ensure.stdout + ensure.stderr
+    home = os.path.join(d.dir, "inspector-home")  # its catalog goes there
+    os.makedirs(home, exist_ok=True)
+    cli = [os.path.join(INSPECTOR_DIR, "node_modules", ".bin",
+                        "mcp-inspector"), "--cli", CTL, "--socket", d.sock,
+           "mcp", "--session", ctx["sid"]]
+    env = dict(os.environ, HOME=home)
+    r = subprocess.run(cli + ["--method", "tools/list", "--strict"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    names = [t["name"] for t in json.loads(r.stdout)["tools"]]
+    assert "render_scene" in names and "query_rays" in names, names
+    # The portability check found no error, and no warning about any of
+    # the product's tools (the test plugin's echo_store takes any value on
+    # purpose).
+    assert re.search(r"^0 errors, \d+ warnings? across", r.stderr, re.M), \
+        r.stderr[-2000:]
+    warned = re.findall(r'^Warning: tool "([a-z_0-9]+)"', r.stderr, re.M)
+    assert all(w.startswith("echo_") for w in warned), r.stderr[-3000:]
+    r = subprocess.run(cli + ["--method", "tools/call", "--tool-name",
+                              "create_shape", "--tool-arg", "id=inspected",
+                              "type=sphere", 'properties={"center": '
+                              '[2, 0, -3], "radius": 0.5}'],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-2000:])
+    assert json.loads(r.stdout)["structuredContent"]["id"] == "inspected", \
+        r.stdout
+
+
 @check("an MCP client's calls are the session's: tool.finished names who called")
 def _(ctx):
     d, sid = ctx["d"], ctx["sid"]
@@ -149,7 +188,7 @@ def _(ctx):
     # The document holds what both clients made.
     doc = d.rpc("session.get", {"session": sid})["document"]
     ids = {s["id"] for s in doc["scene"]["shapes"]}
-    assert {"ball_v1", "ball_v2", "from_a"} <= ids, ids
+    assert {"ball_v1", "ball_v2", "from_a", "inspected"} <= ids, ids
 
 
 @check("legacy: initialize negotiates down to a version we speak, never refuses one; ping; notifications get no answer")
