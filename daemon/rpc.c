@@ -14,6 +14,7 @@
 #include "admin.h"
 #include "agent/agent.h"
 #include "daemon.h"
+#include "image_fit.h"
 #include "log.h"
 #include "preview.h"
 #include "redact.h"
@@ -347,6 +348,17 @@ static void read_done(uv_work_t *w, int uvstatus) {
     rr->status = ATL_ECANCELED;
   if (rr->status == ATL_ENOENT && rr->fn == read_image)
     atl_rpc_reply_error(d, rr->c, ATL_RPC_NO_IMAGE, "no such image", NULL);
+  else if (rr->status == ATL_E2BIG && rr->fn == read_image)
+    atl_rpc_reply_error(d, rr->c, ATL_RPC_INVALID_PARAMS,
+                        "the image cannot be made that small: give a larger "
+                        "max_base64 (a JPEG of 64 px on its long side is the "
+                        "smallest tried)",
+                        NULL);
+  else if (rr->status == ATL_EINVAL && rr->fn == read_image)
+    atl_rpc_reply_error(d, rr->c, ATL_RPC_INTERNAL_ERROR,
+                        "the stored image is not a PNG or JPEG that can be "
+                        "scaled; ask without max_base64",
+                        NULL);
   else if (rr->status != 0)
     no_session(d, rr->c, rr->id, rr->status);
   else
@@ -899,6 +911,10 @@ static json_object *image_json(const char *id, const char *mime,
   return o;
 }
 
+/* image.get; with max_base64 (rr->a > 0) the picture is fitted to it
+ * first, scaled down and re-encoded as a provider's images are
+ * (image_fit.h), here on the threadpool: an MCP client refuses a result
+ * over 1 MB, and a large render is several. */
 static void read_image(read_req_t *rr, atl_store_reader_t *r) {
   char *mime = NULL;
   void *data = NULL;
@@ -906,8 +922,30 @@ static void read_image(read_req_t *rr, atl_store_reader_t *r) {
   rr->status = atl_store_image_get(r, rr->id, &mime, &data, &len);
   if (rr->status != 0)
     return;
-  if ((rr->result = image_json(rr->id, mime, data, len)) == NULL)
+  atl_image_fit_t fit = {0};
+  if (rr->a > 0) {
+    atl_image_limits_t lim = {.max_base64 = (size_t)rr->a};
+    rr->status = atl_image_fit(data, len, &lim, &fit);
+  }
+  if (rr->status == 0 && fit.changed) {
+    rr->result = image_json(rr->id, fit.mime, fit.data, fit.len);
+    if (rr->result != NULL) {
+      json_object *f = json_object_new_object();
+      json_object_object_add(f, "width", json_object_new_int(fit.width));
+      json_object_object_add(f, "height", json_object_new_int(fit.height));
+      json_object_object_add(f, "orig_width",
+                             json_object_new_int(fit.orig_width));
+      json_object_object_add(f, "orig_height",
+                             json_object_new_int(fit.orig_height));
+      json_object_object_add(f, "orig_size", json_object_new_int64(len));
+      json_object_object_add(rr->result, "fitted", f);
+    }
+  } else if (rr->status == 0) {
+    rr->result = image_json(rr->id, mime, data, len);
+  }
+  if (rr->status == 0 && rr->result == NULL)
     rr->status = ATL_ENOMEM;
+  atl_image_fit_free(&fit);
   free(mime);
   free(data);
 }
@@ -935,12 +973,25 @@ static const char *image_id_param(atl_daemon_t *d, atl_rpc_call_t *c,
 }
 
 static void m_image_get(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
-  static const char *const names[] = {"id", NULL};
+  static const char *const names[] = {"id", "max_base64", NULL};
   if (!atl_rpc_only(d, c, p, names))
     return;
   const char *id = image_id_param(d, c, p, "an image");
-  if (id != NULL)
-    start_read(d, c, id, 0, 0, read_image);
+  if (id == NULL)
+    return;
+  json_object *mb = NULL;
+  int64_t max_b64 = 0;
+  if (json_object_object_get_ex(p, "max_base64", &mb)) {
+    max_b64 =
+        json_object_is_type(mb, json_type_int) ? json_object_get_int64(mb) : -1;
+    if (max_b64 < 1024 || max_b64 > ((int64_t)1 << 30)) {
+      atl_rpc_invalid(d, c,
+                      "\"max_base64\" must be an integer from 1024 to 2^30: "
+                      "the most bytes of base64 the answer's data may take");
+      return;
+    }
+  }
+  start_read(d, c, id, max_b64, 0, read_image);
 }
 
 /* ---- live previews (preview.c) ---- */

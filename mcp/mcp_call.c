@@ -17,9 +17,10 @@
  * tool calls themselves wait for m->call_timeout_ms. */
 #define QUICK_MS 30000
 
-/* An image whose base64 would take a result past this is not inlined:
- * Claude Desktop refuses results over 1 MB ("Tool result is too large"),
- * and the rest of the result needs room. */
+/* An image's base64 in a result is at most this: Claude Desktop refuses
+ * results over 1 MB ("Tool result is too large"), and the rest of the
+ * result needs room. A larger picture is scaled down and re-encoded by
+ * atelierd (image.get's max_base64) and the text says so. */
 #define IMAGE_INLINE_MAX (700 * 1024)
 
 /* A connection to atelierd for one request, whose wait the hang-up of
@@ -258,30 +259,39 @@ static int add_images(atl_rpcc_t *c, json_object *images, json_object *content,
     const char *iid = atl__mcp_str(img, "id");
     if (iid == NULL)
       continue;
-    json_object *p = json_object_new_object(), *got = NULL;
+    json_object *p = json_object_new_object(), *got = NULL, *fit = NULL;
     json_object_object_add(p, "id", json_object_new_string(iid));
+    json_object_object_add(p, "max_base64",
+                           json_object_new_int(IMAGE_INLINE_MAX));
     int rc = atl_rpcc_call(c, "image.get", p, QUICK_MS, &got);
     if (rc == ATL_RPCC_TRANSPORT)
       return -1;
     const char *data = rc == ATL_RPCC_OK ? atl__mcp_str(got, "data") : NULL;
     const char *mime = atl__mcp_str(got, "mime");
-    char line[512];
-    if (data != NULL && mime != NULL && strlen(data) <= IMAGE_INLINE_MAX) {
+    char line[600];
+    if (data != NULL && mime != NULL) {
       json_object *b = json_object_new_object();
       json_object_object_add(b, "type", json_object_new_string("image"));
       json_object_object_add(b, "data", json_object_new_string(data));
       json_object_object_add(b, "mimeType", json_object_new_string(mime));
       json_object_array_add(content, b);
-      snprintf(line, sizeof(line),
-               "Image %s (%s): the picture above, also on Atelier's page "
-               "for session %s.",
-               iid, mime, session);
-    } else if (data != NULL) {
-      snprintf(line, sizeof(line),
-               "Image %s is too large to include here (over %d kB of "
-               "base64; MCP clients refuse results over 1 MB): see it on "
-               "Atelier's page for session %s, or render a smaller one.",
-               iid, IMAGE_INLINE_MAX / 1024, session);
+      if (json_object_object_get_ex(got, "fitted", &fit))
+        snprintf(
+            line, sizeof(line),
+            "Image %s: the picture above, scaled to %dx%d (%s) from "
+            "%dx%d so that this result stays under 1 MB, which MCP "
+            "clients require; the full picture is on Atelier's page for "
+            "session %s.",
+            iid, json_object_get_int(json_object_object_get(fit, "width")),
+            json_object_get_int(json_object_object_get(fit, "height")), mime,
+            json_object_get_int(json_object_object_get(fit, "orig_width")),
+            json_object_get_int(json_object_object_get(fit, "orig_height")),
+            session);
+      else
+        snprintf(line, sizeof(line),
+                 "Image %s (%s): the picture above, also on Atelier's page "
+                 "for session %s.",
+                 iid, mime, session);
     } else {
       snprintf(line, sizeof(line), "Image %s could not be read: %s", iid,
                c->err_message ? c->err_message : "atelierd did not say why");

@@ -24,6 +24,7 @@ tests/mcp/package-lock.json); without them it FAILS, naming what to
 install.
 """
 
+import base64
 import json
 import os
 import queue
@@ -33,7 +34,7 @@ import sys
 import threading
 import time
 
-from atltest import BUILDDIR, SRCDIR, Checks, Daemon, run_checks
+from atltest import BUILDDIR, SRCDIR, Checks, Daemon, rpc_error, run_checks
 
 CTL = os.path.join(BUILDDIR, "atelierctl")
 MCP_DIR = os.path.join(SRCDIR, "tests", "mcp")
@@ -341,6 +342,49 @@ def _(ctx):
                                     "arguments": render}))
     assert r["id"] == 3 and "result" in r, r
     s.close()
+
+
+@check("a picture too large for an MCP result is scaled to fit under 1 MB, and the text says so; image.get's max_base64 is checked")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    s = Stdio(d, "--session", sid)
+    with open(os.path.join(SRCDIR, "tests", "data", "scenes",
+                           "snowman.json")) as f:
+        snowman = json.load(f)
+    r = s.ask(req(1, "tools/call", {"name": "import_scene",
+                                    "arguments": {"scene": snowman}}))
+    assert not r["result"].get("isError"), r
+    # The snowman at one sample a pixel, 1920x1440: noise everywhere,
+    # megabytes of PNG.
+    r = s.ask(req(2, "tools/call", {"name": "render_scene", "arguments": {
+        "width": 1920, "height": 1440, "samples": 1}}))
+    assert "result" in r and not r["result"].get("isError"), str(r)[:500]
+    img = [b for b in r["result"]["content"] if b["type"] == "image"]
+    assert len(img) == 1 and len(img[0]["data"]) <= 700 * 1024, \
+        len(img[0]["data"]) if img else r
+    raw = base64.b64decode(img[0]["data"])
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n" and \
+        img[0]["mimeType"] == "image/png" or \
+        raw[:3] == b"\xff\xd8\xff" and img[0]["mimeType"] == "image/jpeg", \
+        img[0]["mimeType"]
+    text = " ".join(b["text"] for b in r["result"]["content"]
+                    if b["type"] == "text")
+    assert re.search(r"scaled to \d+x\d+ \(image/(png|jpeg)\) from "
+                     r"1920x1440 so that this result stays under 1 MB", text), \
+        text
+    # The whole result, as a client receives it, is under 1 MB.
+    assert len(s.lines[-1]) < 1024 * 1024, len(s.lines[-1])
+    s.close()
+    iid = r["result"]["structuredContent"]["images"][0]["id"] \
+        if "images" in r["result"]["structuredContent"] else \
+        re.search(r"Image ([0-9a-f]{64})", text).group(1)
+    for bad in (0, 1023, "big", 2 ** 31):
+        e = rpc_error(d.sock, "image.get", {"id": iid, "max_base64": bad})
+        assert e["code"] == -32602 and "max_base64" in e["message"], e
+    whole = d.rpc("image.get", {"id": iid})
+    assert "fitted" not in whole and len(whole["data"]) > 700 * 1024, \
+        len(whole["data"])
 
 
 @check("calls at once (eight, a list and a ping): each answered under its own id")
