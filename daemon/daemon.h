@@ -218,8 +218,9 @@ void atl_toolcall_next(atl_daemon_t *d, atl_session_t *s);
  * render), to stop: its call_cancelled() turns 1. Shorter calls are left
  * to finish. Returns 1 if a call was asked. */
 int atl_toolcall_cancel_long(atl_session_t *s);
-/* The same, only if the running call is the one whose done callback gets
- * user (a tool.call whose client went away). */
+/* The same for the call whose done callback gets user (a tool.call whose
+ * client went away), running or still queued (it then stops as soon as it
+ * starts). */
 int atl_toolcall_cancel_long_of(atl_session_t *s, void *user);
 /* The session with id if it is loaded (no reference taken), else NULL.
  * Loop thread. */

@@ -356,8 +356,9 @@ static void read_done(uv_work_t *w, int uvstatus) {
                         NULL);
   else if (rr->status == ATL_EINVAL && rr->fn == read_image)
     atl_rpc_reply_error(d, rr->c, ATL_RPC_INTERNAL_ERROR,
-                        "the stored image is not a PNG or JPEG that can be "
-                        "scaled; ask without max_base64",
+                        "the stored image is larger than max_base64 and not "
+                        "a PNG or JPEG that can be scaled; ask without "
+                        "max_base64",
                         NULL);
   else if (rr->status != 0)
     no_session(d, rr->c, rr->id, rr->status);
@@ -558,11 +559,19 @@ static void tool_call_abandoned(atl_daemon_t *d, atl_rpc_call_t *c) {
 static void call_got(atl_daemon_t *d, atl_session_t *s, int status,
                      void *user) {
   call_req_t *cr = user;
+  const atl_tool_entry_t *t = NULL;
   if (s == NULL) {
     no_session(d, cr->c, cr->id, status);
   } else if (d->shutting_down) {
     atl_rpc_reply_error(d, cr->c, ATL_RPC_SHUTTING_DOWN,
                         "the daemon is shutting down", NULL);
+  } else if (atl_conn_closing(cr->c->conn) &&
+             (t = atl_registry_find(&d->registry, cr->tool)) &&
+             (t->tool.flags & ATL_TOOL_LONG_RUNNING)) {
+    /* Its client left while the session loaded: a render nobody waits
+     * for is not started (nothing was acknowledged). */
+    atl_rpc_reply_error(d, cr->c, ATL_RPC_INTERNAL_ERROR,
+                        "the client closed the connection", NULL);
   } else {
     /* A long call (a render) stops when its client leaves before the
      * answer: nobody is left to see it, and the session's next calls
@@ -926,6 +935,10 @@ static void read_image(read_req_t *rr, atl_store_reader_t *r) {
   if (rr->a > 0) {
     atl_image_limits_t lim = {.max_base64 = (size_t)rr->a};
     rr->status = atl_image_fit(data, len, &lim, &fit);
+    /* A format the fitter does not read (the canvas's WebP references)
+     * goes as it is when it fits already. */
+    if (rr->status == ATL_EINVAL && atl_base64_len(len) <= (size_t)rr->a)
+      rr->status = 0;
   }
   if (rr->status == 0 && fit.changed) {
     rr->result = image_json(rr->id, fit.mime, fit.data, fit.len);

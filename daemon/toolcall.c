@@ -870,9 +870,17 @@ int atl_toolcall_cancel_long(atl_session_t *s) {
 
 int atl_toolcall_cancel_long_of(atl_session_t *s, void *user) {
   atl_call_job_t *j = s->running;
-  if (j == NULL || j->user != user)
-    return 0;
-  return atl_toolcall_cancel_long(s);
+  if (j != NULL && j->user == user)
+    return atl_toolcall_cancel_long(s);
+  /* Still waiting its turn: marked now, it stops as soon as it starts (a
+   * render returns "cancelled" at once). */
+  for (j = s->queue_head; j != NULL; j = j->next)
+    if (j->user == user && j->tool != NULL &&
+        (j->tool->tool.flags & ATL_TOOL_LONG_RUNNING)) {
+      atomic_store(&j->cancelled, 1);
+      return 1;
+    }
+  return 0;
 }
 
 int atl__call_cancelled(const atl_call_t *call) {

@@ -263,7 +263,9 @@ static int add_images(atl_rpcc_t *c, json_object *images, json_object *content,
     json_object_object_add(p, "id", json_object_new_string(iid));
     json_object_object_add(p, "max_base64",
                            json_object_new_int(IMAGE_INLINE_MAX));
-    int rc = atl_rpcc_call(c, "image.get", p, QUICK_MS, &got);
+    /* Fitting a large noisy picture takes atelierd seconds (more under a
+     * sanitizer): not the quick requests' limit. */
+    int rc = atl_rpcc_call(c, "image.get", p, 4 * QUICK_MS, &got);
     if (rc == ATL_RPCC_TRANSPORT)
       return -1;
     const char *data = rc == ATL_RPCC_OK ? atl__mcp_str(got, "data") : NULL;
@@ -275,18 +277,26 @@ static int add_images(atl_rpcc_t *c, json_object *images, json_object *content,
       json_object_object_add(b, "data", json_object_new_string(data));
       json_object_object_add(b, "mimeType", json_object_new_string(mime));
       json_object_array_add(content, b);
-      if (json_object_object_get_ex(got, "fitted", &fit))
-        snprintf(
-            line, sizeof(line),
-            "Image %s: the picture above, scaled to %dx%d (%s) from "
-            "%dx%d so that this result stays under 1 MB, which MCP "
-            "clients require; the full picture is on Atelier's page for "
-            "session %s.",
-            iid, json_object_get_int(json_object_object_get(fit, "width")),
-            json_object_get_int(json_object_object_get(fit, "height")), mime,
-            json_object_get_int(json_object_object_get(fit, "orig_width")),
-            json_object_get_int(json_object_object_get(fit, "orig_height")),
-            session);
+      int w = 0, h = 0, ow = 0, oh = 0;
+      if (json_object_object_get_ex(got, "fitted", &fit)) {
+        w = json_object_get_int(json_object_object_get(fit, "width"));
+        h = json_object_get_int(json_object_object_get(fit, "height"));
+        ow = json_object_get_int(json_object_object_get(fit, "orig_width"));
+        oh = json_object_get_int(json_object_object_get(fit, "orig_height"));
+      }
+      if (fit != NULL && (w != ow || h != oh))
+        snprintf(line, sizeof(line),
+                 "Image %s: the picture above, scaled to %dx%d (%s) from "
+                 "%dx%d so that this result stays under 1 MB, which MCP "
+                 "clients require; the full picture is on Atelier's page for "
+                 "session %s.",
+                 iid, w, h, mime, ow, oh, session);
+      else if (fit != NULL)
+        snprintf(line, sizeof(line),
+                 "Image %s: the picture above, %dx%d, re-encoded as %s so "
+                 "that this result stays under 1 MB, which MCP clients "
+                 "require; the original is on Atelier's page for session %s.",
+                 iid, w, h, mime, session);
       else
         snprintf(line, sizeof(line),
                  "Image %s (%s): the picture above, also on Atelier's page "
@@ -310,7 +320,9 @@ static int add_images(atl_rpcc_t *c, json_object *images, json_object *content,
  * notifications/progress ({progress, total: 100, message}), each with
  * more progress than the last ("MUST increase"), and none after the
  * answer. A session runs its calls one at a time, so the tool's events in
- * that window are the call's. */
+ * that window are the call's, unless it waited behind another call of
+ * the same tool (another client's render): that one's progress is then
+ * reported too, as progress is never taken back. */
 
 typedef struct {
   atl_mcp_t *m;
@@ -374,19 +386,24 @@ static void *follow_main(void *arg) {
     return NULL;
   }
   for (;;) {
-    json_object *p = json_object_new_object(), *res = NULL, *evs = NULL,
-                *last = NULL;
+    json_object *p = json_object_new_object(), *res = NULL, *evs = NULL;
     json_object_object_add(p, "session", json_object_new_string(f->sid));
     json_object_object_add(p, "after_seq", json_object_new_int64(f->after));
-    json_object_object_add(p, "wait_ms", json_object_new_int(30000));
-    if (atl_rpcc_call(&c, "events.read", p, 40000, &res) != ATL_RPCC_OK)
+    /* Short waits: when the call ends, this wait is cut off, and atelierd
+     * keeps a cut-off wait until it times out. */
+    json_object_object_add(p, "wait_ms", json_object_new_int(2000));
+    if (atl_rpcc_call(&c, "events.read", p, 10000, &res) != ATL_RPCC_OK)
       break; /* stopped (the pipe closed), or atelierd went away */
+    /* On from the last event read, not from last_seq: an answer may stop
+     * short of it (its size), and a commit may come between the two. */
     if (json_object_object_get_ex(res, "events", &evs) &&
         json_object_is_type(evs, json_type_array))
-      for (size_t i = 0; i < json_object_array_length(evs); i++)
-        follow_event(f, json_object_array_get_idx(evs, i));
-    if (json_object_object_get_ex(res, "last_seq", &last))
-      f->after = json_object_get_int64(last);
+      for (size_t i = 0; i < json_object_array_length(evs); i++) {
+        json_object *ev = json_object_array_get_idx(evs, i), *seq = NULL;
+        follow_event(f, ev);
+        if (json_object_object_get_ex(ev, "seq", &seq))
+          f->after = json_object_get_int64(seq);
+      }
     json_object_put(res);
   }
   atl_rpcc_close(&c);
@@ -510,6 +527,16 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
   json_object_object_add(p, "via", json_object_new_string(via));
   what = "tool.call";
   follow_t *follow = follow_start(m, &c, sid, name, params, r);
+  /* A cancel that came meanwhile (follow_start's round trip) stops the
+   * call before it is sent: a cancelled create_shape must not happen. */
+  struct pollfd hung = {.fd = r->cancel_fd, .events = POLLRDHUP};
+  if (c.watch_closed || (r->cancel_fd >= 0 && poll(&hung, 1, 0) > 0)) {
+    follow_stop(follow);
+    json_object_put(p);
+    c.watch_closed = 1;
+    rc = ATL_RPCC_TRANSPORT;
+    goto failed;
+  }
   rc = atl_rpcc_call(&c, "tool.call", p, m->call_timeout_ms, &env);
   follow_stop(follow);
   if (rc == ATL_RPCC_ERROR && c.err_code == ATL_RPCC_NO_SESSION) {

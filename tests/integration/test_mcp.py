@@ -162,9 +162,10 @@ def _(ctx):
     assert "render_scene" in names and "query_rays" in names, names
     # The portability check found no error, and no warning about any of
     # the product's tools (the test plugin's echo_store takes any value on
-    # purpose).
-    assert re.search(r"^0 errors, \d+ warnings? across", r.stderr, re.M), \
-        r.stderr[-2000:]
+    # purpose). With no finding at all it prints no summary.
+    summary = re.search(r"^(\d+) errors?, \d+ warnings? across", r.stderr,
+                        re.M)
+    assert summary is None or summary.group(1) == "0", r.stderr[-2000:]
     warned = re.findall(r'^Warning: tool "([a-z_0-9]+)"', r.stderr, re.M)
     assert all(w.startswith("echo_") for w in warned), r.stderr[-3000:]
     r = subprocess.run(cli + ["--method", "tools/call", "--tool-name",
@@ -189,7 +190,7 @@ def _(ctx):
     # The document holds what both clients made.
     doc = d.rpc("session.get", {"session": sid})["document"]
     ids = {s["id"] for s in doc["scene"]["shapes"]}
-    assert {"ball_v1", "ball_v2", "from_a", "inspected"} <= ids, ids
+    assert {"ball_v1", "ball_v2", "from_a"} <= ids, ids
 
 
 @check("legacy: initialize negotiates down to a version we speak, never refuses one; ping; notifications get no answer")
@@ -319,7 +320,9 @@ def _(ctx):
     s = Stdio(d, "--session", sid)
     s.ask(req(1, "tools/call", {"name": "create_shape",
                                 "arguments": shape(0)}))
-    render = {"width": 400, "height": 300, "samples": 256,
+    # Seconds of work: the first render.progress comes at 250 ms, even on
+    # a machine several times faster than these.
+    render = {"width": 400, "height": 300, "samples": 512,
               "noise_threshold": 0}
     s.send(req(2, "tools/call", {"name": "render_scene", "arguments": render,
                                  "_meta": {"progressToken": "tok-7"}}))
@@ -370,9 +373,10 @@ def _(ctx):
         img[0]["mimeType"]
     text = " ".join(b["text"] for b in r["result"]["content"]
                     if b["type"] == "text")
-    assert re.search(r"scaled to \d+x\d+ \(image/(png|jpeg)\) from "
-                     r"1920x1440 so that this result stays under 1 MB", text), \
-        text
+    # Scaled down, or kept at its size as a JPEG: either way the line says.
+    assert re.search(r"(scaled to \d+x\d+ \(image/(png|jpeg)\) from "
+                     r"1920x1440|1920x1440, re-encoded as image/jpeg) so that "
+                     r"this result stays under 1 MB", text), text
     # The whole result, as a client receives it, is under 1 MB.
     assert len(s.lines[-1]) < 1024 * 1024, len(s.lines[-1])
     s.close()

@@ -117,7 +117,7 @@ await check('the v2 client pinned to 2026-07-28 (modern, server/discover): the s
 
 /** A render of a second or two: long enough for render.progress events
  *  (every 250 ms) to become notifications/progress. */
-const SLOW_RENDER = { width: 400, height: 300, samples: 256, noise_threshold: 0 };
+const SLOW_RENDER = { width: 400, height: 300, samples: 512, noise_threshold: 0 };
 
 function progressOk(seen) {
   assert.ok(seen.length >= 1, 'no progress notification');
