@@ -6,7 +6,7 @@ build=${ATL_TEST_BUILDDIR:?} src=${ATL_TEST_SRCDIR:?}
 pass=0 fail=0
 for t in jsonrpc schema config scene stream fcgi render optics_scene \
   optics_mathexpr optics_module optics_expr optics_query image_fit \
-  drawing_path drawing_genout; do
+  drawing_path drawing_genout mcp; do
   if "$build/tests/fuzz/replay_$t" "$src/tests/fuzz/corpus/$t"; then
     echo "ok - corpus of $t replays cleanly"; pass=$((pass + 1))
   else

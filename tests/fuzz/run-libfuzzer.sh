@@ -17,7 +17,7 @@ cc=${CLANG:-clang}
 command -v "$cc" >/dev/null || { echo "clang not found: apt-get install clang libclang-rt-14-dev"; exit 1; }
 mkdir -p "$out"
 flags="-g -O1 -std=gnu17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-  -D_GNU_SOURCE -I$src/include -I$src/daemon -I$src/plugins/scene -I$src/fcgi -I$src/render -I$src/optics -I$src/plugins/optics -I$src/plugins/drawing -I$src/tests/unit -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto sqlite3 libpng libjpeg)"
+  -D_GNU_SOURCE -I$src/include -I$src/daemon -I$src/plugins/scene -I$src/fcgi -I$src/render -I$src/optics -I$src/plugins/optics -I$src/plugins/drawing -I$src/tests/unit -I$src/mcp -I$src/common -I$build $(pkg-config --cflags json-c libpcre2-8 inih libcrypto sqlite3 libpng libjpeg)"
 libs="$(pkg-config --libs json-c libpcre2-8 inih libcrypto sqlite3 libpng libjpeg) -lpthread -lm"
 sources() {
   case $1 in
@@ -30,6 +30,7 @@ sources() {
       daemon/providers/gemini.c daemon/providers/wire_schema.c \
       daemon/providers/models.c daemon/util.c ;;
     fcgi) echo fcgi/match.c ;;
+    mcp) echo mcp/mcp.c mcp/mcp_call.c common/rpc_client.c ;;
     # The fitter, and the unit tests' libpng/libjpeg reader that checks
     # its output.
     image_fit) echo daemon/image_fit.c tests/unit/image_samples.c ;;
@@ -62,7 +63,7 @@ sources() {
 status=0
 for t in ${ATL_FUZZ_TARGETS:-jsonrpc schema config scene stream fcgi render \
     optics_scene optics_mathexpr optics_module optics_expr optics_query \
-    image_fit drawing_path drawing_genout}; do
+    image_fit drawing_path drawing_genout mcp}; do
   files=
   for f in $(sources $t) tests/fuzz/fuzz_$t.c; do files="$files $src/$f"; done
   # shellcheck disable=SC2086
