@@ -125,17 +125,9 @@ static void cancel_all(void) {
 
 /* A call this transport cannot take on: the client may try again. */
 static void refuse_call(json_object *id, const char *why) {
-  char text[200];
-  snprintf(text, sizeof(text),
-           "Internal error: %s (at most %d tool calls at once)", why,
-           MAX_CALLS);
-  json_object *err = json_object_new_object();
-  json_object_object_add(err, "code", json_object_new_int(-32603));
-  json_object_object_add(err, "message", json_object_new_string(text));
-  json_object *e = json_object_new_object();
-  json_object_object_add(e, "jsonrpc", json_object_new_string("2.0"));
-  json_object_object_add(e, "id", json_object_get(id));
-  json_object_object_add(e, "error", err);
+  json_object *e = atl_mcp_error(
+      id, -32603, NULL, "Internal error: %s (at most %d tool calls at once)",
+      why, MAX_CALLS);
   send_msg(e);
   json_object_put(e);
 }

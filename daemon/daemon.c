@@ -327,6 +327,14 @@ int atl_daemon_init(atl_daemon_t *d, uv_loop_t *loop, atl_config_t *cfg) {
       return rc;
     }
   }
+  rc = atl_secret_load(cfg->data_dir, ATL_MCP_KEY_FILE, "the MCP session key",
+                       d->mcp_key, &err);
+  if (rc != 0) {
+    atl_log_kv(ATL_LOG_ERROR, "cannot load the MCP session key", "error",
+               err ? err : atl_strerror(rc), NULL);
+    free(err);
+    return rc;
+  }
   rc = atl_http_init(loop, &d->http);
   if (rc != 0) {
     atl_log_kv(ATL_LOG_ERROR, "cannot start the HTTP client", "error",

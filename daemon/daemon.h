@@ -389,6 +389,9 @@ struct atl_daemon_s {
   int refuse_sessions;
   /* The HTTP API's token (token.h); "" when [http] auth is off. */
   char http_token[65];
+  /* The key of the MCP session ids the bridge signs (token.h, mcp.key):
+   * 64 hex digits, given to the bridge by http.auth. */
+  char mcp_key[65];
 
   /* The post queue. */
   uv_async_t post_async;

@@ -191,6 +191,9 @@ static void m_http_auth(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   json_object_object_add(r, "required", json_object_new_boolean(required));
   if (required)
     json_object_object_add(r, "token", json_object_new_string(d->http_token));
+  /* The bridge signs the MCP session ids it gives legacy clients with
+   * this (doc/mcp.md): a client cannot make one up for another session. */
+  json_object_object_add(r, "mcp_key", json_object_new_string(d->mcp_key));
   atl_rpc_reply(d, c, r);
   json_object_put(r);
 }

@@ -1,8 +1,8 @@
-/* The HTTP API's token (token.h). Made once, at the first start, and
- * reused afterwards, so that the link with ?token= a user bookmarked and
- * the cookie a browser holds keep working across restarts (Jupyter does
- * the same with its own token). Deleting the file revokes every link and
- * cookie at the next start. */
+/* The HTTP API's token and the daemon's other secrets (token.h). Made once, at
+ * the first start, and reused afterwards, so that the link with ?token= a user
+ * bookmarked and the cookie a browser holds keep working across restarts
+ * (Jupyter does the same with its own token). Deleting the file revokes every
+ * link and cookie at the next start. */
 #include "atl-build.h"
 
 #include <errno.h>
@@ -27,8 +27,10 @@ static int is_token(const char *s, size_t n) {
   return 1;
 }
 
-/* Reads an existing token file through fd (open, O_NOFOLLOW). */
-static int read_token(int fd, const char *path, char *out, char **err) {
+/* Reads an existing secret file through fd (open, O_NOFOLLOW); what
+ * names the secret in messages ("the HTTP token"). */
+static int read_token(int fd, const char *path, const char *what, char *out,
+                      char **err) {
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int rc = -errno;
@@ -38,17 +40,20 @@ static int read_token(int fd, const char *path, char *out, char **err) {
   if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
     *err = atl_printf_new("%s is not a regular file owned by atelierd's user "
                           "(uid %u); remove it and start atelierd again to "
-                          "make a new token",
-                          path, (unsigned)geteuid());
+                          "make a new one (%s)",
+                          path, (unsigned)geteuid(), what);
     return ATL_EINVAL;
   }
   if ((st.st_mode & 077) != 0) {
     /* Anyone who can read the token can drive every session (and spend
      * the LLM key): refuse rather than serve with a leaked secret. */
-    *err = atl_printf_new("%s has mode %04o, so other users can read the "
-                          "HTTP token; run 'chmod 600 %s' (or remove it to "
-                          "make a new token, which logs every browser out)",
-                          path, (unsigned)(st.st_mode & 07777), path);
+    *err = atl_printf_new("%s has mode %04o, so other users can read %s; "
+                          "run 'chmod 600 %s' (or remove it to make a new "
+                          "one, which %s)",
+                          path, (unsigned)(st.st_mode & 07777), what, path,
+                          strcmp(what, "the HTTP token") == 0
+                              ? "logs every browser out"
+                              : "ends every MCP client's session");
     return ATL_EINVAL;
   }
   char buf[ATL_TOKEN_LEN + 2];
@@ -59,10 +64,10 @@ static int read_token(int fd, const char *path, char *out, char **err) {
     return rc;
   }
   if (!is_token(buf, (size_t)n)) {
-    *err = atl_printf_new("%s does not hold a token (64 lowercase hex "
+    *err = atl_printf_new("%s does not hold %s (64 lowercase hex "
                           "digits); remove it and start atelierd again to "
                           "make a new one",
-                          path);
+                          path, what);
     return ATL_EINVAL;
   }
   memcpy(out, buf, ATL_TOKEN_LEN);
@@ -74,8 +79,8 @@ static int read_token(int fd, const char *path, char *out, char **err) {
  * link(2) fails with EEXIST if another daemon got there first, and a
  * reader sees either no file or the whole token. Returns 0, -EEXIST
  * (read the other one's), or another negative code with *err. */
-static int make_token(const char *dir, const char *path, char *out,
-                      char **err) {
+static int make_token(const char *dir, const char *name, const char *path,
+                      char *out, char **err) {
   char tok[ATL_TOKEN_LEN + 1];
   int rc = atl_random_id(tok);
   if (rc == 0)
@@ -84,7 +89,7 @@ static int make_token(const char *dir, const char *path, char *out,
     *err = atl_printf_new("getrandom failed: %s", atl_strerror(rc));
     return rc;
   }
-  char *tmp = atl_printf_new("%s/.token.%ld", dir, (long)getpid());
+  char *tmp = atl_printf_new("%s/.%s.%ld", dir, name, (long)getpid());
   if (tmp == NULL)
     return ATL_ENOMEM;
   unlink(tmp); /* a leftover of a crashed start with the same pid */
@@ -125,16 +130,17 @@ static int make_token(const char *dir, const char *path, char *out,
   return rc;
 }
 
-int atl_token_load(const char *dir, char out[ATL_TOKEN_LEN + 1], char **err) {
+int atl_secret_load(const char *dir, const char *name, const char *what,
+                    char out[ATL_TOKEN_LEN + 1], char **err) {
   *err = NULL;
-  char *path = atl_printf_new("%s/token", dir);
+  char *path = atl_printf_new("%s/%s", dir, name);
   if (path == NULL)
     return ATL_ENOMEM;
   int rc = 0;
   for (int attempt = 0; attempt < 2; attempt++) {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0) {
-      rc = read_token(fd, path, out, err);
+      rc = read_token(fd, path, what, out, err);
       close(fd);
       break;
     }
@@ -145,7 +151,7 @@ int atl_token_load(const char *dir, char out[ATL_TOKEN_LEN + 1], char **err) {
                          errno == ELOOP ? " (a symbolic link: remove it)" : "");
       break;
     }
-    rc = make_token(dir, path, out, err);
+    rc = make_token(dir, name, path, out, err);
     if (rc != -EEXIST)
       break;
   }
@@ -153,4 +159,8 @@ int atl_token_load(const char *dir, char out[ATL_TOKEN_LEN + 1], char **err) {
     *err = atl_printf_new("cannot load %s: %s", path, atl_strerror(rc));
   free(path);
   return rc;
+}
+
+int atl_token_load(const char *dir, char out[ATL_TOKEN_LEN + 1], char **err) {
+  return atl_secret_load(dir, "token", "the HTTP token", out, err);
 }

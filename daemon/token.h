@@ -19,4 +19,16 @@
  * the caller to free) saying what was wrong and what to do. */
 int atl_token_load(const char *dir, char out[ATL_TOKEN_LEN + 1], char **err);
 
+/* The same for any secret of 32 random bytes kept in dir/name (what names
+ * it in messages: "the MCP session key"). atl_token_load() is this for
+ * "token". */
+int atl_secret_load(const char *dir, const char *name, const char *what,
+                    char out[ATL_TOKEN_LEN + 1], char **err);
+
+/* The key that signs the session ids the bridge gives legacy MCP clients
+ * over HTTP (doc/mcp.md): kept in dir/mcp.key, so that a client's MCP
+ * session outlives restarts of atelierd and the bridge. Loaded whether or
+ * not the HTTP API asks for its token. */
+#define ATL_MCP_KEY_FILE "mcp.key"
+
 #endif

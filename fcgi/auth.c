@@ -40,7 +40,12 @@ static __thread struct {
   int known;
   int required;
   char token[TOKEN_LEN + 1];
+  char mcp_key[TOKEN_LEN + 1]; /* "" from an atelierd without one */
 } cache;
+
+const char *fcgi_mcp_key(void) {
+  return cache.known && cache.mcp_key[0] ? cache.mcp_key : NULL;
+}
 
 void fcgi_auth_forget(void) {
   cache.known = 0;
@@ -109,6 +114,13 @@ static int load(fcgi_ctx_t *x, int quiet) {
   cache.required = required;
   if (required)
     memcpy(cache.token, tok, TOKEN_LEN + 1);
+  const char *key = json_object_object_get_ex(r, "mcp_key", &v)
+                        ? json_object_get_string(v)
+                        : NULL;
+  if (key != NULL && strlen(key) == TOKEN_LEN)
+    memcpy(cache.mcp_key, key, TOKEN_LEN + 1);
+  else
+    cache.mcp_key[0] = '\0';
   cache.known = 1;
   json_object_put(r);
   return 0;

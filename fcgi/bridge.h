@@ -96,6 +96,10 @@ int fcgi_printf(fcgi_ctx_t *x, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* A request parameter (CGI variable), or NULL. */
 const char *fcgi_param(fcgi_ctx_t *x, const char *name);
+/* Reads the request body as it is: 0 with *out (malloc()ed and
+ * NUL-terminated, *len bytes; NULL for no body), or answers 400/413/415
+ * itself and returns the status. */
+int fcgi_read_body(fcgi_ctx_t *x, char **out, size_t *len);
 /* Reads the request body as a JSON value. Returns 0 with *out (NULL for an
  * empty body), or answers 400/411/413/415 itself and returns the status. */
 int fcgi_read_json(fcgi_ctx_t *x, json_object **out);
@@ -130,6 +134,14 @@ int fcgi_auth_recheck(fcgi_ctx_t *x);
 int fcgi_host_allowed(const char *host);
 /* 1 if addr (text) is an IPv4 or IPv6 loopback address. */
 int fcgi_addr_is_loopback(const char *addr);
+
+/* The MCP session key atelierd gave this thread with the token (64 hex
+ * digits), or NULL before fcgi_guard() or from an atelierd without one. */
+const char *fcgi_mcp_key(void);
+
+/* fcgi/mcp.c: POST /mcp and /api/sessions/{id}/mcp (bound: the id, else
+ * NULL), the MCP front over Streamable HTTP (doc/mcp.md). */
+void fcgi_mcp(fcgi_ctx_t *x, const char *bound);
 
 /* fcgi/sse.c: GET /api/sessions/{id}/events. */
 void fcgi_events(fcgi_ctx_t *x, const char *session);

@@ -88,6 +88,10 @@ static void session_routes(fcgi_match_t *m, const char *method,
       accept_route(m, method, FCGI_R_PREVIEW_REQUEST, "POST");
       return;
     }
+    if (strcmp(sub, "mcp") == 0) {
+      accept_route(m, method, FCGI_R_SESSION_MCP, "POST");
+      return;
+    }
   }
   if (n > 0 && strcmp(sub, "tools") == 0) {
     int k = next_segment(&rest, name, sizeof(name));
@@ -107,6 +111,12 @@ void fcgi_match(const char *method, const char *path, fcgi_match_t *m) {
   m->why = "no such resource";
   if (path != NULL && strcmp(path, "/metrics") == 0) {
     accept_route(m, method, FCGI_R_METRICS, "GET, HEAD");
+    return;
+  }
+  /* MCP's endpoint: one path, POST only (GET and DELETE, a legacy
+   * client's server stream and session end, are 405 as the spec allows). */
+  if (path != NULL && strcmp(path, "/mcp") == 0) {
+    accept_route(m, method, FCGI_R_MCP, "POST");
     return;
   }
   if (path == NULL || strncmp(path, "/api/", 5) != 0) {

@@ -8,17 +8,19 @@ enum {
   FCGI_R_HEALTH,
   FCGI_R_MODELS,
   FCGI_R_TOOLS,
-  FCGI_R_SESSIONS,       /* /api/sessions */
-  FCGI_R_SESSION,        /* /api/sessions/{id} */
-  FCGI_R_MESSAGES,       /* …/{id}/messages */
-  FCGI_R_CANCEL,         /* …/{id}/cancel */
-  FCGI_R_EVENTS,         /* …/{id}/events */
-  FCGI_R_TOOL_CALL,      /* …/{id}/tools/{name} */
-  FCGI_R_IMAGE,          /* /api/images/{id}.png */
-  FCGI_R_AUTH,           /* /api/auth: the token for a cookie (fcgi/auth.c) */
-  FCGI_R_METRICS,        /* /metrics: atelierd's counters for Prometheus */
-  FCGI_R_PREVIEW,        /* /api/previews/{id}.png: a live preview (memory) */
-  FCGI_R_PREVIEW_REQUEST /* …/{id}/preview: a new one, at a quality */
+  FCGI_R_SESSIONS,        /* /api/sessions */
+  FCGI_R_SESSION,         /* /api/sessions/{id} */
+  FCGI_R_MESSAGES,        /* …/{id}/messages */
+  FCGI_R_CANCEL,          /* …/{id}/cancel */
+  FCGI_R_EVENTS,          /* …/{id}/events */
+  FCGI_R_TOOL_CALL,       /* …/{id}/tools/{name} */
+  FCGI_R_IMAGE,           /* /api/images/{id}.png */
+  FCGI_R_AUTH,            /* /api/auth: the token for a cookie (fcgi/auth.c) */
+  FCGI_R_METRICS,         /* /metrics: atelierd's counters for Prometheus */
+  FCGI_R_PREVIEW,         /* /api/previews/{id}.png: a live preview (memory) */
+  FCGI_R_PREVIEW_REQUEST, /* …/{id}/preview: a new one, at a quality */
+  FCGI_R_MCP,             /* /mcp: MCP over Streamable HTTP (fcgi/mcp.c) */
+  FCGI_R_SESSION_MCP      /* …/{id}/mcp: the same, bound to one session */
 };
 
 typedef struct {

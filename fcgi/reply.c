@@ -150,8 +150,9 @@ void fcgi_reply_method(fcgi_ctx_t *x, const char *allow) {
                      x->method ? x->method : "?", x->path, allow);
 }
 
-int fcgi_read_json(fcgi_ctx_t *x, json_object **out) {
+int fcgi_read_body(fcgi_ctx_t *x, char **out, size_t *len) {
   *out = NULL;
+  *len = 0;
   const char *cl = fcgi_param(x, "CONTENT_LENGTH");
   if (cl == NULL || cl[0] == '\0')
     return 0; /* no body */
@@ -198,6 +199,19 @@ int fcgi_read_json(fcgi_ctx_t *x, json_object **out) {
                      got, n);
     return 400;
   }
+  buf[n] = '\0';
+  *out = buf;
+  *len = (size_t)n;
+  return 0;
+}
+
+int fcgi_read_json(fcgi_ctx_t *x, json_object **out) {
+  *out = NULL;
+  char *buf = NULL;
+  size_t n = 0;
+  int rc = fcgi_read_body(x, &buf, &n);
+  if (rc != 0 || buf == NULL)
+    return rc;
   char why[200];
   json_object *o = atl_json_parse_text(buf, n, why, sizeof(why));
   free(buf);

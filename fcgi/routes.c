@@ -314,6 +314,12 @@ void fcgi_route(fcgi_ctx_t *x) {
   case FCGI_R_METRICS:
     metrics(x);
     break;
+  case FCGI_R_MCP:
+    fcgi_mcp(x, NULL);
+    break;
+  case FCGI_R_SESSION_MCP:
+    fcgi_mcp(x, m.session);
+    break;
   case FCGI_R_AUTH: /* answered by fcgi_guard */
     break;
   }

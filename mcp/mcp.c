@@ -30,7 +30,8 @@ atl_mcp_t *atl_mcp_new(const atl_mcp_config_t *cfg) {
   pthread_mutex_init(&m->mu, NULL);
   m->socket_path = strdup(cfg->socket_path ? cfg->socket_path : "");
   m->via = strdup(cfg->via ? cfg->via : "MCP");
-  if (cfg->session != NULL) {
+  m->shared = cfg->shared;
+  if (cfg->session != NULL && !cfg->shared) {
     snprintf(m->session, sizeof(m->session), "%s", cfg->session);
     m->fixed_session = 1;
   }
@@ -63,8 +64,8 @@ void atl_mcp_session(atl_mcp_t *m, char *out, size_t size) {
 
 /* ---- answers ---- */
 
-json_object *atl__mcp_error(json_object *id, int code, json_object *data,
-                            const char *fmt, ...) {
+json_object *atl_mcp_error(json_object *id, int code, json_object *data,
+                           const char *fmt, ...) {
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -90,10 +91,13 @@ json_object *atl__mcp_result(json_object *id, json_object *result,
      * neither: the v2 SDK adds them on modern requests only. */
     json_object_object_add(result, "resultType",
                            json_object_new_string("complete"));
-    json_object *meta = json_object_new_object();
+    json_object *meta = NULL;
+    if (!json_object_object_get_ex(result, "_meta", &meta)) {
+      meta = json_object_new_object();
+      json_object_object_add(result, "_meta", meta);
+    }
     json_object_object_add(meta, "io.modelcontextprotocol/serverInfo",
                            atl__mcp_server_info());
-    json_object_object_add(result, "_meta", meta);
   }
   json_object *o = json_object_new_object();
   json_object_object_add(o, "jsonrpc", json_object_new_string("2.0"));
@@ -103,10 +107,10 @@ json_object *atl__mcp_result(json_object *id, json_object *result,
 }
 
 json_object *atl_mcp_parse_error(const char *why) {
-  return atl__mcp_error(NULL, -32700, NULL,
-                        "Parse error: %s (send one JSON-RPC message, as "
-                        "compact JSON, per line)",
-                        why);
+  return atl_mcp_error(NULL, -32700, NULL,
+                       "Parse error: %s (send one JSON-RPC message, as "
+                       "compact JSON, per line)",
+                       why);
 }
 
 json_object *atl__mcp_server_info(void) {
@@ -128,8 +132,12 @@ const char *atl__mcp_str(json_object *o, const char *key) {
   return json_object_get_string(v);
 }
 
-static const char *method_of(json_object *msg) {
+const char *atl_mcp_method(json_object *msg) {
   return atl__mcp_str(msg, "method");
+}
+
+static const char *method_of(json_object *msg) {
+  return atl_mcp_method(msg);
 }
 
 int atl_mcp_is_slow(json_object *msg) {
@@ -176,7 +184,7 @@ static int era_of(json_object *id, const char *method, json_object *params,
      * the envelope like any request. */
     if (strcmp(method, "server/discover") == 0) {
       *status = 400;
-      *err = atl__mcp_error(
+      *err = atl_mcp_error(
           id, -32602, NULL,
           "Invalid params: server/discover is missing the required "
           "per-request envelope key(s): _meta[\"%s\"] and _meta[\"%s\"] "
@@ -195,26 +203,27 @@ static int era_of(json_object *id, const char *method, json_object *params,
     json_object_object_add(data, "supported", supported);
     json_object_object_add(data, "requested", json_object_get(v));
     *status = 400;
-    *err = atl__mcp_error(
-        id, -32022, data,
-        "Unsupported protocol version: %s (this server "
-        "speaks %s, and %s and earlier through initialize)",
-        json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN),
-        ATL_MCP_MODERN, ATL_MCP_LEGACY_LATEST);
+    *err =
+        atl_mcp_error(id, -32022, data,
+                      "Unsupported protocol version: %s (this server "
+                      "speaks %s, and %s and earlier through initialize)",
+                      json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN),
+                      ATL_MCP_MODERN, ATL_MCP_LEGACY_LATEST);
     return -1;
   }
   if (!json_object_object_get_ex(meta, ATL_MCP_META_CAPS, &caps) ||
       !json_object_is_type(caps, json_type_object)) {
     *status = 400;
-    *err = atl__mcp_error(id, -32602, NULL,
-                          "Invalid params: _meta[\"%s\"] must be the "
-                          "client's capabilities (an object; {} for none)",
-                          ATL_MCP_META_CAPS);
+    *err = atl_mcp_error(id, -32602, NULL,
+                         "Invalid params: _meta[\"%s\"] must be the "
+                         "client's capabilities (an object; {} for none)",
+                         ATL_MCP_META_CAPS);
     return -1;
   }
   json_object *info = NULL;
   if (json_object_object_get_ex(meta, ATL_MCP_META_CLIENT, &info))
     era->client = atl__mcp_str(info, "name");
+  era->session = atl__mcp_str(meta, ATL_MCP_META_SESSION);
   return 0;
 }
 
@@ -249,10 +258,10 @@ static json_object *initialize(atl_mcp_t *m, json_object *id,
   const char *asked = atl__mcp_str(params, "protocolVersion");
   if (asked == NULL) {
     r->http_status = 400;
-    return atl__mcp_error(id, -32602, NULL,
-                          "Invalid params: initialize needs "
-                          "params.protocolVersion, a string such as \"%s\"",
-                          ATL_MCP_LEGACY_LATEST);
+    return atl_mcp_error(id, -32602, NULL,
+                         "Invalid params: initialize needs "
+                         "params.protocolVersion, a string such as \"%s\"",
+                         ATL_MCP_LEGACY_LATEST);
   }
   /* Negotiate down, never refuse: servers that answered an unknown
    * version with an error broke when Claude Desktop moved on. */
@@ -261,12 +270,14 @@ static json_object *initialize(atl_mcp_t *m, json_object *id,
     if (strcmp(asked, legacy_versions[i]) == 0)
       version = legacy_versions[i];
   json_object *info = NULL;
-  if (json_object_is_type(params, json_type_object) &&
-      json_object_object_get_ex(params, "clientInfo", &info))
-    keep_client(m, atl__mcp_str(info, "name"));
-  pthread_mutex_lock(&m->mu);
-  snprintf(m->legacy_version, sizeof(m->legacy_version), "%s", version);
-  pthread_mutex_unlock(&m->mu);
+  if (!m->shared) {
+    if (json_object_is_type(params, json_type_object) &&
+        json_object_object_get_ex(params, "clientInfo", &info))
+      keep_client(m, atl__mcp_str(info, "name"));
+    pthread_mutex_lock(&m->mu);
+    snprintf(m->legacy_version, sizeof(m->legacy_version), "%s", version);
+    pthread_mutex_unlock(&m->mu);
+  }
   json_object *res = json_object_new_object();
   json_object_object_add(res, "protocolVersion",
                          json_object_new_string(version));
@@ -298,16 +309,17 @@ json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r) {
   r->http_status = 200;
   r->daemon_gone = 0;
   r->cancelled = 0;
+  r->session_gone = 0;
   if (json_object_is_type(msg, json_type_array)) {
     r->http_status = 400;
-    return atl__mcp_error(NULL, -32600, NULL,
-                          "Invalid Request: batches are not supported (MCP "
-                          "has none since 2025-06-18): send one message at "
-                          "a time");
+    return atl_mcp_error(NULL, -32600, NULL,
+                         "Invalid Request: batches are not supported (MCP "
+                         "has none since 2025-06-18): send one message at "
+                         "a time");
   }
   if (!json_object_is_type(msg, json_type_object)) {
     r->http_status = 400;
-    return atl__mcp_error(
+    return atl_mcp_error(
         NULL, -32600, NULL,
         "Invalid Request: a JSON-RPC message is an "
         "object, got %s",
@@ -318,8 +330,8 @@ json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r) {
   const char *jsonrpc = atl__mcp_str(msg, "jsonrpc");
   if (jsonrpc == NULL || strcmp(jsonrpc, "2.0") != 0) {
     r->http_status = 400;
-    return atl__mcp_error(id_ok(id) ? id : NULL, -32600, NULL,
-                          "Invalid Request: \"jsonrpc\" must be \"2.0\"");
+    return atl_mcp_error(id_ok(id) ? id : NULL, -32600, NULL,
+                         "Invalid Request: \"jsonrpc\" must be \"2.0\"");
   }
   json_object *mv = NULL;
   if (!json_object_object_get_ex(msg, "method", &mv)) {
@@ -330,18 +342,18 @@ json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r) {
       return NULL;
     }
     r->http_status = 400;
-    return atl__mcp_error(id_ok(id) ? id : NULL, -32600, NULL,
-                          "Invalid Request: no \"method\"");
+    return atl_mcp_error(id_ok(id) ? id : NULL, -32600, NULL,
+                         "Invalid Request: no \"method\"");
   }
   if (!json_object_is_type(mv, json_type_string)) {
     r->http_status = 400;
-    return atl__mcp_error(id_ok(id) ? id : NULL, -32600, NULL,
-                          "Invalid Request: \"method\" must be a string");
+    return atl_mcp_error(id_ok(id) ? id : NULL, -32600, NULL,
+                         "Invalid Request: \"method\" must be a string");
   }
   const char *method = json_object_get_string(mv);
   if (has_id && !id_ok(id)) {
     r->http_status = 400;
-    return atl__mcp_error(
+    return atl_mcp_error(
         NULL, -32600, NULL,
         "Invalid Request: \"id\" must be a string or an "
         "integer, got %s",
@@ -355,8 +367,8 @@ json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r) {
       return NULL;
     }
     r->http_status = 400;
-    return atl__mcp_error(id, -32602, NULL,
-                          "Invalid params: \"params\" must be an object");
+    return atl_mcp_error(id, -32602, NULL,
+                         "Invalid params: \"params\" must be an object");
   }
   if (!has_id) {
     /* notifications/initialized, notifications/cancelled (which the
@@ -370,7 +382,7 @@ json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r) {
   json_object *err = NULL;
   if (era_of(id, method, params, &era, &err, &r->http_status) != 0)
     return err;
-  if (era.client != NULL)
+  if (era.client != NULL && !m->shared)
     keep_client(m, era.client);
 
   if (!era.modern && strcmp(method, "initialize") == 0)
@@ -385,7 +397,7 @@ json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r) {
     return atl__mcp_tools_call(m, id, params, &era, r);
   /* The modern transport answers an unknown method with 404. */
   r->http_status = era.modern ? 404 : 200;
-  return atl__mcp_error(
+  return atl_mcp_error(
       id, -32601, NULL,
       "Method not found: %s (this server has %s, tools/list and "
       "tools/call)",

@@ -44,7 +44,18 @@ typedef struct {
   /* How long a tool call may take before the answer is given up on, in
    * ms (0: 10 minutes: a long render's own limit is shorter). */
   int call_timeout_ms;
+  /* The server answers many clients (the bridge's HTTP endpoints): it
+   * keeps nothing of one client for the next (no session of its own, no
+   * client name), and each call's session comes with the request: from
+   * the transport (atl_mcp_req_t.session), or named in a modern
+   * request's _meta (ATL_MCP_META_SESSION). A call that names none is
+   * told how to. session is then ignored. */
+  int shared;
 } atl_mcp_config_t;
+
+/* The _meta key a modern request names its session with: 32 hex digits,
+ * or "new" for a new session. Every tools/call result carries it too. */
+#define ATL_MCP_META_SESSION "dev.atelier/session"
 
 /* A new server; the strings are copied. NULL when out of memory. */
 atl_mcp_t *atl_mcp_new(const atl_mcp_config_t *cfg);
@@ -66,6 +77,20 @@ typedef struct {
    * borrowed. NULL: the transport sends none. */
   void (*notify)(void *user, json_object *msg);
   void *notify_user;
+  /* The session this request's calls go to (32 hex digits), fixed by
+   * the transport: the bridge's /api/sessions/{id}/mcp, or a legacy HTTP
+   * client's MCP session. NULL: the one the request names, or the
+   * server's own. Borrowed. */
+  const char *session;
+  /* The client's name when the transport knows it (a legacy HTTP
+   * client's, from its initialize), for "via"; NULL if not. Borrowed. */
+  const char *client;
+  /* The page's address ("http://127.0.0.1:8080"), for the links the
+   * answers give; NULL when unknown (stdio). Borrowed. */
+  const char *page;
+  /* Set by atl_mcp_handle(): the session the call went to does not
+   * exist (deleted). A legacy HTTP MCP session bound to it has ended. */
+  int session_gone;
   /* Set by atl_mcp_handle(): the HTTP status the answer goes with (200,
    * 202 for a notification, 400 for a malformed request, 404 for an
    * unknown method in the modern era). */
@@ -83,8 +108,17 @@ typedef struct {
  * or NULL when none is due (a notification, a cancelled request). */
 json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r);
 
+/* A JSON-RPC error answer: a new object; data (taken) may be NULL; id is
+ * borrowed, NULL for a JSON-RPC null. */
+json_object *atl_mcp_error(json_object *id, int code, json_object *data,
+                           const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* The answer to a line or body that is not JSON (-32700), naming why. */
 json_object *atl_mcp_parse_error(const char *why);
+
+/* msg's method (borrowed from it), or NULL when it has none. */
+const char *atl_mcp_method(json_object *msg);
 
 /* 1 when msg is a request that may take long (tools/call): a transport
  * runs it on a thread of its own. */
@@ -93,5 +127,49 @@ int atl_mcp_is_slow(json_object *msg);
 /* For notifications/cancelled: the id of the request it cancels (borrowed
  * from msg), or NULL when msg is not one. */
 json_object *atl_mcp_cancelled_id(json_object *msg);
+
+/* ---- Streamable HTTP (mcp_http.c): what the bridge checks ---- */
+
+/* The headers of one POST that the transport's rules concern; NULL for a
+ * header not sent. */
+typedef struct {
+  const char *accept;           /* Accept */
+  const char *protocol_version; /* MCP-Protocol-Version */
+  const char *method;           /* Mcp-Method */
+  const char *name;             /* Mcp-Name */
+} atl_mcp_http_t;
+
+/* Checks a POST's headers against its message (msg borrowed, any JSON):
+ * the 2026-07-28 transport's rules ("MUST reject requests where the values
+ * specified in the headers do not match the corresponding values in the
+ * request body"): -32020 for a required header absent or one that
+ * disagrees, -32022 for a version we do not speak, -32602 for a modern
+ * header on a request without the envelope, 406 for an Accept that takes
+ * neither JSON nor an event stream. NULL when all is well, else the
+ * error answer (a new object) with *status the HTTP status. */
+json_object *atl_mcp_http_check(const atl_mcp_http_t *h, json_object *msg,
+                                int *status);
+
+/* 1 when msg is a legacy initialize request (no modern envelope). */
+int atl_mcp_is_legacy_initialize(json_object *msg);
+/* 1 when msg is a request (it has an id and a method) in the legacy era:
+ * one the legacy HTTP rules (an MCP session) apply to. */
+int atl_mcp_is_legacy_request(json_object *msg);
+
+/* The session ids the bridge gives legacy HTTP clients (Mcp-Session-Id):
+ * an Atelier session's id, a random nonce, the client's name, and a MAC
+ * over them with the daemon's MCP key, so that a client cannot make one
+ * up for another session, and the bridge needs no state to read one. At
+ * most ATL_MCP_SID_MAX bytes of visible ASCII. */
+#define ATL_MCP_SID_MAX 160
+/* Makes one for session (32 hex digits) and client (NULL or any text; 32
+ * bytes of it kept). key is 64 hex digits. 0, or -1 (no randomness, a
+ * malformed key or session). out: ATL_MCP_SID_MAX + 1 bytes. */
+int atl_mcp_sid_make(const char *key, const char *session, const char *client,
+                     char out[ATL_MCP_SID_MAX + 1]);
+/* Reads one: 0 with session (33 bytes) and client (33 bytes, "" when
+ * none) when text was made with key, else -1. Constant time in the MAC. */
+int atl_mcp_sid_read(const char *key, const char *text, char session[33],
+                     char client[33]);
 
 #endif

@@ -84,15 +84,15 @@ static json_object *failed(json_object *id, atl_rpcc_t *c, int rc,
   }
   if (rc == ATL_RPCC_ERROR) {
     r->http_status = 500;
-    return atl__mcp_error(id, -32603, NULL,
-                          "Internal error: atelierd refused %s: %s", what,
-                          c->err_message ? c->err_message : "no reason given");
+    return atl_mcp_error(id, -32603, NULL,
+                         "Internal error: atelierd refused %s: %s", what,
+                         c->err_message ? c->err_message : "no reason given");
   }
   r->daemon_gone = 1;
   r->http_status = 502;
-  return atl__mcp_error(id, -32603, NULL,
-                        "Internal error: atelierd is not answering (%s)",
-                        c->errmsg[0] ? c->errmsg : "no reason given");
+  return atl_mcp_error(id, -32603, NULL,
+                       "Internal error: atelierd is not answering (%s)",
+                       c->errmsg[0] ? c->errmsg : "no reason given");
 }
 
 /* atelierd's tool list in MCP's form (tool.list {"wire": "mcp"}): a new
@@ -173,7 +173,7 @@ json_object *atl__mcp_tools_list(atl_mcp_t *m, json_object *id,
     /* One page holds every tool, so no cursor was ever given out: "Invalid
      * cursors SHOULD result in an error with code -32602". */
     r->http_status = 400;
-    return atl__mcp_error(
+    return atl_mcp_error(
         id, -32602, NULL,
         "Invalid params: cursor %s is not one this server "
         "gave (its tools/list is one page: call it without "
@@ -252,7 +252,14 @@ static json_object *tool_error(json_object *id, const atl_mcp_era_t *era,
  * whose base64 MCP takes as it is) and a line each saying what they are.
  * -1 when the exchange with atelierd broke (gone, or the call cancelled). */
 static int add_images(atl_rpcc_t *c, json_object *images, json_object *content,
-                      const char *session) {
+                      const char *session, const char *page) {
+  /* "session X", with the page's link to it when the transport knows the
+   * page's address. */
+  char where[300];
+  if (page != NULL)
+    snprintf(where, sizeof(where), "%s (%s/#s=%s)", session, page, session);
+  else
+    snprintf(where, sizeof(where), "%s", session);
   size_t n = json_object_array_length(images);
   for (size_t i = 0; i < n; i++) {
     json_object *img = json_object_array_get_idx(images, i);
@@ -290,18 +297,18 @@ static int add_images(atl_rpcc_t *c, json_object *images, json_object *content,
                  "%dx%d so that this result stays under 1 MB, which MCP "
                  "clients require; the full picture is on Atelier's page for "
                  "session %s.",
-                 iid, w, h, mime, ow, oh, session);
+                 iid, w, h, mime, ow, oh, where);
       else if (fit != NULL)
         snprintf(line, sizeof(line),
                  "Image %s: the picture above, %dx%d, re-encoded as %s so "
                  "that this result stays under 1 MB, which MCP clients "
                  "require; the original is on Atelier's page for session %s.",
-                 iid, w, h, mime, session);
+                 iid, w, h, mime, where);
       else
         snprintf(line, sizeof(line),
                  "Image %s (%s): the picture above, also on Atelier's page "
                  "for session %s.",
-                 iid, mime, session);
+                 iid, mime, where);
     } else {
       snprintf(line, sizeof(line), "Image %s could not be read: %s", iid,
                c->err_message ? c->err_message : "atelierd did not say why");
@@ -366,7 +373,11 @@ static void follow_event(follow_t *f, json_object *ev) {
     snprintf(msg, sizeof(msg), "%s: %.1f %%", f->tool, p);
   json_object *params = json_object_new_object();
   json_object_object_add(params, "progressToken", json_object_get(f->token));
-  json_object_object_add(params, "progress", json_object_new_double(p));
+  /* As the one decimal it was rounded to: json-c would write 23.9 as
+   * 23.899999999999999. */
+  char num[32];
+  snprintf(num, sizeof(num), "%.1f", p);
+  json_object_object_add(params, "progress", json_object_new_double_s(p, num));
   json_object_object_add(params, "total", json_object_new_int(100));
   json_object_object_add(params, "message", json_object_new_string(msg));
   json_object *note = json_object_new_object();
@@ -472,21 +483,84 @@ static void follow_stop(follow_t *f) {
   free(f);
 }
 
+static int is_session_id(const char *s) {
+  size_t n = strspn(s, "0123456789abcdef");
+  return n == 32 && s[n] == '\0';
+}
+
+/* A new session for a call that asked for one ("new"). */
+static int new_session(atl_rpcc_t *c, char *out, size_t size) {
+  json_object *res = NULL;
+  int rc = atl_rpcc_call(c, "session.create", NULL, QUICK_MS, &res);
+  const char *sid = rc == ATL_RPCC_OK ? atl__mcp_str(res, "id") : NULL;
+  if (sid != NULL) {
+    snprintf(out, size, "%s", sid);
+  } else if (rc == ATL_RPCC_OK) {
+    snprintf(c->errmsg, sizeof(c->errmsg),
+             "session.create answered without an id");
+    rc = ATL_RPCC_TRANSPORT;
+  }
+  json_object_put(res);
+  return rc;
+}
+
+/* atelierd takes "via" as printable ASCII of at most 160 characters; a
+ * client names itself as it likes. */
+static void clean_via(char *via) {
+  for (char *p = via; *p; p++)
+    if (*p < 0x20 || *p > 0x7e)
+      *p = '?';
+  if (strlen(via) > 160)
+    via[160] = '\0';
+}
+
+/* What a shared endpoint says to a call that named no session. */
+static const char *unnamed_session_text(const char *page) {
+  static __thread char text[700];
+  snprintf(text, sizeof(text),
+           "This endpoint serves every Atelier session, and this call named "
+           "none. Use the address of one session's own endpoint, "
+           "%s/api/sessions/<session id>/mcp (the session's page, "
+           "%s/#s=<session id>, shows the id), or name it in the request's "
+           "_meta: {\"%s\": \"<session id>\"}, or \"new\" for a new "
+           "session.",
+           page ? page : "http://HOST:PORT", page ? page : "http://HOST:PORT",
+           ATL_MCP_META_SESSION);
+  return text;
+}
+
+/* The line a call that made its session adds: how to go on in it. */
+static json_object *text_block_made(const char *sid, const char *page) {
+  char text[700];
+  if (page != NULL)
+    snprintf(text, sizeof(text),
+             "This call made a new Atelier session, %s: watch it at "
+             "%s/#s=%s. To go on in it, name it in _meta "
+             "(\"%s\": \"%s\") or use %s/api/sessions/%s/mcp.",
+             sid, page, sid, ATL_MCP_META_SESSION, sid, page, sid);
+  else
+    snprintf(text, sizeof(text),
+             "This call made a new Atelier session, %s. To go on in it, "
+             "name it in _meta (\"%s\": \"%s\").",
+             sid, ATL_MCP_META_SESSION, sid);
+  return text_block(text);
+}
+
 json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
                                  json_object *params, const atl_mcp_era_t *era,
                                  atl_mcp_req_t *r) {
   const char *name = atl__mcp_str(params, "name");
   if (name == NULL) {
     r->http_status = 400;
-    return atl__mcp_error(id, -32602, NULL,
-                          "Invalid params: tools/call needs params.name, the "
-                          "name of a tool tools/list gives");
+    return atl_mcp_error(id, -32602, NULL,
+                         "Invalid params: tools/call needs params.name, the "
+                         "name of a tool tools/list gives");
   }
   json_object *args = NULL;
   if (params != NULL && json_object_object_get_ex(params, "arguments", &args) &&
       args != NULL && !json_object_is_type(args, json_type_object)) {
     r->http_status = 400;
-    return atl__mcp_error(
+    return atl_mcp_error(
         id, -32602, NULL,
         "Invalid params: params.arguments must be an "
         "object of the tool's arguments, got %s",
@@ -505,20 +579,58 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
      * of the list, so the call cannot be a model's mistake in its
      * arguments. */
     answer =
-        atl__mcp_error(id, -32602, NULL,
-                       "Unknown tool: %s (tools/list names the tools)", name);
+        atl_mcp_error(id, -32602, NULL,
+                      "Unknown tool: %s (tools/list names the tools)", name);
     goto out;
   }
   what = "session.create";
-  if ((rc = session_of(m, &c, sid, sizeof(sid))) != ATL_RPCC_OK)
+  int made = 0;
+  const char *named = era->session;
+  if (r->session != NULL) {
+    /* The endpoint is the session's: a request naming another one is a
+     * mistake to point out, not to follow. */
+    if (named != NULL && strcmp(named, r->session) != 0) {
+      answer = atl_mcp_error(
+          id, -32602, NULL,
+          "Invalid params: _meta[\"%s\"] names session %.40s, but this "
+          "endpoint is session %s's (leave it out, or use /mcp)",
+          ATL_MCP_META_SESSION, named, r->session);
+      r->http_status = 400;
+      goto out;
+    }
+    snprintf(sid, sizeof(sid), "%s", r->session);
+  } else if (named != NULL && strcmp(named, "new") == 0) {
+    if ((rc = new_session(&c, sid, sizeof(sid))) != ATL_RPCC_OK)
+      goto failed;
+    made = 1;
+  } else if (named != NULL) {
+    if (!is_session_id(named)) {
+      answer = atl_mcp_error(
+          id, -32602, NULL,
+          "Invalid params: _meta[\"%s\"] must be an Atelier session's id "
+          "(32 lowercase hex digits) or \"new\", got \"%.40s\"",
+          ATL_MCP_META_SESSION, named);
+      r->http_status = 400;
+      goto out;
+    }
+    snprintf(sid, sizeof(sid), "%s", named);
+  } else if (m->shared) {
+    answer = tool_error(id, era, unnamed_session_text(r->page));
+    goto out;
+  } else if ((rc = session_of(m, &c, sid, sizeof(sid))) != ATL_RPCC_OK) {
     goto failed;
+  }
   char via[256];
+  const char *client = era->client ? era->client : r->client;
   pthread_mutex_lock(&m->mu);
-  if (m->client[0])
-    snprintf(via, sizeof(via), "%s (%s)", m->via, m->client);
+  if (client == NULL && !m->shared && m->client[0])
+    client = m->client;
+  if (client != NULL)
+    snprintf(via, sizeof(via), "%s (%s)", m->via, client);
   else
     snprintf(via, sizeof(via), "%s", m->via);
   pthread_mutex_unlock(&m->mu);
+  clean_via(via);
   json_object *p = json_object_new_object();
   json_object_object_add(p, "session", json_object_new_string(sid));
   json_object_object_add(p, "name", json_object_new_string(name));
@@ -541,20 +653,28 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
   follow_stop(follow);
   if (rc == ATL_RPCC_ERROR && c.err_code == ATL_RPCC_NO_SESSION) {
     char msg[400];
+    r->session_gone = 1;
     pthread_mutex_lock(&m->mu);
     /* Under --new the next call makes another; a session the person
      * named is not swapped for one they did not ask for. */
-    int fixed = m->fixed_session;
+    int fixed = m->fixed_session || m->shared || named != NULL;
     if (!fixed && strcmp(m->session, sid) == 0)
       m->session[0] = '\0';
     pthread_mutex_unlock(&m->mu);
-    snprintf(msg, sizeof(msg),
-             fixed ? "Atelier's session %s is gone (deleted): nothing can be "
-                     "called in it. Start atelierctl mcp again with another "
-                     "--session, or with --new."
-                   : "Atelier's session %s is gone (deleted); the next call "
-                     "makes a new one.",
-             sid);
+    if (m->shared || named != NULL)
+      snprintf(msg, sizeof(msg),
+               "Atelier has no session %s (it was deleted, or never was): "
+               "nothing can be called in it. Name another, or \"new\" in "
+               "_meta[\"%s\"].",
+               sid, ATL_MCP_META_SESSION);
+    else
+      snprintf(msg, sizeof(msg),
+               fixed ? "Atelier's session %s is gone (deleted): nothing can "
+                       "be called in it. Start atelierctl mcp again with "
+                       "another --session, or with --new."
+                     : "Atelier's session %s is gone (deleted); the next "
+                       "call makes a new one.",
+               sid);
     answer = tool_error(id, era, msg);
     goto out;
   }
@@ -580,15 +700,22 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
   what = "image.get";
   if (json_object_object_get_ex(env, "images", &images) &&
       json_object_is_type(images, json_type_array) &&
-      add_images(&c, images, content, sid) != 0) {
+      add_images(&c, images, content, sid, r->page) != 0) {
     json_object_put(content);
     rc = ATL_RPCC_TRANSPORT;
     goto failed;
   }
+  if (made)
+    json_object_array_add(content, text_block_made(sid, r->page));
   json_object *res = json_object_new_object();
   json_object_object_add(res, "content", content);
   if (result != NULL && json_object_is_type(result, json_type_object))
     json_object_object_add(res, "structuredContent", json_object_get(result));
+  /* Which session the call changed, for a client that goes on in it. */
+  json_object *meta = json_object_new_object();
+  json_object_object_add(meta, ATL_MCP_META_SESSION,
+                         json_object_new_string(sid));
+  json_object_object_add(res, "_meta", meta);
   answer = atl__mcp_result(id, res, era);
   goto out;
 failed:

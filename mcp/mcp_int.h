@@ -30,6 +30,7 @@ struct atl_mcp_s {
   char client[65];         /* the client's name, for "via" */
   char legacy_version[16]; /* what initialize agreed, "" before it */
   int fixed_session;       /* the session was given (--session) */
+  int shared;              /* many clients (config.shared) */
   char *tool_names;        /* "\nname\n...": the last tools/list's, or NULL */
   /* Idle connections to atelierd, kept between calls (mcp_call.c). */
   atl_rpcc_t idle[ATL_MCP_IDLE_MAX];
@@ -39,14 +40,10 @@ struct atl_mcp_s {
 /* The era one request is served in. */
 typedef struct {
   int modern;
-  const char *client; /* _meta's clientInfo.name (borrowed), or NULL */
+  const char *client;  /* _meta's clientInfo.name (borrowed), or NULL */
+  const char *session; /* _meta's ATL_MCP_META_SESSION (borrowed), or NULL */
 } atl_mcp_era_t;
 
-/* An error answer: a new object; data (taken) may be NULL; id borrowed,
- * NULL for a JSON-RPC null. */
-json_object *atl__mcp_error(json_object *id, int code, json_object *data,
-                            const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 /* A result answer (result taken), with resultType and _meta when modern. */
 json_object *atl__mcp_result(json_object *id, json_object *result,
                              const atl_mcp_era_t *era);
