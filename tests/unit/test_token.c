@@ -107,3 +107,31 @@ Test(token, a_symbolic_link_is_refused) {
   cr_assert_eq(symlink(target, file), 0);
   expect_error("symbolic link");
 }
+
+Test(token, another_secret_is_its_own_file_and_names_itself) {
+  char tok[ATL_TOKEN_LEN + 1], key[ATL_TOKEN_LEN + 1], again[ATL_TOKEN_LEN + 1];
+  char *err = NULL;
+  cr_assert_eq(atl_token_load(dir, tok, &err), 0, "%s", err ? err : "");
+  cr_assert_eq(
+      atl_secret_load(dir, ATL_MCP_KEY_FILE, "the MCP session key", key, &err),
+      0, "%s", err ? err : "");
+  cr_assert_str_neq(tok, key, "two secrets, two random values");
+  /* Kept: the next start reads the same key. */
+  cr_assert_eq(atl_secret_load(dir, ATL_MCP_KEY_FILE, "the MCP session key",
+                               again, &err),
+               0);
+  cr_assert_str_eq(again, key);
+  char path[128];
+  snprintf(path, sizeof(path), "%s/%s", dir, ATL_MCP_KEY_FILE);
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  cr_assert_eq(st.st_mode & 0777, 0600);
+  /* A leaked one is refused, naming what it is. */
+  cr_assert_eq(chmod(path, 0644), 0);
+  cr_assert_lt(atl_secret_load(dir, ATL_MCP_KEY_FILE, "the MCP session key",
+                               again, &err),
+               0);
+  cr_assert(strstr(err, "the MCP session key") != NULL, "%s", err);
+  free(err);
+  unlink(path);
+}
