@@ -1,50 +1,76 @@
 #!/bin/sh
-# What the MCP front costs (issue 22): bench/tool-call's echo calls straight
-# over api.sock, and the same calls as MCP tools/call through one
-# `atelierctl mcp` process per client (stdio), against one real atelierd,
-# 1 and 16 clients, rounds alternating between the two so that the
-# machine's drift falls on both. Prints each kind's medians and the ratio
-# of the MCP figures to api.sock's (target: calls/s within 20 %).
+# What the MCP front costs (issue 22): bench/tool-call's echo calls against
+# one real stack (scripts/atelier-stack: nginx, atelier-fcgi, atelierd),
+# 1 and 16 clients, four ways, rounds alternating between them so that the
+# machine's drift falls on all:
+#   api       straight over api.sock (JSON-RPC tool.call)
+#   stdio     MCP tools/call through one `atelierctl mcp` per client
+#   http-api  the HTTP API's POST /api/sessions/{id}/tools/echo via nginx
+#   http-mcp  MCP tools/call to /api/sessions/{id}/mcp via nginx
+# Prints each kind's medians, and the ratios: MCP over stdio and over HTTP
+# to api.sock (target for stdio: calls/s within 20 %), and MCP over HTTP
+# to the HTTP API (what MCP adds to an HTTP call).
 #
-#   bench/run-mcp.sh [BUILD_DIR] [ROUNDS] [SECONDS]
+#   bench/run-mcp.sh [BUILD_DIR] [ROUNDS] [SECONDS] [KINDS]
 set -eu
 build=${1:-build}
 rounds=${2:-5}
 secs=${3:-5}
+kinds=${4:-api stdio http-api http-mcp}
+top=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cleanup() {
+  [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 cat >"$tmp/atelierd.conf" <<CONF
 [log]
 level = warn
 CONF
-"$build/atelierd" --foreground --config "$tmp/atelierd.conf" \
-  --socket-dir "$tmp/run" --data-dir "$tmp/data" \
-  --plugin-dir "$build/plugins/.libs" 2>"$tmp/daemon.log" &
+"$top/scripts/atelier-stack" --build "$build" --data "$tmp/data" \
+  --port "$port" --config "$tmp/atelierd.conf" \
+  --plugin-dir "$build/tests/plugins/.libs" >"$tmp/stack.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do [ -S "$tmp/run/api.sock" ] && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q 'ready at' "$tmp/stack.log" && break; sleep 0.1; done
+grep -q 'ready at' "$tmp/stack.log" || { cat "$tmp/stack.log"; exit 1; }
+sock=$tmp/data/run/api.sock
+token=$(cat "$tmp/data/store/token")
 median() {
   grep -o "$1=[0-9.]*" "$2" | cut -d= -f2 | sort -n |
     awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'
 }
+run() { # kind clients
+  case $1 in
+    api) set -- ;;
+    stdio) set -- --mcp "$build/atelierctl" ;;
+    http-api) set -- --http "$port" --token "$token" --http-api ;;
+    http-mcp) set -- --http "$port" --token "$token" ;;
+  esac
+  "$build/bench/tool-call" --socket "$sock" --clients "$c" --seconds "$secs" "$@"
+}
+ratio() { echo "$1 $2" | awk '{printf "%.3f", $1 / $2}'; }
 echo "rounds=$rounds seconds=$secs cores=$(nproc)"
 for c in 1 16; do
-  : >"$tmp/api$c.txt"
-  : >"$tmp/mcp$c.txt"
+  for k in $kinds; do : >"$tmp/$k$c.txt"; done
   for r in $(seq "$rounds"); do
-    "$build/bench/tool-call" --socket "$tmp/run/api.sock" --clients "$c" \
-      --seconds "$secs" | sed 's/^/api.sock /' | tee -a "$tmp/api$c.txt"
-    "$build/bench/tool-call" --socket "$tmp/run/api.sock" --clients "$c" \
-      --seconds "$secs" --mcp "$build/atelierctl" | sed 's/^/mcp stdio /' |
-      tee -a "$tmp/mcp$c.txt"
+    for k in $kinds; do
+      run "$k" | sed "s/^/$k /" | tee -a "$tmp/$k$c.txt"
+    done
   done
-  for k in api mcp; do
+  for k in $kinds; do
     printf 'MEDIAN %s clients=%s' "$k" "$c"
     for m in calls_per_s p50_ms p99_ms; do
       printf ' %s=%s' "$m" "$(median "$m" "$tmp/$k$c.txt")"
     done
     echo
   done
-  a=$(median calls_per_s "$tmp/api$c.txt")
-  m=$(median calls_per_s "$tmp/mcp$c.txt")
-  echo "RATIO clients=$c mcp/api calls_per_s=$(echo "$m $a" | awk '{printf "%.3f", $1 / $2}')"
+  for k in $kinds; do eval "cps_$(echo "$k" | tr - _)=\$(median calls_per_s \"\$tmp/\$k\$c.txt\")"; done
+  [ -n "${cps_stdio:-}" ] && [ -n "${cps_api:-}" ] &&
+    echo "RATIO clients=$c stdio/api calls_per_s=$(ratio "$cps_stdio" "$cps_api")"
+  [ -n "${cps_http_mcp:-}" ] && [ -n "${cps_api:-}" ] &&
+    echo "RATIO clients=$c http-mcp/api calls_per_s=$(ratio "$cps_http_mcp" "$cps_api")"
+  [ -n "${cps_http_mcp:-}" ] && [ -n "${cps_http_api:-}" ] &&
+    echo "RATIO clients=$c http-mcp/http-api calls_per_s=$(ratio "$cps_http_mcp" "$cps_http_api")"
 done

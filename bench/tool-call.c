@@ -15,6 +15,14 @@
  * initialize), so that the figures say what the MCP front costs next to
  * the same calls straight over api.sock.
  *
+ * --http PORT sends the calls through nginx and atelier-fcgi on
+ * 127.0.0.1:PORT instead (the stack scripts/atelier-stack runs), each
+ * client on a keep-alive connection of its own with the token of
+ * --token: as MCP tools/call to the session's /api/sessions/{id}/mcp (the
+ * modern era, whose requests need no initialize), or with --http-api as
+ * the plain HTTP API's POST /api/sessions/{id}/tools/echo, so that the
+ * figures separate what MCP costs from what HTTP does.
+ *
  * --sessions K first makes sure the store holds K sessions (creating the
  * missing ones) and prints the daemon's RSS with them and the clients
  * connected.
@@ -26,6 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -45,7 +56,11 @@ typedef struct {
   char buf[65536];
   size_t len;
   uint64_t sent_ns;
+  int http; /* answers are HTTP responses, on a connection to nginx */
 } client_t;
+
+/* --http: the port nginx listens on. */
+static int http_port;
 
 static long count_sessions(int fd) {
   size_t cap = 64u << 20;
@@ -114,6 +129,72 @@ static void mcp_start(client_t *c, const char *ctl, const char *sock) {
   }
 }
 
+/* A connection to nginx on 127.0.0.1:http_port. */
+static int http_dial(void) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)http_port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+    perror("tool-call: connect to nginx");
+    exit(2);
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+/* The request for c: an MCP tools/call or the HTTP API's tool call. */
+static void http_request(client_t *c, int i, const char *token, int api) {
+  char body[512], path[128];
+  if (api) {
+    snprintf(path, sizeof(path), "/api/sessions/%s/tools/echo", c->session);
+    snprintf(body, sizeof(body), "{\"text\":\"hello from client %d\"}", i);
+  } else {
+    snprintf(path, sizeof(path), "/api/sessions/%s/mcp", c->session);
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+             "\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":"
+             "\"hello from client %d\"},\"_meta\":{\"io.modelcontextprotocol/"
+             "protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/"
+             "clientCapabilities\":{}}}}",
+             i);
+  }
+  if (asprintf(&c->req,
+               "POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+               "Authorization: Bearer %s\r\n"
+               "Content-Type: application/json\r\n"
+               "Accept: application/json, text/event-stream\r\n"
+               "%s"
+               "Content-Length: %zu\r\n\r\n%s",
+               path, http_port, token,
+               api ? ""
+                   : "MCP-Protocol-Version: 2026-07-28\r\n"
+                     "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n",
+               strlen(body), body) < 0)
+    exit(2);
+  c->req_len = strlen(c->req);
+}
+
+/* When c->buf holds a whole HTTP response: its length (headers and
+ * body), with *closing set when nginx will close the connection after
+ * it; else 0. */
+static size_t http_complete(client_t *c, int *closing) {
+  char *end = memmem(c->buf, c->len, "\r\n\r\n", 4);
+  if (end == NULL)
+    return 0;
+  size_t head = (size_t)(end - c->buf) + 4;
+  char *cl = memmem(c->buf, head, "Content-Length: ", 16);
+  if (cl == NULL) {
+    fprintf(stderr, "tool-call: a response without Content-Length:\n%.*s\n",
+            (int)head, c->buf);
+    exit(2);
+  }
+  size_t n = head + strtoul(cl + 16, NULL, 10);
+  *closing = memmem(c->buf, head, "Connection: close", 17) != NULL;
+  return c->len >= n ? n : 0;
+}
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -132,7 +213,8 @@ int main(int argc, char **argv) {
   int nclients = 1;
   double seconds = 5;
   long want_sessions = 0;
-  const char *mcp = NULL;
+  const char *mcp = NULL, *token = "";
+  int http_api = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
       sock = argv[++i];
@@ -144,9 +226,16 @@ int main(int argc, char **argv) {
       want_sessions = atol(argv[++i]);
     else if (strcmp(argv[i], "--mcp") == 0 && i + 1 < argc)
       mcp = argv[++i];
+    else if (strcmp(argv[i], "--http") == 0 && i + 1 < argc)
+      http_port = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc)
+      token = argv[++i];
+    else if (strcmp(argv[i], "--http-api") == 0)
+      http_api = 1;
     else {
       fprintf(stderr, "usage: tool-call --socket PATH [--clients N] "
-                      "[--seconds S] [--sessions K] [--mcp ATELIERCTL]\n");
+                      "[--seconds S] [--sessions K] [--mcp ATELIERCTL | "
+                      "--http PORT --token TOKEN [--http-api]]\n");
       return 2;
     }
   }
@@ -169,7 +258,12 @@ int main(int argc, char **argv) {
   for (int i = 0; i < nclients; i++) {
     cl[i].fd = cl[i].wfd = bench_dial(sock);
     bench_new_session(cl[i].fd, cl[i].session);
-    if (mcp != NULL) {
+    if (http_port > 0) {
+      close(cl[i].fd); /* the set-up connection */
+      cl[i].fd = cl[i].wfd = http_dial();
+      cl[i].http = 1;
+      http_request(&cl[i], i, token, http_api);
+    } else if (mcp != NULL) {
       mcp_start(&cl[i], mcp, sock);
       if (asprintf(&cl[i].req,
                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/"
@@ -184,7 +278,8 @@ int main(int argc, char **argv) {
                         "\"hello from client %d\"}}}\n",
                         cl[i].session, i) < 0)
       return 2;
-    cl[i].req_len = strlen(cl[i].req);
+    if (!cl[i].http)
+      cl[i].req_len = strlen(cl[i].req);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &cl[i]};
     epoll_ctl(ep, EPOLL_CTL_ADD, cl[i].fd, &ev);
   }
@@ -211,14 +306,37 @@ int main(int argc, char **argv) {
         return 2;
       }
       c->len += (size_t)r;
-      char *nl = memchr(c->buf, '\n', c->len);
-      if (nl == NULL)
-        continue;
-      if (mcp != NULL ? strstr(c->buf, "\"result\":{\"content\"") == NULL ||
-                            strstr(c->buf, "\"isError\"") != NULL
-                      : strstr(c->buf, "\"success\":true") == NULL)
-        errors++;
-      c->len = 0;
+      int closing = 0;
+      if (c->http) {
+        size_t whole = c->len < sizeof(c->buf) ? http_complete(c, &closing) : 0;
+        if (whole == 0)
+          continue;
+        c->buf[whole] = '\0'; /* whole < sizeof(c->buf), as c->len is */
+        if (strncmp(c->buf, "HTTP/1.1 200", 12) != 0 ||
+            (http_api ? strstr(c->buf, "\"success\":true") == NULL
+                      : strstr(c->buf, "\"result\":{\"content\"") == NULL ||
+                            strstr(c->buf, "\"isError\"") != NULL))
+          errors++;
+        if (closing) {
+          /* nginx's keepalive_requests ran out: a new connection. */
+          epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+          close(c->fd);
+          c->fd = c->wfd = http_dial();
+          struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+          epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
+        }
+        c->len = 0;
+      } else {
+        char *nl = memchr(c->buf, '\n', c->len);
+        if (nl == NULL)
+          continue;
+        *nl = '\0';
+        if (mcp != NULL ? strstr(c->buf, "\"result\":{\"content\"") == NULL ||
+                              strstr(c->buf, "\"isError\"") != NULL
+                        : strstr(c->buf, "\"success\":true") == NULL)
+          errors++;
+        c->len = 0;
+      }
       if (n == cap) {
         cap *= 2;
         lat = realloc(lat, cap * sizeof(*lat));

@@ -88,10 +88,13 @@ static void session_routes(fcgi_match_t *m, const char *method,
       accept_route(m, method, FCGI_R_PREVIEW_REQUEST, "POST");
       return;
     }
-    if (strcmp(sub, "mcp") == 0) {
-      accept_route(m, method, FCGI_R_SESSION_MCP, "POST");
-      return;
-    }
+  }
+  /* A session's MCP endpoint, with or without a closing slash (a URL
+   * pasted into a client's settings often has one). */
+  if (n > 0 && strcmp(sub, "mcp") == 0 &&
+      (*rest == '\0' || strcmp(rest, "/") == 0)) {
+    accept_route(m, method, FCGI_R_SESSION_MCP, "POST");
+    return;
   }
   if (n > 0 && strcmp(sub, "tools") == 0) {
     int k = next_segment(&rest, name, sizeof(name));
@@ -115,7 +118,8 @@ void fcgi_match(const char *method, const char *path, fcgi_match_t *m) {
   }
   /* MCP's endpoint: one path, POST only (GET and DELETE, a legacy
    * client's server stream and session end, are 405 as the spec allows). */
-  if (path != NULL && strcmp(path, "/mcp") == 0) {
+  if (path != NULL &&
+      (strcmp(path, "/mcp") == 0 || strcmp(path, "/mcp/") == 0)) {
     accept_route(m, method, FCGI_R_MCP, "POST");
     return;
   }

@@ -211,7 +211,9 @@ static int session_new(fcgi_ctx_t *x, json_object *id, char out[33]) {
   }
   json_object_put(r);
   char text[300];
-  int status = rc == ATL_RPCC_TRANSPORT ? 503 : 500;
+  int status = rc == ATL_RPCC_TRANSPORT ? 503
+               : rc == ATL_RPCC_ERROR   ? fcgi_status_of_rpc(x->rpc->err_code)
+                                        : 500;
   snprintf(text, sizeof(text), "Internal error: atelierd %s",
            rc == ATL_RPCC_TRANSPORT ? "is not reachable; try again"
            : rc == ATL_RPCC_ERROR   ? x->rpc->err_message
@@ -244,6 +246,53 @@ static json_object *id_of(json_object *msg) {
        json_object_is_type(id, json_type_int)))
     return id;
   return NULL;
+}
+
+/* A legacy initialize: answered first, and only if it succeeds is its
+ * MCP session made (a new Atelier session on /mcp, the path's on a
+ * session's own endpoint) and its id sent: a malformed initialize leaves
+ * no session behind. */
+static void legacy_initialize(fcgi_ctx_t *x, const char *bound,
+                              json_object *msg, json_object *id,
+                              const char *key) {
+  if (key == NULL) {
+    reply_rpc_error(x, 500, id, -32603,
+                    "Internal error: no MCP session id can be made "
+                    "(atelierd gave the bridge no key: run an atelierd as "
+                    "new as this atelier-fcgi)");
+    return;
+  }
+  atl_mcp_req_t r = {.cancel_fd = -1};
+  json_object *answer = atl_mcp_handle(server, msg, &r);
+  if (answer == NULL || !json_object_object_get_ex(answer, "result", NULL)) {
+    if (answer != NULL)
+      fcgi_reply_json(x, r.http_status, answer);
+    else
+      reply_202(x, "");
+    json_object_put(answer);
+    return;
+  }
+  /* initialize starts a new MCP session whatever Mcp-Session-Id came
+   * with it (the SDKs send none): on /mcp, a new Atelier session. */
+  char sid[33], client[33], made[ATL_MCP_SID_MAX + 1];
+  const char *name = client_of(msg);
+  snprintf(client, sizeof(client), "%.32s", name ? name : "");
+  int rc =
+      bound != NULL ? session_exists(x, bound, id) : session_new(x, id, sid);
+  if (rc == 0 && bound != NULL)
+    memcpy(sid, bound, 33);
+  if (rc == 0 && atl_mcp_sid_make(key, sid, client, made) != 0) {
+    reply_rpc_error(x, 500, id, -32603,
+                    "Internal error: no MCP session id could be made (no "
+                    "randomness)");
+    rc = 500;
+  }
+  if (rc == 0) {
+    char headers[ATL_MCP_SID_MAX + 32];
+    snprintf(headers, sizeof(headers), "Mcp-Session-Id: %s\r\n", made);
+    fcgi_reply_json_h(x, 200, headers, answer);
+  }
+  json_object_put(answer);
 }
 
 void fcgi_mcp(fcgi_ctx_t *x, const char *bound) {
@@ -287,7 +336,6 @@ void fcgi_mcp(fcgi_ctx_t *x, const char *bound) {
   if (given != NULL && given[0] == '\0')
     given = NULL;
   char sid[33] = "", client[33] = "";
-  char made[ATL_MCP_SID_MAX + 1] = "";
   int legacy = atl_mcp_is_legacy_request(msg);
   int initialize = atl_mcp_is_legacy_initialize(msg);
   json_object *cancelled = atl_mcp_cancelled_id(msg);
@@ -321,31 +369,11 @@ void fcgi_mcp(fcgi_ctx_t *x, const char *bound) {
     return;
   }
   if (initialize) {
-    const char *name = client_of(msg);
-    snprintf(client, sizeof(client), "%.32s", name ? name : "");
-    int rc = 0;
-    if (bound != NULL)
-      rc = session_exists(x, bound, id);
-    else if (given != NULL && key != NULL &&
-             atl_mcp_sid_read(key, given, sid, client) == 0)
-      snprintf(client, sizeof(client), "%.32s", name ? name : "");
-    else
-      rc = session_new(x, id, sid);
-    if (rc != 0) {
-      json_object_put(msg);
-      return;
-    }
-    if (bound != NULL)
-      memcpy(sid, bound, 33);
-    if (key == NULL || atl_mcp_sid_make(key, sid, client, made) != 0) {
-      reply_rpc_error(x, 500, id, -32603,
-                      "Internal error: no MCP session id could be made "
-                      "(atelierd gave the bridge no key: run an atelierd "
-                      "as new as this atelier-fcgi)");
-      json_object_put(msg);
-      return;
-    }
-  } else if (legacy && bound == NULL && sid[0] == '\0') {
+    legacy_initialize(x, bound, msg, id, key);
+    json_object_put(msg);
+    return;
+  }
+  if (legacy && bound == NULL && sid[0] == '\0') {
     const char *method = atl_mcp_method(msg);
     if (method == NULL || strcmp(method, "ping") != 0) {
       /* "SHOULD respond to requests without an MCP-Session-Id header
@@ -362,10 +390,8 @@ void fcgi_mcp(fcgi_ctx_t *x, const char *bound) {
   if (bound != NULL && sid[0] == '\0')
     memcpy(sid, bound, 33);
 
-  char page[300], headers[ATL_MCP_SID_MAX + 64] = "";
+  char page[300];
   page_of(x, page, sizeof(page));
-  if (made[0] != '\0')
-    snprintf(headers, sizeof(headers), "Mcp-Session-Id: %s\r\n", made);
 
   /* Cancels. A modern call ends when its client hangs up: nginx closes
    * this FastCGI connection then (fastcgi_keep_conn off). A legacy one
@@ -376,21 +402,23 @@ void fcgi_mcp(fcgi_ctx_t *x, const char *bound) {
   if (slow && legacy && given != NULL && sid[0] != '\0') {
     int fds[2];
     flight = calloc(1, sizeof(*flight));
-    if (flight != NULL && pipe2(fds, O_CLOEXEC) == 0) {
-      flight->key = inflight_key(given, id);
+    if (flight != NULL && (flight->key = inflight_key(given, id)) != NULL &&
+        pipe2(fds, O_CLOEXEC) == 0) {
       flight->cancel_w = fds[1];
       cancel_r = fds[0];
       pthread_mutex_lock(&inflight_mu);
       flight->next = inflight;
       inflight = flight;
       pthread_mutex_unlock(&inflight_mu);
-    } else {
+    } else if (flight != NULL) {
+      /* Without memory for it, the call goes on uncancellable. */
+      free(flight->key);
       free(flight);
       flight = NULL;
     }
   }
 
-  answer_t a = {.x = x, .headers = headers};
+  answer_t a = {.x = x, .headers = ""};
   pthread_mutex_init(&a.mu, NULL);
   atl_mcp_req_t r = {
       .cancel_fd =
@@ -407,17 +435,18 @@ void fcgi_mcp(fcgi_ctx_t *x, const char *bound) {
   if (cancel_r >= 0)
     close(cancel_r);
 
-  if (legacy && r.session_gone && bound == NULL && given != NULL) {
+  if (legacy && r.session_gone && bound == NULL && given != NULL &&
+      !a.streaming) {
     /* The Atelier session of this MCP session was deleted: the MCP
-     * session has ended, and the client starts another. */
+     * session has ended, and the client starts another. (Once progress
+     * has gone out as a stream, the status is sent: the tool error that
+     * says so ends the stream instead.) */
     json_object_put(answer);
     answer = NULL;
-    if (!a.streaming) {
-      reply_rpc_error(x, 404, id, -32600,
-                      "Session not found: this MCP session's Atelier "
-                      "session was deleted; send initialize again for a "
-                      "new one");
-    }
+    reply_rpc_error(x, 404, id, -32600,
+                    "Session not found: this MCP session's Atelier "
+                    "session was deleted; send initialize again for a "
+                    "new one");
   }
   if (a.streaming) {
     /* The answer ends the stream ("The final JSON-RPC response SHOULD
@@ -425,10 +454,15 @@ void fcgi_mcp(fcgi_ctx_t *x, const char *bound) {
     if (answer != NULL)
       stream_event(&a, answer);
   } else if (answer != NULL) {
-    fcgi_reply_json_h(x, r.http_status, headers, answer);
+    fcgi_reply_json(x, r.http_status, answer);
+  } else if (r.cancelled && x->status == 0) {
+    /* A request its client cancelled: "SHOULD NOT respond" to it, but
+     * its POST needs an answer; an event stream with no message is
+     * one that says nothing. */
+    stream_start(&a);
   } else if (x->status == 0) {
-    /* A notification, a response, or a call its client cancelled. */
-    reply_202(x, headers);
+    /* A notification or a response. */
+    reply_202(x, "");
   }
   pthread_mutex_destroy(&a.mu);
   json_object_put(answer);

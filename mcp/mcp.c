@@ -150,7 +150,9 @@ int atl_mcp_is_slow(json_object *msg) {
 json_object *atl_mcp_cancelled_id(json_object *msg) {
   const char *method = method_of(msg);
   json_object *params = NULL, *id = NULL;
+  /* A notification: a request of that name is not one. */
   if (method == NULL || strcmp(method, "notifications/cancelled") != 0 ||
+      json_object_object_get_ex(msg, "id", NULL) ||
       !json_object_object_get_ex(msg, "params", &params) ||
       !json_object_is_type(params, json_type_object) ||
       !json_object_object_get_ex(params, "requestId", &id))

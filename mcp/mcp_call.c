@@ -155,7 +155,9 @@ static int tool_known(atl_mcp_t *m, atl_rpcc_t *c, const char *name, int *rc) {
           known = 1;
     }
     pthread_mutex_unlock(&m->mu);
-    if (known >= 0)
+    /* A name the list lacks is looked up once more: atelierd may have
+     * restarted with other plugins since (the bridge outlives it). */
+    if (known == 1 || (known == 0 && attempt == 1))
       return known;
     json_object *tools = fetch_tools(m, c, rc);
     if (tools == NULL)

@@ -358,7 +358,8 @@ int atl_mcp_sid_make(const char *key, const char *session, const char *client,
 int atl_mcp_sid_read(const char *key, const char *text, char session[33],
                      char client[33]) {
   size_t n = text ? strlen(text) : 0;
-  if (n < 32 + SID_NONCE_HEX + SID_MAC_HEX || n > ATL_MCP_SID_MAX ||
+  if (n < 32 + SID_NONCE_HEX + SID_MAC_HEX ||
+      n > 32 + SID_NONCE_HEX + 2 * SID_CLIENT_MAX + SID_MAC_HEX ||
       (n - 32 - SID_NONCE_HEX - SID_MAC_HEX) % 2 != 0 || !all_hex(text, n))
     return -1;
   size_t body = n - SID_MAC_HEX;

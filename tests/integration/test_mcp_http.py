@@ -243,6 +243,15 @@ def _(ctx):
     st, _, b = post(s, "/api/sessions/%s/mcp" % third, ok,
                     {"Mcp-Session-Id": bound})
     assert st == 404, (st, b)
+    # A malformed initialize is refused and leaves no session behind, nor
+    # an id; a new initialize, whatever id it carries, is a new session.
+    before = len(s.request("GET", "/api/sessions")[2])
+    st, hd, b = post(s, "/mcp", req(1, "initialize", {"capabilities": {}}))
+    assert st == 400 and b["error"]["code"] == -32602, (st, b)
+    assert "mcp-session-id" not in hd, hd
+    assert len(s.request("GET", "/api/sessions")[2]) == before
+    again = initialize(s, headers={"Mcp-Session-Id": mine})
+    assert again[:32] not in (sid, other), (again, sid)
     # A legacy request to /mcp without one: initialize first.
     st, _, b = post(s, "/mcp", ok)
     assert st == 400 and "Mcp-Session-Id" in b["error"]["message"], (st, b)
@@ -358,6 +367,10 @@ def _(ctx):
     st, hd, b = post(s, path, {"jsonrpc": "2.0",
                                "method": "notifications/initialized"})
     assert st == 202 and b == b"", (st, b)
+    # A URL pasted with a closing slash is the same endpoint.
+    for p in (path + "/", "/mcp/"):
+        st, _, b = post(s, p, lst, hl)
+        assert st == 200 and b["result"]["tools"], (p, st, b)
     for method in ("GET", "DELETE"):
         for p in ("/mcp", path):
             st, hd, b = s.request(method, p, headers={"Accept": ACCEPT})
