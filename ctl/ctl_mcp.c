@@ -6,9 +6,13 @@
  * to stderr.
  *
  * The protocol is mcp/mcp.c's. This file is the transport: lines in and
- * out, a thread for each tools/call so that a ping or a cancel is
+ * out, tools/call on worker threads so that a ping or a cancel is
  * answered while a render runs, and notifications/cancelled, which
- * closes the cancelled call's pipe (its wait for atelierd watches it). */
+ * closes the cancelled call's pipe (its wait for atelierd watches it).
+ *
+ * The workers are kept between calls: making and ending a thread for each
+ * call was a fifth of all the CPU a busy client's calls cost
+ * (bench/README.md, mcp). */
 #include "atl-build.h"
 
 #include <errno.h>
@@ -33,8 +37,9 @@
 
 typedef struct call_s {
   struct call_s *next;
-  json_object *msg; /* the tools/call request */
-  char *key;        /* its id as JSON text, for notifications/cancelled */
+  struct call_s *queued; /* the next call waiting for a worker */
+  json_object *msg;      /* the tools/call request */
+  char *key;             /* its id as JSON text, for notifications/cancelled */
   int cancel_r, cancel_w;
 } call_t;
 
@@ -42,8 +47,12 @@ static atl_mcp_t *server;
 static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t calls_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t calls_cv = PTHREAD_COND_INITIALIZER;
-static call_t *calls;
+static call_t *calls; /* in flight: queued or running */
 static int n_calls;
+/* The calls waiting for a worker, oldest first, and the workers. */
+static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
+static call_t *queue_head, *queue_tail;
+static int n_queued, n_workers, n_idle_workers, workers_stop;
 static volatile int gone; /* atelierd went away: answer, then exit */
 static volatile int write_failed;
 
@@ -77,8 +86,7 @@ static void notify(void *user, json_object *msg) {
   send_msg(msg);
 }
 
-static void *call_main(void *arg) {
-  call_t *k = arg;
+static void run_call(call_t *k) {
   atl_mcp_req_t r = {.cancel_fd = k->cancel_r, .notify = notify};
   json_object *answer = atl_mcp_handle(server, k->msg, &r);
   if (answer != NULL && !r.cancelled)
@@ -93,7 +101,52 @@ static void *call_main(void *arg) {
   json_object_put(k->msg);
   free(k->key);
   free(k);
+}
+
+/* A worker: runs queued calls until told to stop. */
+static void *worker_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&calls_mu);
+  for (;;) {
+    while (queue_head == NULL && !workers_stop) {
+      n_idle_workers++;
+      pthread_cond_wait(&work_cv, &calls_mu);
+      n_idle_workers--;
+    }
+    if (queue_head == NULL)
+      break;
+    call_t *k = queue_head;
+    queue_head = k->queued;
+    if (queue_head == NULL)
+      queue_tail = NULL;
+    n_queued--;
+    pthread_mutex_unlock(&calls_mu);
+    run_call(k);
+    pthread_mutex_lock(&calls_mu);
+  }
+  n_workers--;
+  pthread_cond_broadcast(&calls_cv);
+  pthread_mutex_unlock(&calls_mu);
   return NULL;
+}
+
+/* One more worker, when the queued calls outnumber the idle workers (and
+ * there are fewer than MAX_CALLS). Called with calls_mu held; 0, or -1
+ * when no thread could be made and none is there to take the call. */
+static int ensure_worker_locked(void) {
+  if (n_queued <= n_idle_workers || n_workers >= MAX_CALLS)
+    return 0;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  pthread_t tid;
+  int rc = pthread_create(&tid, &a, worker_main, NULL);
+  pthread_attr_destroy(&a);
+  if (rc == 0) {
+    n_workers++;
+    return 0;
+  }
+  return n_workers > 0 ? 0 : -1;
 }
 
 static const char *id_key(json_object *id) {
@@ -132,7 +185,8 @@ static void refuse_call(json_object *id, const char *why) {
   json_object_put(e);
 }
 
-/* Starts a tools/call on a thread of its own (msg taken). */
+/* Queues a tools/call for a worker, starting one if none is idle (msg
+ * taken). */
 static void start_call(json_object *msg) {
   json_object *id = NULL;
   json_object_object_get_ex(msg, "id", &id);
@@ -158,15 +212,18 @@ static void start_call(json_object *msg) {
   k->next = calls;
   calls = k;
   n_calls++;
-  pthread_mutex_unlock(&calls_mu);
-  pthread_attr_t a;
-  pthread_attr_init(&a);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  /* The thread frees k: its id goes to a local, never into k. */
-  pthread_t tid;
-  if (pthread_create(&tid, &a, call_main, k) != 0) {
+  if (queue_tail != NULL)
+    queue_tail->queued = k;
+  else
+    queue_head = k;
+  queue_tail = k;
+  n_queued++;
+  if (ensure_worker_locked() != 0) {
     /* Answered at once rather than run here, where it would hold up
      * every other message (a ping, a cancel) for as long as it runs. */
+    queue_head = queue_tail = NULL;
+    n_queued = 0;
+    pthread_mutex_unlock(&calls_mu);
     unlink_call(k);
     refuse_call(id, "no thread to run it on");
     close(k->cancel_r);
@@ -174,8 +231,10 @@ static void start_call(json_object *msg) {
     json_object_put(k->msg);
     free(k->key);
     free(k);
+    return;
   }
-  pthread_attr_destroy(&a);
+  pthread_cond_signal(&work_cv);
+  pthread_mutex_unlock(&calls_mu);
 }
 
 static void handle_line(char *line, size_t len) {
@@ -308,6 +367,11 @@ int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
     cancel_all();
   pthread_mutex_lock(&calls_mu);
   while (n_calls > 0)
+    pthread_cond_wait(&calls_cv, &calls_mu);
+  /* The workers leave before the server they use is freed. */
+  workers_stop = 1;
+  pthread_cond_broadcast(&work_cv);
+  while (n_workers > 0)
     pthread_cond_wait(&calls_cv, &calls_mu);
   pthread_mutex_unlock(&calls_mu);
   if (gone) {
