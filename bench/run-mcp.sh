@@ -17,14 +17,24 @@ build=${1:-build}
 rounds=${2:-5}
 secs=${3:-5}
 kinds=${4:-api stdio http-api http-mcp}
+for k in $kinds; do
+  case $k in
+    api|stdio|http-api|http-mcp) ;;
+    *) echo "run-mcp.sh: unknown kind '$k' (api, stdio, http-api, http-mcp)" >&2; exit 2 ;;
+  esac
+done
 top=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cleanup() {
-  [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  if [ -n "${pid:-}" ]; then
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$tmp/atelierd.conf" <<CONF
 [log]
 level = warn
@@ -41,14 +51,19 @@ median() {
   grep -o "$1=[0-9.]*" "$2" | cut -d= -f2 | sort -n |
     awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'
 }
-run() { # kind clients
+run() { # kind (clients in $c)
+  k=$1
   case $1 in
     api) set -- ;;
     stdio) set -- --mcp "$build/atelierctl" ;;
     http-api) set -- --http "$port" --token "$token" --http-api ;;
     http-mcp) set -- --http "$port" --token "$token" ;;
   esac
-  "$build/bench/tool-call" --socket "$sock" --clients "$c" --seconds "$secs" "$@"
+  # A failed run (a usage error, errors= other than 0) stops the script
+  # rather than count in the medians.
+  out=$("$build/bench/tool-call" --socket "$sock" --clients "$c" \
+    --seconds "$secs" "$@") || { echo "$out"; echo "run-mcp.sh: $k failed" >&2; exit 1; }
+  echo "$out"
 }
 ratio() { echo "$1 $2" | awk '{printf "%.3f", $1 / $2}'; }
 echo "rounds=$rounds seconds=$secs cores=$(nproc)"
@@ -56,7 +71,8 @@ for c in 1 16; do
   for k in $kinds; do : >"$tmp/$k$c.txt"; done
   for r in $(seq "$rounds"); do
     for k in $kinds; do
-      run "$k" | sed "s/^/$k /" | tee -a "$tmp/$k$c.txt"
+      line=$(run "$k")
+      echo "$line" | sed "s/^/$k /" | tee -a "$tmp/$k$c.txt"
     done
   done
   for k in $kinds; do
@@ -66,11 +82,12 @@ for c in 1 16; do
     done
     echo
   done
-  for k in $kinds; do eval "cps_$(echo "$k" | tr - _)=\$(median calls_per_s \"\$tmp/\$k\$c.txt\")"; done
-  [ -n "${cps_stdio:-}" ] && [ -n "${cps_api:-}" ] &&
-    echo "RATIO clients=$c stdio/api calls_per_s=$(ratio "$cps_stdio" "$cps_api")"
-  [ -n "${cps_http_mcp:-}" ] && [ -n "${cps_api:-}" ] &&
-    echo "RATIO clients=$c http-mcp/api calls_per_s=$(ratio "$cps_http_mcp" "$cps_api")"
-  [ -n "${cps_http_mcp:-}" ] && [ -n "${cps_http_api:-}" ] &&
-    echo "RATIO clients=$c http-mcp/http-api calls_per_s=$(ratio "$cps_http_mcp" "$cps_http_api")"
+  cps() { [ -s "$tmp/$1$c.txt" ] && median calls_per_s "$tmp/$1$c.txt"; }
+  for pair in stdio/api http-mcp/api http-mcp/http-api; do
+    a=$(cps "${pair%/*}" || true)
+    b=$(cps "${pair#*/}" || true)
+    if [ -n "$a" ] && [ -n "$b" ]; then
+      echo "RATIO clients=$c $pair calls_per_s=$(ratio "$a" "$b")"
+    fi
+  done
 done

@@ -186,7 +186,10 @@ static size_t http_complete(client_t *c, int *closing) {
   size_t head = (size_t)(end - c->buf) + 4;
   char *cl = memmem(c->buf, head, "Content-Length: ", 16);
   if (cl == NULL) {
-    fprintf(stderr, "tool-call: a response without Content-Length:\n%.*s\n",
+    /* An event stream (progress) is chunked: the echo calls make none. */
+    fprintf(stderr,
+            "tool-call: a response without Content-Length (an event "
+            "stream?):\n%.*s\n",
             (int)head, c->buf);
     exit(2);
   }
@@ -300,7 +303,7 @@ int main(int argc, char **argv) {
     uint64_t t = bench_now_ns();
     for (int e = 0; e < k; e++) {
       client_t *c = evs[e].data.ptr;
-      ssize_t r = read(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
+      ssize_t r = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
       if (r <= 0) {
         fprintf(stderr, "tool-call: connection lost\n");
         return 2;
@@ -308,10 +311,15 @@ int main(int argc, char **argv) {
       c->len += (size_t)r;
       int closing = 0;
       if (c->http) {
-        size_t whole = c->len < sizeof(c->buf) ? http_complete(c, &closing) : 0;
+        size_t whole = http_complete(c, &closing);
+        if (whole == 0 && c->len >= sizeof(c->buf) - 1) {
+          fprintf(stderr, "tool-call: a response larger than %zu bytes\n",
+                  sizeof(c->buf) - 1);
+          return 2;
+        }
         if (whole == 0)
           continue;
-        c->buf[whole] = '\0'; /* whole < sizeof(c->buf), as c->len is */
+        c->buf[whole] = '\0'; /* whole <= c->len < sizeof(c->buf) */
         if (strncmp(c->buf, "HTTP/1.1 200", 12) != 0 ||
             (http_api ? strstr(c->buf, "\"success\":true") == NULL
                       : strstr(c->buf, "\"result\":{\"content\"") == NULL ||

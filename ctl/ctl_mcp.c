@@ -86,14 +86,18 @@ static void notify(void *user, json_object *msg) {
   send_msg(msg);
 }
 
-static void run_call(call_t *k) {
-  atl_mcp_req_t r = {.cancel_fd = k->cancel_r, .notify = notify};
-  json_object *answer = atl_mcp_handle(server, k->msg, &r);
-  if (answer != NULL && !r.cancelled)
-    send_msg(answer);
-  json_object_put(answer);
-  if (r.daemon_gone)
-    gone = 1;
+/* Runs a call and answers it, unless it was cancelled before it ran
+ * (then it gets no answer, as a cancelled call gets none). */
+static void run_call(call_t *k, int cancelled) {
+  if (!cancelled) {
+    atl_mcp_req_t r = {.cancel_fd = k->cancel_r, .notify = notify};
+    json_object *answer = atl_mcp_handle(server, k->msg, &r);
+    if (answer != NULL && !r.cancelled)
+      send_msg(answer);
+    json_object_put(answer);
+    if (r.daemon_gone)
+      gone = 1;
+  }
   unlink_call(k);
   close(k->cancel_r);
   if (k->cancel_w >= 0)
@@ -120,8 +124,11 @@ static void *worker_main(void *arg) {
     if (queue_head == NULL)
       queue_tail = NULL;
     n_queued--;
+    /* Cancelled while it waited: nothing of it may reach atelierd (a
+     * session.create, under --new, would be made and lost). */
+    int cancelled = k->cancel_w < 0;
     pthread_mutex_unlock(&calls_mu);
-    run_call(k);
+    run_call(k, cancelled);
     pthread_mutex_lock(&calls_mu);
   }
   n_workers--;
@@ -131,8 +138,10 @@ static void *worker_main(void *arg) {
 }
 
 /* One more worker, when the queued calls outnumber the idle workers (and
- * there are fewer than MAX_CALLS). Called with calls_mu held; 0, or -1
- * when no thread could be made and none is there to take the call. */
+ * there are fewer than MAX_CALLS: each call then has one). Called with
+ * calls_mu held; 0, or -1 when no thread could be made for the newest
+ * call: the others keep every worker busy (long renders), and it would
+ * wait for one of them to end. */
 static int ensure_worker_locked(void) {
   if (n_queued <= n_idle_workers || n_workers >= MAX_CALLS)
     return 0;
@@ -142,11 +151,25 @@ static int ensure_worker_locked(void) {
   pthread_t tid;
   int rc = pthread_create(&tid, &a, worker_main, NULL);
   pthread_attr_destroy(&a);
-  if (rc == 0) {
-    n_workers++;
-    return 0;
+  if (rc != 0)
+    return -1;
+  n_workers++;
+  return 0;
+}
+
+/* Takes k, the newest queued call, off the queue (calls_mu held). */
+static void unqueue_newest_locked(call_t *k) {
+  call_t **p = &queue_head, *prev = NULL;
+  while (*p != NULL && *p != k) {
+    prev = *p;
+    p = &(*p)->queued;
   }
-  return n_workers > 0 ? 0 : -1;
+  if (*p == k) {
+    *p = k->queued;
+    if (queue_tail == k)
+      queue_tail = prev;
+    n_queued--;
+  }
 }
 
 static const char *id_key(json_object *id) {
@@ -221,8 +244,7 @@ static void start_call(json_object *msg) {
   if (ensure_worker_locked() != 0) {
     /* Answered at once rather than run here, where it would hold up
      * every other message (a ping, a cancel) for as long as it runs. */
-    queue_head = queue_tail = NULL;
-    n_queued = 0;
+    unqueue_newest_locked(k);
     pthread_mutex_unlock(&calls_mu);
     unlink_call(k);
     refuse_call(id, "no thread to run it on");

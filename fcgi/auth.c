@@ -117,7 +117,8 @@ static int load(fcgi_ctx_t *x, int quiet) {
   const char *key = json_object_object_get_ex(r, "mcp_key", &v)
                         ? json_object_get_string(v)
                         : NULL;
-  if (key != NULL && strlen(key) == TOKEN_LEN)
+  if (key != NULL && strlen(key) == TOKEN_LEN &&
+      strspn(key, "0123456789abcdef") == TOKEN_LEN)
     memcpy(cache.mcp_key, key, TOKEN_LEN + 1);
   else
     cache.mcp_key[0] = '\0';

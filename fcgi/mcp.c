@@ -277,6 +277,16 @@ static void legacy_initialize(fcgi_ctx_t *x, const char *bound,
   char sid[33], client[33], made[ATL_MCP_SID_MAX + 1];
   const char *name = client_of(msg);
   snprintf(client, sizeof(client), "%.32s", name ? name : "");
+  /* An id that cannot be made is found out before a session is: none is
+   * left behind by a 500. */
+  if (atl_mcp_sid_make(key, "00000000000000000000000000000000", client, made) !=
+      0) {
+    reply_rpc_error(x, 500, id, -32603,
+                    "Internal error: no MCP session id can be made (no "
+                    "randomness, or a malformed key from atelierd)");
+    json_object_put(answer);
+    return;
+  }
   int rc =
       bound != NULL ? session_exists(x, bound, id) : session_new(x, id, sid);
   if (rc == 0 && bound != NULL)
@@ -458,8 +468,14 @@ void fcgi_mcp(fcgi_ctx_t *x, const char *bound) {
   } else if (r.cancelled && x->status == 0) {
     /* A request its client cancelled: "SHOULD NOT respond" to it, but
      * its POST needs an answer; an event stream with no message is
-     * one that says nothing. */
-    stream_start(&a);
+     * one that says nothing. A client that takes JSON only is told it
+     * was cancelled (-32800, outside the spec's reserved range). */
+    const char *acc = fcgi_param(x, "HTTP_ACCEPT");
+    if (acc == NULL || strstr(acc, "event-stream") != NULL ||
+        strstr(acc, "*/*") != NULL || strstr(acc, "text/*") != NULL)
+      stream_start(&a);
+    else
+      reply_rpc_error(x, 200, id, -32800, "Request cancelled");
   } else if (x->status == 0) {
     /* A notification or a response. */
     reply_202(x, "");

@@ -20,9 +20,9 @@
  * shows an MCP client's calls as it shows the agent's, with who called.
  *
  * Threads: atl_mcp_handle() may run on several threads at once (a
- * transport runs each tools/call on a thread of its own, so that a cancel
- * or a ping is answered meanwhile); each call opens its own connection to
- * atelierd. Ownership is stated on each function.
+ * transport runs each tools/call on a worker thread, so that a cancel or
+ * a ping is answered meanwhile); each call takes a connection to atelierd
+ * of its own (kept between calls). Ownership is stated on each function.
  */
 #ifndef ATL_MCP_H
 #define ATL_MCP_H
@@ -121,7 +121,7 @@ json_object *atl_mcp_parse_error(const char *why);
 const char *atl_mcp_method(json_object *msg);
 
 /* 1 when msg is a request that may take long (tools/call): a transport
- * runs it on a thread of its own. */
+ * runs it off its reading thread. */
 int atl_mcp_is_slow(json_object *msg);
 
 /* For notifications/cancelled: the id of the request it cancels (borrowed

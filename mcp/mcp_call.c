@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mcp_int.h"
@@ -22,6 +23,12 @@
  * result needs room. A larger picture is scaled down and re-encoded by
  * atelierd (image.get's max_base64) and the text says so. */
 #define IMAGE_INLINE_MAX (700 * 1024)
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* A connection to atelierd for one request, whose wait the hang-up of
  * cancel_fd ends: an idle one of the pool, or a new one. Connecting for
@@ -131,6 +138,7 @@ static json_object *fetch_tools(atl_mcp_t *m, atl_rpcc_t *c, int *rc) {
     pthread_mutex_lock(&m->mu);
     free(m->tool_names);
     m->tool_names = names;
+    m->names_ms = mono_ms();
     pthread_mutex_unlock(&m->mu);
   }
   return tools;
@@ -155,9 +163,12 @@ static int tool_known(atl_mcp_t *m, atl_rpcc_t *c, const char *name, int *rc) {
           known = 1;
     }
     pthread_mutex_unlock(&m->mu);
-    /* A name the list lacks is looked up once more: atelierd may have
-     * restarted with other plugins since (the bridge outlives it). */
-    if (known == 1 || (known == 0 && attempt == 1))
+    /* A name the list lacks is looked up once more, when the list is
+     * more than a few seconds old: atelierd may have restarted with other
+     * plugins since (the bridge outlives it), and a client looping on a
+     * bad name costs atelierd a tool.list now and then, not each time. */
+    int fresh = mono_ms() - m->names_ms < 5000;
+    if (known == 1 || (known == 0 && (attempt == 1 || fresh)))
       return known;
     json_object *tools = fetch_tools(m, c, rc);
     if (tools == NULL)

@@ -3,6 +3,7 @@
 #define ATL_MCP_INT_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "mcp.h"
 #include "rpc_client.h"
@@ -32,6 +33,7 @@ struct atl_mcp_s {
   int fixed_session;       /* the session was given (--session) */
   int shared;              /* many clients (config.shared) */
   char *tool_names;        /* "\nname\n...": the last tools/list's, or NULL */
+  int64_t names_ms;        /* when tool_names was fetched (monotonic) */
   /* Idle connections to atelierd, kept between calls (mcp_call.c). */
   atl_rpcc_t idle[ATL_MCP_IDLE_MAX];
   int n_idle;
