@@ -212,6 +212,23 @@ json_object *atl__mcp_tools_list(atl_mcp_t *m, json_object *id,
   return atl__mcp_result(id, res, era);
 }
 
+/* A new session: for a call that asked for one ("new"), or the first
+ * call of a server given none. */
+static int new_session(atl_rpcc_t *c, char *out, size_t size) {
+  json_object *res = NULL;
+  int rc = atl_rpcc_call(c, "session.create", NULL, QUICK_MS, &res);
+  const char *sid = rc == ATL_RPCC_OK ? atl__mcp_str(res, "id") : NULL;
+  if (sid != NULL) {
+    snprintf(out, size, "%s", sid);
+  } else if (rc == ATL_RPCC_OK) {
+    snprintf(c->errmsg, sizeof(c->errmsg),
+             "session.create answered without an id");
+    rc = ATL_RPCC_TRANSPORT;
+  }
+  json_object_put(res);
+  return rc;
+}
+
 /* The session the calls go to, made at the first call when the server was
  * given none. ATL_RPCC_OK with out set, or why not (atl_rpcc_call's). */
 static int session_of(atl_mcp_t *m, atl_rpcc_t *c, char *out, size_t size) {
@@ -223,21 +240,10 @@ static int session_of(atl_mcp_t *m, atl_rpcc_t *c, char *out, size_t size) {
   snprintf(out, size, "%s", m->session);
   pthread_mutex_unlock(&m->mu);
   int rc = ATL_RPCC_OK;
-  if (out[0] == '\0') {
-    json_object *res = NULL;
-    rc = atl_rpcc_call(c, "session.create", NULL, QUICK_MS, &res);
-    const char *sid = rc == ATL_RPCC_OK ? atl__mcp_str(res, "id") : NULL;
-    if (sid != NULL) {
-      pthread_mutex_lock(&m->mu);
-      snprintf(m->session, sizeof(m->session), "%s", sid);
-      pthread_mutex_unlock(&m->mu);
-      snprintf(out, size, "%s", sid);
-    } else if (rc == ATL_RPCC_OK) {
-      snprintf(c->errmsg, sizeof(c->errmsg),
-               "session.create answered without an id");
-      rc = ATL_RPCC_TRANSPORT;
-    }
-    json_object_put(res);
+  if (out[0] == '\0' && (rc = new_session(c, out, size)) == ATL_RPCC_OK) {
+    pthread_mutex_lock(&m->mu);
+    snprintf(m->session, sizeof(m->session), "%s", out);
+    pthread_mutex_unlock(&m->mu);
   }
   pthread_mutex_unlock(&making);
   return rc;
@@ -499,22 +505,6 @@ static void follow_stop(follow_t *f) {
 static int is_session_id(const char *s) {
   size_t n = strspn(s, "0123456789abcdef");
   return n == 32 && s[n] == '\0';
-}
-
-/* A new session for a call that asked for one ("new"). */
-static int new_session(atl_rpcc_t *c, char *out, size_t size) {
-  json_object *res = NULL;
-  int rc = atl_rpcc_call(c, "session.create", NULL, QUICK_MS, &res);
-  const char *sid = rc == ATL_RPCC_OK ? atl__mcp_str(res, "id") : NULL;
-  if (sid != NULL) {
-    snprintf(out, size, "%s", sid);
-  } else if (rc == ATL_RPCC_OK) {
-    snprintf(c->errmsg, sizeof(c->errmsg),
-             "session.create answered without an id");
-    rc = ATL_RPCC_TRANSPORT;
-  }
-  json_object_put(res);
-  return rc;
 }
 
 /* atelierd takes "via" as printable ASCII of at most 160 characters; a

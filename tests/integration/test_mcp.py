@@ -35,10 +35,9 @@ import threading
 import time
 
 from atltest import BUILDDIR, SRCDIR, Checks, Daemon, rpc_error, run_checks
+from mcptest import check_inspector_lists_and_calls, inspector, run_node
 
 CTL = os.path.join(BUILDDIR, "atelierctl")
-MCP_DIR = os.path.join(SRCDIR, "tests", "mcp")
-INSPECTOR_DIR = os.path.join(SRCDIR, "tests", "mcp-inspector")
 
 CHECKS = Checks()
 check = CHECKS.add
@@ -128,54 +127,18 @@ def req(id_, method, params=None):
 @check("the official SDK clients, v1 (legacy) and v2 (modern, auto), over stdio: tools, a render, errors, two clients, --new")
 def _(ctx):
     d = ctx["d"]
-    ensure = subprocess.run([os.path.join(SRCDIR, "tests", "npm-ensure.sh"),
-                             MCP_DIR, "20"], capture_output=True, text=True)
-    assert ensure.returncode == 0, ensure.stdout + ensure.stderr
     sid = d.session()
     ctx["sid"] = sid
-    env = dict(os.environ, ATL_MCP_CTL=CTL, ATL_MCP_SOCKET=d.sock,
-               ATL_MCP_SESSION=sid)
-    r = subprocess.run(["node", os.path.join(MCP_DIR, "mcp.test.mjs")],
-                       capture_output=True, text=True, env=env, timeout=300)
-    for line in r.stdout.splitlines():
-        print("#   " + line)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    run_node("mcp.test.mjs", {"ATL_MCP_CTL": CTL, "ATL_MCP_SOCKET": d.sock,
+                              "ATL_MCP_SESSION": sid}, timeout=300)
 
 
 @check("the MCP Inspector's CLI lists the tools with no portability problem (--strict) and calls one")
 def _(ctx):
     d = ctx["d"]
-    ensure = subprocess.run([os.path.join(SRCDIR, "tests", "npm-ensure.sh"),
-                             INSPECTOR_DIR, "20"], capture_output=True,
-                            text=True)
-    assert ensure.returncode == 0, ensure.stdout + ensure.stderr
-    home = os.path.join(d.dir, "inspector-home")  # its catalog goes there
-    os.makedirs(home, exist_ok=True)
-    cli = [os.path.join(INSPECTOR_DIR, "node_modules", ".bin",
-                        "mcp-inspector"), "--cli", CTL, "--socket", d.sock,
-           "mcp", "--session", ctx["sid"]]
-    env = dict(os.environ, HOME=home)
-    r = subprocess.run(cli + ["--method", "tools/list", "--strict"],
-                       capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
-    names = [t["name"] for t in json.loads(r.stdout)["tools"]]
-    assert "render_scene" in names and "query_rays" in names, names
-    # The portability check found no error, and no warning about any of
-    # the product's tools (the test plugin's echo_store takes any value on
-    # purpose). With no finding at all it prints no summary.
-    summary = re.search(r"^(\d+) errors?, \d+ warnings? across", r.stderr,
-                        re.M)
-    assert summary is None or summary.group(1) == "0", r.stderr[-2000:]
-    warned = re.findall(r'^Warning: tool "([a-z_0-9]+)"', r.stderr, re.M)
-    assert all(w.startswith("echo_") for w in warned), r.stderr[-3000:]
-    r = subprocess.run(cli + ["--method", "tools/call", "--tool-name",
-                              "create_shape", "--tool-arg", "id=inspected",
-                              "type=sphere", 'properties={"center": '
-                              '[2, 0, -3], "radius": 0.5}'],
-                       capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-2000:])
-    assert json.loads(r.stdout)["structuredContent"]["id"] == "inspected", \
-        r.stdout
+    run = inspector(os.path.join(d.dir, "inspector-home"),
+                    [CTL, "--socket", d.sock, "mcp", "--session", ctx["sid"]])
+    check_inspector_lists_and_calls(run, "inspected")
 
 
 @check("an MCP client's calls are the session's: tool.finished names who called")

@@ -26,28 +26,20 @@ import json
 import os
 import re
 import socket
-import subprocess
 import sys
 import time
 
-from atltest import SRCDIR, Fake
+from atltest import Checks, Fake, run_checks
+from mcptest import check_inspector_lists_and_calls, inspector, run_node
 from test_web import Stack
 
-MCP_DIR = os.path.join(SRCDIR, "tests", "mcp")
-INSPECTOR_DIR = os.path.join(SRCDIR, "tests", "mcp-inspector")
 ACCEPT = "application/json, text/event-stream"
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {}}
 
-results = []
-
-
-def check(name):
-    def wrap(fn):
-        results.append((name, fn))
-        return fn
-    return wrap
+CHECKS = Checks()
+check = CHECKS.add
 
 
 def post(s, path, msg, headers=None, auth=True, raw_body=None):
@@ -101,58 +93,27 @@ def shape(i):
 @check("the official SDK clients over HTTP (v1 legacy on /mcp, v2 modern and auto on a session's endpoint): tools, a render, errors, progress, cancel, two clients, the page's stream")
 def _(ctx):
     s = ctx["stack"]
-    ensure = subprocess.run([os.path.join(SRCDIR, "tests", "npm-ensure.sh"),
-                             MCP_DIR, "20"], capture_output=True, text=True)
-    assert ensure.returncode == 0, ensure.stdout + ensure.stderr
     sid = s.session()
     ctx["sid"] = sid
-    env = dict(os.environ, ATL_MCP_BASE="http://127.0.0.1:%d" % s.port,
-               ATL_MCP_TOKEN=s.token, ATL_MCP_SESSION=sid)
-    r = subprocess.run(["node", os.path.join(MCP_DIR, "mcp-http.test.mjs")],
-                       capture_output=True, text=True, env=env, timeout=400)
-    for line in r.stdout.splitlines():
-        print("#   " + line)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    run_node("mcp-http.test.mjs", {
+        "ATL_MCP_BASE": "http://127.0.0.1:%d" % s.port,
+        "ATL_MCP_TOKEN": s.token, "ATL_MCP_SESSION": sid})
 
 
 @check("the MCP Inspector's CLI over HTTP: lists the tools with no portability problem (--strict) and calls one, with the token as a header")
 def _(ctx):
     s = ctx["stack"]
-    ensure = subprocess.run([os.path.join(SRCDIR, "tests", "npm-ensure.sh"),
-                             INSPECTOR_DIR, "20"], capture_output=True,
-                            text=True)
-    assert ensure.returncode == 0, ensure.stdout + ensure.stderr
-    home = os.path.join(s.data, "inspector-home")
-    os.makedirs(home, exist_ok=True)
     sid = ctx.get("sid") or s.session()
     url = "http://127.0.0.1:%d/api/sessions/%s/mcp" % (s.port, sid)
-    cli = [os.path.join(INSPECTOR_DIR, "node_modules", ".bin",
-                        "mcp-inspector"), "--cli", url, "--transport", "http",
-           "--header", "Authorization: Bearer " + s.token]
-    env = dict(os.environ, HOME=home)
-    r = subprocess.run(cli + ["--method", "tools/list", "--strict"],
-                       capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 0, (r.returncode, r.stdout[-500:], r.stderr[-2000:])
-    names = [t["name"] for t in json.loads(r.stdout)["tools"]]
-    assert "render_scene" in names and "query_rays" in names, names
-    summary = re.search(r"^(\d+) errors?, \d+ warnings? across", r.stderr,
-                        re.M)
-    assert summary is None or summary.group(1) == "0", r.stderr[-2000:]
-    warned = re.findall(r'^Warning: tool "([a-z_0-9]+)"', r.stderr, re.M)
-    assert all(w.startswith("echo_") for w in warned), r.stderr[-3000:]
-    r = subprocess.run(cli + ["--method", "tools/call", "--tool-name",
-                              "create_shape", "--tool-arg", "id=inspected_http",
-                              "type=sphere", 'properties={"center": '
-                              '[2, 0, -3], "radius": 0.5}'],
-                       capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-2000:])
-    out = json.loads(r.stdout)
-    assert out["structuredContent"]["id"] == "inspected_http", r.stdout
+    home = os.path.join(s.data, "inspector-home")
+    run = inspector(home, [url, "--transport", "http", "--header",
+                           "Authorization: Bearer " + s.token])
+    out = check_inspector_lists_and_calls(run, "inspected_http")
     assert out["_meta"]["dev.atelier/session"] == sid, out
     # Without the token the Inspector is refused (401), and takes it as
     # a server that wants authorization.
-    r = subprocess.run(cli[:-2] + ["--method", "tools/list"],
-                       capture_output=True, text=True, env=env, timeout=120)
+    r = inspector(home, [url, "--transport", "http"])("--method",
+                                                      "tools/list")
     assert r.returncode != 0, r.stdout[-500:]
     assert re.search(r"401|auth", r.stdout + r.stderr), (r.stdout[-500:],
                                                           r.stderr[-1500:])
@@ -427,41 +388,29 @@ def main():
     fake = Fake()
     stack = Stack(fake.url, fcgi_args=["--heartbeat-ms=2000"],
                   name="mcp-http", extra_conf="[render]\nworkers = 2\n")
-    ctx = {"stack": stack}
-    failed = 0
     t0 = time.monotonic()
-    for i, (name, fn) in enumerate(results, 1):
-        try:
-            fn(ctx)
-            print("ok %d - %s" % (i, name))
-        except Exception:
-            import traceback
-            failed += 1
-            print("not ok %d - %s" % (i, name))
-            for line in traceback.format_exc().splitlines():
-                print("#   " + line)
-            print("#   stack output: " + stack.log()[-1500:].replace(
-                "\n", "\n#   "))
-    logs = {}
+    passed, failed = run_checks(CHECKS, {"stack": stack})
+    if failed:
+        print("# stack output: " + stack.log()[-1500:].replace("\n", "\n# "))
+    bad = []
     for log in ("atelierd.log", "atelier-fcgi.log", "nginx-error.log"):
         p = os.path.join(stack.data, "log", log)
-        if os.path.exists(p):
-            with open(p, errors="replace") as f:
-                logs[log] = f.read()
-    n = len(results) + 1
-    bad = [(log, needle) for log, text in logs.items()
-           for needle in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
-                          "runtime error:") if needle in text]
+        text = open(p, errors="replace").read() if os.path.exists(p) else ""
+        bad += ["%s in %s:\n%s" % (needle, log, text[-3000:])
+                for needle in ("ERROR: AddressSanitizer",
+                               "ERROR: LeakSanitizer", "runtime error:")
+                if needle in text]
+    n = passed + failed + 1
     if bad:
         failed += 1
-        print("not ok %d - no sanitizer report in the logs: %s" % (n, bad))
-        for log, _ in bad:
-            print("#   " + logs[log][-3000:].replace("\n", "\n#   "))
+        print("not ok %d - no sanitizer report in the logs" % n)
+        print("# " + "\n".join(bad).replace("\n", "\n# "))
     else:
+        passed += 1
         print("ok %d - no sanitizer report in the logs" % n)
     print("# total time %.1f s" % (time.monotonic() - t0))
     print("1..%d" % n)
-    print("%d passed, %d failed" % (n - failed, failed))
+    print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
 
