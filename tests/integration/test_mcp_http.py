@@ -25,12 +25,15 @@ import http.client
 import json
 import os
 import re
+import shlex
 import socket
+import subprocess
 import sys
 import time
 
-from atltest import Checks, Fake, run_checks
-from mcptest import check_inspector_lists_and_calls, inspector, run_node
+from atltest import BUILDDIR, SRCDIR, Checks, Fake, run_checks
+from mcptest import (INSPECTOR_DIR, check_inspector_lists_and_calls,
+                     inspector, npm_ensure, run_node)
 from test_web import Stack
 
 ACCEPT = "application/json, text/event-stream"
@@ -382,6 +385,107 @@ def _(ctx):
     assert prog and prog == sorted(prog) and all(
         e["method"] == "notifications/progress" and
         e["params"]["progressToken"] == "p" for e in evs[:-1]), evs[:-1]
+
+
+def doc_blocks():
+    """doc/mcp.md's fenced blocks: (language, text)."""
+    with open(os.path.join(SRCDIR, "doc", "mcp.md")) as f:
+        text = f.read()
+    return re.findall(r"^```(\w*)\n(.*?)^```", text, re.M | re.S)
+
+
+def stdio_answers(argv):
+    """Runs a stdio server's command line as a client would: initialize,
+    then tools/list; the answers."""
+    lines = [req(1, "initialize", {"protocolVersion": "2025-11-25",
+                                   "capabilities": {}, "clientInfo": {
+                                       "name": "doc-check", "version": "1"}}),
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             req(2, "tools/list")]
+    r = subprocess.run(argv, input="".join(json.dumps(m) + "\n"
+                                           for m in lines),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, (argv, r.returncode, r.stderr[-1000:])
+    return [json.loads(x) for x in r.stdout.splitlines()]
+
+
+@check("doc/mcp.md's configurations work as written (stdio and HTTP, each client's snippet, the Inspector's commands), with this stack's paths, port, session and token")
+def _(ctx):
+    s = ctx["stack"]
+    sid = s.session()
+    run_dir = os.path.join(s.data, "run")
+    token_file = os.path.join(s.data, "store", "token")
+    ctl = os.path.join(BUILDDIR, "atelierctl")
+    insp = os.path.join(INSPECTOR_DIR, "node_modules", ".bin",
+                        "mcp-inspector")
+
+    def local(text):
+        return (text.replace("/usr/bin/atelierctl", ctl)
+                .replace("/run/atelier", run_dir)
+                .replace("127.0.0.1:8080", "127.0.0.1:%d" % s.port)
+                .replace("SESSION-ID", sid)
+                .replace("$(cat var/store/token)", s.token)
+                .replace("var/store/token", token_file)
+                .replace("Bearer TOKEN", "Bearer " + s.token))
+
+    def argv0(argv):
+        return [ctl if a == "atelierctl" else a for a in argv]
+
+    def http_works(url, headers):
+        path = url.split("127.0.0.1:%d" % s.port, 1)[1]
+        mine = initialize(s, path, "doc-check", headers)
+        assert mine, "no Mcp-Session-Id from %s" % url
+        st, _, b = post(s, path, req(2, "tools/list"),
+                        dict(headers, **{"Mcp-Session-Id": mine}))
+        assert st == 200 and b["result"]["tools"], (url, st, b)
+
+    seen = {"json-stdio": 0, "json-http": 0, "claude-stdio": 0,
+            "claude-http": 0, "inspector-cli": 0}
+    for lang, text in doc_blocks():
+        text = local(text)
+        if lang == "json" and "mcpServers" in text:
+            for name, srv in json.loads(text)["mcpServers"].items():
+                if "command" in srv:
+                    got = stdio_answers(argv0([srv["command"]] +
+                                              srv.get("args", [])))
+                    assert [m.get("id") for m in got] == [1, 2], got
+                    assert got[1]["result"]["tools"], got
+                    seen["json-stdio"] += 1
+                else:
+                    auth = srv["headers"]["Authorization"]
+                    # Without its header the same URL is refused.
+                    path = srv["url"].split(str(s.port), 1)[1]
+                    st, _, _ = post(s, path, req(1, "ping"), auth=False)
+                    assert st == 401, st
+                    http_works(srv["url"], {"Authorization": auth})
+                    seen["json-http"] += 1
+        elif lang == "sh":
+            for line in text.replace("\\\n", " ").splitlines():
+                argv = shlex.split(line, comments=True)
+                if argv[:3] == ["claude", "mcp", "add"] and "--" in argv:
+                    got = stdio_answers(argv0(argv[argv.index("--") + 1:]))
+                    assert got[1]["result"]["tools"], got
+                    seen["claude-stdio"] += 1
+                elif argv[:3] == ["claude", "mcp", "add"]:
+                    assert argv[3:5] == ["--transport", "http"], argv
+                    url = next(a for a in argv if a.startswith("http://"))
+                    h = argv[argv.index("--header") + 1]
+                    name, value = h.split(": ", 1)
+                    http_works(url, {name: value})
+                    seen["claude-http"] += 1
+                elif argv[:3] == ["npx", "@modelcontextprotocol/inspector",
+                                  "--cli"]:
+                    npm_ensure(INSPECTOR_DIR)
+                    r = subprocess.run(
+                        [insp] + argv0(argv[2:]), capture_output=True,
+                        text=True, timeout=120, env=dict(
+                            os.environ, HOME=os.path.join(s.data, "doc-home")))
+                    assert r.returncode == 0, (argv, r.stdout[-500:],
+                                               r.stderr[-1500:])
+                    assert "render_scene" in r.stdout, r.stdout[-500:]
+                    seen["inspector-cli"] += 1
+    # Each kind of snippet the page documents was found and run.
+    assert all(seen.values()), seen
 
 
 def main():
