@@ -12,7 +12,8 @@
  *
  * The workers are kept between calls: making and ending a thread for each
  * call was a fifth of all the CPU a busy client's calls cost
- * (bench/README.md, mcp). */
+ * (bench/README.md, mcp). A quick tool's call with nothing else in flight
+ * runs on the reading thread itself. */
 #include "atl-build.h"
 
 #include <errno.h>
@@ -278,8 +279,18 @@ static void handle_line(char *line, size_t len) {
   if (cancelled != NULL)
     cancel_call(cancelled);
   if (atl_mcp_is_slow(msg)) {
-    start_call(msg);
-    return;
+    /* A quick tool (not long-running: no render) with nothing else in
+     * flight runs here, on the reading thread: a hand-off to a worker
+     * cost a fifth of a call's time (bench/README.md, mcp). It cannot be
+     * cancelled anyway (atelierd stops only long calls), and a ping that
+     * comes meanwhile waits the few milliseconds it takes. */
+    pthread_mutex_lock(&calls_mu);
+    int idle = n_calls == 0;
+    pthread_mutex_unlock(&calls_mu);
+    if (!(idle && atl_mcp_is_quick(server, msg))) {
+      start_call(msg);
+      return;
+    }
   }
   atl_mcp_req_t r = {.cancel_fd = -1};
   json_object *answer = atl_mcp_handle(server, msg, &r);

@@ -86,6 +86,16 @@ json_object *atl_tools_mcp(const atl_daemon_t *d) {
     if (out_schema != NULL)
       json_object_object_add(o, "outputSchema", out_schema);
     json_object_object_add(o, "annotations", annotations(&t->tool, title));
+    /* A tool that may run long (a render) says so, in the vendor
+     * namespace _meta allows: atelierctl mcp runs the others on its
+     * reading thread when nothing else is in flight, which spares a
+     * thread hand-off per call. */
+    if (t->tool.flags & ATL_TOOL_LONG_RUNNING) {
+      json_object *meta = json_object_new_object();
+      json_object_object_add(meta, "dev.atelier/longRunning",
+                             json_object_new_boolean(1));
+      json_object_object_add(o, "_meta", meta);
+    }
     json_object_array_add(out, o);
   }
   return out;

@@ -51,6 +51,7 @@ void atl_mcp_free(atl_mcp_t *m) {
   free(m->socket_path);
   free(m->via);
   free(m->tool_names);
+  free(m->long_names);
   for (int i = 0; i < m->n_idle; i++)
     atl_rpcc_close(&m->idle[i]);
   free(m);

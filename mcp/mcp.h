@@ -124,6 +124,12 @@ const char *atl_mcp_method(json_object *msg);
  * runs it off its reading thread. */
 int atl_mcp_is_slow(json_object *msg);
 
+/* 1 when msg is a tools/call of a tool the last tools/list named and did
+ * not mark long-running (its _meta "dev.atelier/longRunning"): one a
+ * transport may run on its reading thread when nothing else is in
+ * flight. 0 when not, or not known yet. */
+int atl_mcp_is_quick(atl_mcp_t *m, json_object *msg);
+
 /* For notifications/cancelled: the id of the request it cancels (borrowed
  * from msg), or NULL when msg is not one. */
 json_object *atl_mcp_cancelled_id(json_object *msg);

@@ -126,22 +126,65 @@ static json_object *fetch_tools(atl_mcp_t *m, atl_rpcc_t *c, int *rc) {
     const char *t = atl__mcp_str(json_object_array_get_idx(tools, i), "name");
     len += t ? strlen(t) + 1 : 0;
   }
-  char *names = malloc(len), *w = names;
-  if (names != NULL) {
+  char *names = malloc(len), *longs = malloc(len), *w = names, *lw = longs;
+  if (names != NULL && longs != NULL) {
     *w++ = '\n';
+    *lw++ = '\n';
     for (size_t i = 0; i < n; i++) {
-      const char *t = atl__mcp_str(json_object_array_get_idx(tools, i), "name");
-      if (t != NULL)
-        w += sprintf(w, "%s\n", t);
+      json_object *tool = json_object_array_get_idx(tools, i), *meta = NULL;
+      const char *t = atl__mcp_str(tool, "name");
+      if (t == NULL)
+        continue;
+      w += sprintf(w, "%s\n", t);
+      json_object *lr = NULL;
+      if (json_object_object_get_ex(tool, "_meta", &meta) &&
+          json_object_object_get_ex(meta, "dev.atelier/longRunning", &lr) &&
+          json_object_get_boolean(lr))
+        lw += sprintf(lw, "%s\n", t);
     }
     *w = '\0';
+    *lw = '\0';
     pthread_mutex_lock(&m->mu);
     free(m->tool_names);
+    free(m->long_names);
     m->tool_names = names;
+    m->long_names = longs;
     m->names_ms = mono_ms();
     pthread_mutex_unlock(&m->mu);
+  } else {
+    free(names);
+    free(longs);
   }
   return tools;
+}
+
+/* 1 when name is a line of names ("\nname\n..."), else 0. */
+static int in_names(const char *names, const char *name) {
+  size_t n = strlen(name);
+  /* The list starts with a newline, and name has none: a match is never
+   * at its first byte. */
+  for (const char *p = names;
+       n > 0 && strchr(name, '\n') == NULL && (p = strstr(p, name)) != NULL;
+       p++)
+    if (p[-1] == '\n' && p[n] == '\n')
+      return 1;
+  return 0;
+}
+
+int atl_mcp_is_quick(atl_mcp_t *m, json_object *msg) {
+  json_object *params = NULL;
+  const char *method = atl__mcp_str(msg, "method");
+  if (method == NULL || strcmp(method, "tools/call") != 0 ||
+      !json_object_object_get_ex(msg, "params", &params))
+    return 0;
+  const char *name = atl__mcp_str(params, "name");
+  if (name == NULL)
+    return 0;
+  pthread_mutex_lock(&m->mu);
+  int quick = m->tool_names != NULL && m->long_names != NULL &&
+              in_names(m->tool_names, name) && !in_names(m->long_names, name);
+  pthread_mutex_unlock(&m->mu);
+  return quick;
 }
 
 /* 1 when name is one of the tools tools/list gives, 0 when not, -1 when
@@ -150,18 +193,7 @@ static int tool_known(atl_mcp_t *m, atl_rpcc_t *c, const char *name, int *rc) {
   *rc = ATL_RPCC_OK;
   for (int attempt = 0; attempt < 2; attempt++) {
     pthread_mutex_lock(&m->mu);
-    int known = -1;
-    if (m->tool_names != NULL) {
-      size_t n = strlen(name);
-      known = 0;
-      /* The list starts with a newline, and name has none: a match is
-       * never at its first byte. */
-      for (const char *p = m->tool_names;
-           n > 0 && strchr(name, '\n') == NULL && (p = strstr(p, name)) != NULL;
-           p++)
-        if (p[-1] == '\n' && p[n] == '\n')
-          known = 1;
-    }
+    int known = m->tool_names != NULL ? in_names(m->tool_names, name) : -1;
     pthread_mutex_unlock(&m->mu);
     /* A name the list lacks is looked up once more, when the list is
      * more than a few seconds old: atelierd may have restarted with other
