@@ -23,6 +23,8 @@
 
 /* The daemon's application error codes (doc/api.md). */
 #define ATL_RPCC_NO_SESSION (-32001)
+/* tool.call with if_idle: the session is running another call. */
+#define ATL_RPCC_BUSY (-32008)
 #define ATL_RPCC_NO_IMAGE (-32002)
 
 /* How atl_rpcc_call ended. */

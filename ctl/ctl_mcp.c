@@ -260,7 +260,9 @@ static void start_call(json_object *msg) {
   pthread_mutex_unlock(&calls_mu);
 }
 
-static void handle_line(char *line, size_t len) {
+/* One line from the client; more: other whole lines follow it in what
+ * was read. */
+static void handle_line(char *line, size_t len, int more) {
   /* Blank lines carry nothing; skip them rather than answer. */
   size_t i = 0;
   while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
@@ -279,21 +281,31 @@ static void handle_line(char *line, size_t len) {
   if (cancelled != NULL)
     cancel_call(cancelled);
   if (atl_mcp_is_slow(msg)) {
-    /* A quick tool (not long-running: no render) with nothing else in
-     * flight runs here, on the reading thread: a hand-off to a worker
-     * cost a fifth of a call's time (bench/README.md, mcp). It cannot be
-     * cancelled anyway (atelierd stops only long calls), and a ping that
-     * comes meanwhile waits the few milliseconds it takes. */
+    /* A quick tool's call (its handler never blocks: a scene edit) with
+     * nothing else in flight and nothing more to read runs here, on the
+     * reading thread: the hand-off to a worker was a sixth of a busy
+     * client's calls/s (bench/README.md, mcp). It may not wait for its
+     * session (if_idle): when the session runs another call, it goes to
+     * a worker after all, so that this thread stays free for pings and
+     * cancels. */
     pthread_mutex_lock(&calls_mu);
     int idle = n_calls == 0;
     pthread_mutex_unlock(&calls_mu);
-    if (!(idle && atl_mcp_is_quick(server, msg))) {
+    struct pollfd in = {.fd = STDIN_FILENO, .events = POLLIN};
+    if (!(idle && !more && atl_mcp_is_quick(server, msg) &&
+          poll(&in, 1, 0) == 0)) {
       start_call(msg);
       return;
     }
   }
-  atl_mcp_req_t r = {.cancel_fd = -1};
+  atl_mcp_req_t r = {.cancel_fd = -1, .if_idle = 1};
   json_object *answer = atl_mcp_handle(server, msg, &r);
+  if (r.busy) {
+    /* Its session runs another call (another client's render): it
+     * waits for it on a worker, not here. */
+    start_call(msg);
+    return;
+  }
   if (answer != NULL)
     send_msg(answer);
   json_object_put(answer);
@@ -369,14 +381,15 @@ int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
     if (got <= 0) {
       eof = 1; /* the client closed stdin: finish and exit */
       if (len > 0)
-        handle_line(buf, len);
+        handle_line(buf, len, 0);
       break;
     }
     size_t start = 0, scan = len;
     len += (size_t)got;
     for (char *nl; (nl = memchr(buf + scan, '\n', len - scan)) != NULL;) {
       size_t end = (size_t)(nl - buf);
-      handle_line(buf + start, end - start);
+      int more = memchr(nl + 1, '\n', len - end - 1) != NULL;
+      handle_line(buf + start, end - start, more);
       start = scan = end + 1;
     }
     memmove(buf, buf + start, len - start);

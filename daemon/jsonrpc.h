@@ -23,6 +23,7 @@ enum {
   ATL_RPC_UNAUTHORIZED = -32005, /* admin.sock: auth first, or wrong secret */
   ATL_RPC_NO_CLIENT = -32006,    /* admin.sock: client.kill of no client */
   ATL_RPC_REFUSED = -32007,      /* accept_sessions is false (a drain) */
+  ATL_RPC_BUSY = -32008, /* tool.call if_idle: the session runs a call */
   ATL_RPC_STORE_ERROR = -32010
 };
 

@@ -529,6 +529,7 @@ typedef struct {
   char *tool;
   char *via;
   json_object *args;
+  int if_idle; /* refuse (ATL_RPC_BUSY) rather than wait for the session */
 } call_req_t;
 
 static void call_done(atl_daemon_t *d, int rpc_status, const char *envelope,
@@ -568,6 +569,13 @@ static void call_got(atl_daemon_t *d, atl_session_t *s, int status,
   } else if (d->shutting_down) {
     atl_rpc_reply_error(d, cr->c, ATL_RPC_SHUTTING_DOWN,
                         "the daemon is shutting down", NULL);
+  } else if (cr->if_idle && (s->busy || s->running || s->queue_head)) {
+    /* The caller would rather not wait here (atelierctl mcp runs quick
+     * calls on the thread that reads its client's messages, which must
+     * not sit behind another client's render): it sends the call again
+     * from where waiting costs nothing. Nothing was started. */
+    atl_rpc_reply_error(d, cr->c, ATL_RPC_BUSY,
+                        "the session is running another call", NULL);
   } else if (atl_conn_closing(cr->c->conn) &&
              (t = atl_registry_find(&d->registry, cr->tool)) &&
              (t->tool.flags & ATL_TOOL_LONG_RUNNING)) {
@@ -611,8 +619,8 @@ static int via_ok(json_object *v) {
 }
 
 static void m_tool_call(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
-  static const char *const names[] = {"session", "name", "arguments", "via",
-                                      NULL};
+  static const char *const names[] = {"session", "name",    "arguments",
+                                      "via",     "if_idle", NULL};
   if (!atl_rpc_only(d, c, p, names))
     return;
   const char *id = session_param(d, c, p);
@@ -641,12 +649,19 @@ static void m_tool_call(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
                     VIA_MAX);
     return;
   }
+  json_object *if_idle = NULL;
+  if (json_object_object_get_ex(p, "if_idle", &if_idle) &&
+      !json_object_is_type(if_idle, json_type_boolean)) {
+    atl_rpc_invalid(d, c, "\"if_idle\" must be true or false");
+    return;
+  }
   call_req_t *cr = calloc(1, sizeof(*cr));
   if (cr == NULL) {
     atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
     return;
   }
   cr->c = c;
+  cr->if_idle = if_idle != NULL && json_object_get_boolean(if_idle);
   snprintf(cr->id, sizeof(cr->id), "%s", id);
   cr->tool = strdup(json_object_get_string(name));
   cr->via = via ? strdup(json_object_get_string(via)) : NULL;

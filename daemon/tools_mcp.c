@@ -86,13 +86,17 @@ json_object *atl_tools_mcp(const atl_daemon_t *d) {
     if (out_schema != NULL)
       json_object_object_add(o, "outputSchema", out_schema);
     json_object_object_add(o, "annotations", annotations(&t->tool, title));
-    /* A tool that may run long (a render) says so, in the vendor
-     * namespace _meta allows: atelierctl mcp runs the others on its
-     * reading thread when nothing else is in flight, which spares a
-     * thread hand-off per call. */
-    if (t->tool.flags & ATL_TOOL_LONG_RUNNING) {
+    /* How long a call may take, in the vendor namespace _meta allows:
+     * a tool that may run long (a render), and one whose handler never
+     * blocks (ATL_TOOL_FAST), whose calls atelierctl mcp runs on its
+     * reading thread when nothing else is in flight (a thread hand-off
+     * spared per call). */
+    if (t->tool.flags & (ATL_TOOL_LONG_RUNNING | ATL_TOOL_FAST)) {
       json_object *meta = json_object_new_object();
-      json_object_object_add(meta, "dev.atelier/longRunning",
+      json_object_object_add(meta,
+                             (t->tool.flags & ATL_TOOL_LONG_RUNNING)
+                                 ? "dev.atelier/longRunning"
+                                 : "dev.atelier/fast",
                              json_object_new_boolean(1));
       json_object_object_add(o, "_meta", meta);
     }

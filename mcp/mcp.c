@@ -51,7 +51,7 @@ void atl_mcp_free(atl_mcp_t *m) {
   free(m->socket_path);
   free(m->via);
   free(m->tool_names);
-  free(m->long_names);
+  free(m->fast_names);
   for (int i = 0; i < m->n_idle; i++)
     atl_rpcc_close(&m->idle[i]);
   free(m);
@@ -313,6 +313,7 @@ json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r) {
   r->daemon_gone = 0;
   r->cancelled = 0;
   r->session_gone = 0;
+  r->busy = 0;
   if (json_object_is_type(msg, json_type_array)) {
     r->http_status = 400;
     return atl_mcp_error(NULL, -32600, NULL,

@@ -101,6 +101,13 @@ typedef struct {
   /* Set by atl_mcp_handle(): the request was cancelled; no answer is due
    * (the spec: "SHOULD NOT respond"). */
   int cancelled;
+  /* In: a tools/call must not wait for its session (tool.call's if_idle):
+   * the transport runs it on a thread that must stay free. Out: busy is
+   * set when the session was running another call, so nothing was done
+   * and no answer is given: the transport runs the request again without
+   * if_idle, where waiting costs nothing. */
+  int if_idle;
+  int busy;
 } atl_mcp_req_t;
 
 /* Handles one message from the client (msg is borrowed: a parsed JSON

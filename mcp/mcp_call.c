@@ -54,6 +54,12 @@ static int connect_daemon(atl_mcp_t *m, atl_rpcc_t *c, int cancel_fd) {
       return 0;
     }
     atl_rpcc_close(c);
+    /* atelierd restarted: its plugins, and so its tools, may be others. */
+    pthread_mutex_lock(&m->mu);
+    free(m->tool_names);
+    free(m->fast_names);
+    m->tool_names = m->fast_names = NULL;
+    pthread_mutex_unlock(&m->mu);
   }
   memset(c, 0, sizeof(*c));
   c->watch_fd = cancel_fd;
@@ -126,8 +132,8 @@ static json_object *fetch_tools(atl_mcp_t *m, atl_rpcc_t *c, int *rc) {
     const char *t = atl__mcp_str(json_object_array_get_idx(tools, i), "name");
     len += t ? strlen(t) + 1 : 0;
   }
-  char *names = malloc(len), *longs = malloc(len), *w = names, *lw = longs;
-  if (names != NULL && longs != NULL) {
+  char *names = malloc(len), *fasts = malloc(len), *w = names, *lw = fasts;
+  if (names != NULL && fasts != NULL) {
     *w++ = '\n';
     *lw++ = '\n';
     for (size_t i = 0; i < n; i++) {
@@ -136,24 +142,25 @@ static json_object *fetch_tools(atl_mcp_t *m, atl_rpcc_t *c, int *rc) {
       if (t == NULL)
         continue;
       w += sprintf(w, "%s\n", t);
-      json_object *lr = NULL;
+      json_object *fast = NULL;
       if (json_object_object_get_ex(tool, "_meta", &meta) &&
-          json_object_object_get_ex(meta, "dev.atelier/longRunning", &lr) &&
-          json_object_get_boolean(lr))
+          json_object_object_get_ex(meta, "dev.atelier/fast", &fast) &&
+          json_object_is_type(fast, json_type_boolean) &&
+          json_object_get_boolean(fast))
         lw += sprintf(lw, "%s\n", t);
     }
     *w = '\0';
     *lw = '\0';
     pthread_mutex_lock(&m->mu);
     free(m->tool_names);
-    free(m->long_names);
+    free(m->fast_names);
     m->tool_names = names;
-    m->long_names = longs;
+    m->fast_names = fasts;
     m->names_ms = mono_ms();
     pthread_mutex_unlock(&m->mu);
   } else {
     free(names);
-    free(longs);
+    free(fasts);
   }
   return tools;
 }
@@ -172,34 +179,38 @@ static int in_names(const char *names, const char *name) {
 }
 
 int atl_mcp_is_quick(atl_mcp_t *m, json_object *msg) {
-  json_object *params = NULL;
+  json_object *params = NULL, *meta = NULL;
   const char *method = atl__mcp_str(msg, "method");
   if (method == NULL || strcmp(method, "tools/call") != 0 ||
       !json_object_object_get_ex(msg, "params", &params))
     return 0;
   const char *name = atl__mcp_str(params, "name");
-  if (name == NULL)
+  /* Progress is sent by a thread that follows the call, which a quick
+   * call on the reading thread does not start. */
+  if (name == NULL || (json_object_object_get_ex(params, "_meta", &meta) &&
+                       json_object_object_get_ex(meta, "progressToken", NULL)))
     return 0;
   pthread_mutex_lock(&m->mu);
-  int quick = m->tool_names != NULL && m->long_names != NULL &&
-              in_names(m->tool_names, name) && !in_names(m->long_names, name);
+  int quick = m->fast_names != NULL && in_names(m->fast_names, name);
   pthread_mutex_unlock(&m->mu);
   return quick;
 }
 
 /* 1 when name is one of the tools tools/list gives, 0 when not, -1 when
- * the list could not be had (*rc says why). */
+ * the list could not be had (*rc says why), -2 when it could not be kept
+ * (out of memory). */
 static int tool_known(atl_mcp_t *m, atl_rpcc_t *c, const char *name, int *rc) {
   *rc = ATL_RPCC_OK;
   for (int attempt = 0; attempt < 2; attempt++) {
     pthread_mutex_lock(&m->mu);
     int known = m->tool_names != NULL ? in_names(m->tool_names, name) : -1;
+    int64_t names_ms = m->names_ms;
     pthread_mutex_unlock(&m->mu);
     /* A name the list lacks is looked up once more, when the list is
      * more than a few seconds old: atelierd may have restarted with other
      * plugins since (the bridge outlives it), and a client looping on a
      * bad name costs atelierd a tool.list now and then, not each time. */
-    int fresh = mono_ms() - m->names_ms < 5000;
+    int fresh = mono_ms() - names_ms < 5000;
     if (known == 1 || (known == 0 && (attempt == 1 || fresh)))
       return known;
     json_object *tools = fetch_tools(m, c, rc);
@@ -207,7 +218,9 @@ static int tool_known(atl_mcp_t *m, atl_rpcc_t *c, const char *name, int *rc) {
       return -1;
     json_object_put(tools);
   }
-  return -1;
+  /* The list came but could not be kept (out of memory): not atelierd's
+   * doing, and not a reason to stop. */
+  return -2;
 }
 
 json_object *atl__mcp_tools_list(atl_mcp_t *m, json_object *id,
@@ -607,8 +620,14 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
   char sid[33];
   int rc = ATL_RPCC_TRANSPORT, known = -1;
   if (connect_daemon(m, &c, r->cancel_fd) != 0 ||
-      (known = tool_known(m, &c, name, &rc)) < 0)
+      (known = tool_known(m, &c, name, &rc)) == -1)
     goto failed;
+  if (known == -2) {
+    r->http_status = 500;
+    answer = atl_mcp_error(id, -32603, NULL,
+                           "Internal error: out of memory for the tool list");
+    goto out;
+  }
   if (!known) {
     /* A protocol error, as the spec's own example: the tool is not one
      * of the list, so the call cannot be a model's mistake in its
@@ -672,6 +691,8 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
   json_object_object_add(
       p, "arguments", args ? json_object_get(args) : json_object_new_object());
   json_object_object_add(p, "via", json_object_new_string(via));
+  if (r->if_idle)
+    json_object_object_add(p, "if_idle", json_object_new_boolean(1));
   what = "tool.call";
   follow_t *follow = follow_start(m, &c, sid, name, params, r);
   /* A cancel that came meanwhile (follow_start's round trip) stops the
@@ -686,6 +707,10 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
   }
   rc = atl_rpcc_call(&c, "tool.call", p, m->call_timeout_ms, &env);
   follow_stop(follow);
+  if (rc == ATL_RPCC_ERROR && c.err_code == ATL_RPCC_BUSY && r->if_idle) {
+    r->busy = 1; /* nothing started: the transport sends it again */
+    goto out;
+  }
   if (rc == ATL_RPCC_ERROR && c.err_code == ATL_RPCC_NO_SESSION) {
     char msg[400];
     r->session_gone = 1;

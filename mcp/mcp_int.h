@@ -34,7 +34,7 @@ struct atl_mcp_s {
   int shared;              /* many clients (config.shared) */
   char *tool_names;        /* "\nname\n...": the last tools/list's, or NULL */
   int64_t names_ms;        /* when tool_names was fetched (monotonic) */
-  char *long_names;        /* the same, of the long-running tools only */
+  char *fast_names;        /* the same, of the tools marked fast only */
   /* Idle connections to atelierd, kept between calls (mcp_call.c). */
   atl_rpcc_t idle[ATL_MCP_IDLE_MAX];
   int n_idle;

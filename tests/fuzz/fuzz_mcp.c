@@ -131,6 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   (void)atl_mcp_is_slow(msg);
+  (void)atl_mcp_is_quick(m, msg);
   (void)atl_mcp_cancelled_id(msg);
   atl_mcp_req_t r = {.cancel_fd = -1};
   json_object *answer = atl_mcp_handle(m, msg, &r);

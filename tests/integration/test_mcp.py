@@ -412,6 +412,43 @@ def _(ctx):
         c.stop()
 
 
+@check("a quick tool's call behind another client's render waits on a worker, not on the reading thread: a ping is answered meanwhile")
+def _(ctx):
+    c = Daemon("mcp-busy", "[render]\nworkers = 1\n")
+    try:
+        sid = c.session()
+        a = Stdio(c, "--session", sid)
+        b = Stdio(c, "--session", sid)
+        assert "result" in a.ask(req(1, "tools/call", {
+            "name": "create_shape", "arguments": shape(0)}))
+        # b knows the tools (which are quick) before the render starts.
+        assert b.ask(req(1, "tools/list"))["result"]["tools"]
+        assert "result" in b.ask(req(2, "tools/call", {
+            "name": "create_shape", "arguments": shape(1)}))
+        a.send(req(2, "tools/call", {"name": "render_scene", "arguments": {
+            "width": 800, "height": 600, "samples": 4096,
+            "noise_threshold": 0}}))
+        progress_seen(c, sid)
+        # create_shape is quick, but its session runs a's render: it must
+        # not hold b's reading thread for as long.
+        b.send(req(3, "tools/call", {"name": "create_shape",
+                                     "arguments": shape(2)}))
+        t0 = time.monotonic()
+        pong = b.ask(req(4, "ping"))
+        assert pong == {"jsonrpc": "2.0", "id": 4, "result": {}}, pong
+        assert time.monotonic() - t0 < 5, "the ping waited for the render"
+        a.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 2}})
+        made = b.read(timeout=60)
+        assert made["id"] == 3 and "result" in made, made
+        assert not made["result"].get("isError"), made
+        for s in (a, b):
+            status, err = s.close()
+            assert status == 0, (status, err)
+    finally:
+        c.stop()
+
+
 @check("atelierd killed mid-call: the call gets a JSON-RPC error, and atelierctl mcp exits")
 def _(ctx):
     k = Daemon("mcp-kill", "[render]\nworkers = 1\n")

@@ -48,9 +48,11 @@ export async function common(client, label, ballId) {
   assert.equal(byName.remove_shape.annotations.destructiveHint, true);
   assert.equal(byName.create_shape.annotations.destructiveHint, false);
   assert.equal(byName.update_shape.annotations.idempotentHint, true);
-  // A tool that may run long says so in its _meta; the others carry none.
-  assert.equal(byName.render_scene._meta?.['dev.atelier/longRunning'], true);
-  assert.equal(byName.create_shape._meta, undefined);
+  // How long a call may take, in _meta: a render may run long, a scene
+  // edit never blocks; a tool that is neither carries none.
+  assert.deepEqual(byName.render_scene._meta, { 'dev.atelier/longRunning': true });
+  assert.deepEqual(byName.create_shape._meta, { 'dev.atelier/fast': true });
+  assert.equal(byName.query_rays._meta, undefined);
   assert.deepEqual([...names].sort(), names, label + ': a deterministic order');
 
   const made = await client.callTool({ name: 'create_shape', arguments: { ...BALL, id: ballId } });
