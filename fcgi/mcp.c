@@ -237,17 +237,6 @@ static const char *client_of(json_object *msg) {
   return NULL;
 }
 
-/* The request's id (borrowed), when it has one of the kinds MCP allows. */
-static json_object *id_of(json_object *msg) {
-  json_object *id = NULL;
-  if (json_object_is_type(msg, json_type_object) &&
-      json_object_object_get_ex(msg, "id", &id) &&
-      (json_object_is_type(id, json_type_string) ||
-       json_object_is_type(id, json_type_int)))
-    return id;
-  return NULL;
-}
-
 /* A legacy initialize: answered first, and only if it succeeds is its
  * MCP session made (a new Atelier session on /mcp, the path's on a
  * session's own endpoint) and its id sent: a malformed initialize leaves
@@ -340,7 +329,7 @@ void fcgi_mcp(fcgi_ctx_t *x, const char *bound) {
     return;
   }
 
-  json_object *id = id_of(msg);
+  json_object *id = atl_mcp_request_id(msg);
   const char *key = fcgi_mcp_key();
   const char *given = fcgi_param(x, "HTTP_MCP_SESSION_ID");
   if (given != NULL && given[0] == '\0')

@@ -14,7 +14,7 @@
  * supports the requested protocol version, it MUST respond with the same
  * version. Otherwise ... the latest version supported by the server". The
  * official v1 SDK client accepts these four (and 2024-10-07). */
-static const char *const legacy_versions[] = {
+const char *const atl__mcp_legacy_versions[] = {
     ATL_MCP_LEGACY_LATEST, "2025-06-18", "2025-03-26", "2024-11-05", NULL};
 
 static const char instructions[] =
@@ -169,6 +169,14 @@ static int id_ok(json_object *id) {
                         json_object_is_type(id, json_type_int));
 }
 
+json_object *atl_mcp_request_id(json_object *msg) {
+  json_object *id = NULL;
+  if (json_object_is_type(msg, json_type_object) &&
+      json_object_object_get_ex(msg, "id", &id) && id_ok(id))
+    return id;
+  return NULL;
+}
+
 /* The era of a request, from its params' _meta (2026-07-28: "Every
  * request carries its protocol version"): 0 and *era set, or an error
  * answer in *err with the HTTP status the spec asks for. */
@@ -269,9 +277,9 @@ static json_object *initialize(atl_mcp_t *m, json_object *id,
   /* Negotiate down, never refuse: servers that answered an unknown
    * version with an error broke when Claude Desktop moved on. */
   const char *version = ATL_MCP_LEGACY_LATEST;
-  for (size_t i = 0; legacy_versions[i] != NULL; i++)
-    if (strcmp(asked, legacy_versions[i]) == 0)
-      version = legacy_versions[i];
+  for (size_t i = 0; atl__mcp_legacy_versions[i] != NULL; i++)
+    if (strcmp(asked, atl__mcp_legacy_versions[i]) == 0)
+      version = atl__mcp_legacy_versions[i];
   json_object *info = NULL;
   if (!m->shared) {
     if (json_object_is_type(params, json_type_object) &&

@@ -124,6 +124,10 @@ json_object *atl_mcp_error(json_object *id, int code, json_object *data,
 /* The answer to a line or body that is not JSON (-32700), naming why. */
 json_object *atl_mcp_parse_error(const char *why);
 
+/* msg's id (borrowed from it) when it is one MCP allows (a string or an
+ * integer), else NULL. */
+json_object *atl_mcp_request_id(json_object *msg);
+
 /* msg's method (borrowed from it), or NULL when it has none. */
 const char *atl_mcp_method(json_object *msg);
 

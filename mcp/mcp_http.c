@@ -17,12 +17,6 @@
 
 #include "mcp_int.h"
 
-/* The legacy versions an MCP-Protocol-Version header may name (what
- * initialize negotiates, and 2025-03-26, which a header-less request is
- * taken for). */
-static const char *const legacy_headers[] = {
-    ATL_MCP_LEGACY_LATEST, "2025-06-18", "2025-03-26", "2024-11-05", NULL};
-
 /* ---- Accept ---- */
 
 /* 1 when the Accept value takes type ("application/json"): the type
@@ -220,15 +214,15 @@ json_object *atl_mcp_http_check(const atl_mcp_http_t *h, json_object *msg,
           ATL_MCP_MODERN, ATL_MCP_META_VERSION, ATL_MCP_META_CAPS);
     }
     int known = 0;
-    for (size_t i = 0; legacy_headers[i] != NULL; i++)
-      known |= strcmp(h->protocol_version, legacy_headers[i]) == 0;
+    for (size_t i = 0; atl__mcp_legacy_versions[i] != NULL; i++)
+      known |= strcmp(h->protocol_version, atl__mcp_legacy_versions[i]) == 0;
     if (!known) {
       json_object *data = json_object_new_object();
       json_object *supported = json_object_new_array();
       json_object_array_add(supported, json_object_new_string(ATL_MCP_MODERN));
-      for (size_t i = 0; legacy_headers[i] != NULL; i++)
-        json_object_array_add(supported,
-                              json_object_new_string(legacy_headers[i]));
+      for (size_t i = 0; atl__mcp_legacy_versions[i] != NULL; i++)
+        json_object_array_add(
+            supported, json_object_new_string(atl__mcp_legacy_versions[i]));
       json_object_object_add(data, "supported", supported);
       json_object_object_add(data, "requested",
                              json_object_new_string(h->protocol_version));

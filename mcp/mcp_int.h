@@ -40,6 +40,12 @@ struct atl_mcp_s {
   int n_idle;
 };
 
+/* The legacy versions we speak, newest first, NULL-terminated (mcp.c):
+ * what initialize negotiates, and what an MCP-Protocol-Version header of
+ * a legacy request may name (2025-03-26 is what one without it is taken
+ * for). */
+extern const char *const atl__mcp_legacy_versions[];
+
 /* The era one request is served in. */
 typedef struct {
   int modern;

@@ -112,6 +112,12 @@ def progress_seen(d, sid, timeout=60):
     raise AssertionError("no render.progress in %d s" % timeout)
 
 
+# A render of a minute or more on one worker: only a cancel, or atelierd's
+# death, ends it within a check.
+LONG_RENDER = {"name": "render_scene", "arguments": {
+    "width": 800, "height": 600, "samples": 4096, "noise_threshold": 0}}
+
+
 def shape(i):
     return {"id": "s%d" % i, "type": "sphere", "properties": {
         "center": [i, 0, -3], "radius": 0.5}}
@@ -385,9 +391,7 @@ def _(ctx):
         assert "result" in s.ask(req(1, "tools/call", {
             "name": "create_shape", "arguments": shape(0)}))
         # A render of a minute or more on one worker...
-        s.send(req(2, "tools/call", {"name": "render_scene", "arguments": {
-            "width": 800, "height": 600, "samples": 4096,
-            "noise_threshold": 0}}))
+        s.send(req(2, "tools/call", LONG_RENDER))
         progress_seen(c, sid)
         t0 = time.monotonic()
         s.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -425,9 +429,7 @@ def _(ctx):
         assert b.ask(req(1, "tools/list"))["result"]["tools"]
         assert "result" in b.ask(req(2, "tools/call", {
             "name": "create_shape", "arguments": shape(1)}))
-        a.send(req(2, "tools/call", {"name": "render_scene", "arguments": {
-            "width": 800, "height": 600, "samples": 4096,
-            "noise_threshold": 0}}))
+        a.send(req(2, "tools/call", LONG_RENDER))
         progress_seen(c, sid)
         # create_shape is quick, but its session runs a's render: it must
         # not hold b's reading thread for as long.
@@ -459,9 +461,7 @@ def _(ctx):
             "id": "b", "type": "sphere", "properties": {
                 "center": [0, 0, -3], "radius": 1}}}))
         # A render of seconds, then the daemon dies under it.
-        s.send(req(2, "tools/call", {"name": "render_scene", "arguments": {
-            "width": 800, "height": 600, "samples": 4096,
-            "noise_threshold": 0}}))
+        s.send(req(2, "tools/call", LONG_RENDER))
         progress_seen(k, sid)
         k.kill()
         r = s.read()
