@@ -46,7 +46,7 @@ pid=$!
 for _ in $(seq 300); do grep -q 'ready at' "$tmp/stack.log" && break; sleep 0.1; done
 grep -q 'ready at' "$tmp/stack.log" || { cat "$tmp/stack.log"; exit 1; }
 sock=$tmp/data/run/api.sock
-token=$(cat "$tmp/data/store/token")
+token_file=$tmp/data/store/token
 median() {
   grep -o "$1=[0-9.]*" "$2" | cut -d= -f2 | sort -n |
     awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'
@@ -56,8 +56,8 @@ run() { # kind (clients in $c)
   case $1 in
     api) set -- ;;
     stdio) set -- --mcp "$build/atelierctl" ;;
-    http-api) set -- --http "$port" --token "$token" --http-api ;;
-    http-mcp) set -- --http "$port" --token "$token" ;;
+    http-api) set -- --http "$port" --token-file "$token_file" --http-api ;;
+    http-mcp) set -- --http "$port" --token-file "$token_file" ;;
   esac
   # A failed run (a usage error, errors= other than 0) stops the script
   # rather than count in the medians.

@@ -17,11 +17,13 @@
  *
  * --http PORT sends the calls through nginx and atelier-fcgi on
  * 127.0.0.1:PORT instead (the stack scripts/atelier-stack runs), each
- * client on a keep-alive connection of its own with the token of
- * --token: as MCP tools/call to the session's /api/sessions/{id}/mcp (the
- * modern era, whose requests need no initialize), or with --http-api as
- * the plain HTTP API's POST /api/sessions/{id}/tools/echo, so that the
- * figures separate what MCP costs from what HTTP does.
+ * client on a keep-alive connection of its own with the token read from
+ * --token-file (atelierd's <data dir>/token; a file, not an argument,
+ * which any user could read in ps): as MCP tools/call to the session's
+ * /api/sessions/{id}/mcp (the modern era, whose requests need no initialize),
+ * or with --http-api as the plain HTTP API's POST
+ * /api/sessions/{id}/tools/echo, so that the figures separate what MCP costs
+ * from what HTTP does.
  *
  * --sessions K first makes sure the store holds K sessions (creating the
  * missing ones) and prints the daemon's RSS with them and the clients
@@ -216,7 +218,8 @@ int main(int argc, char **argv) {
   int nclients = 1;
   double seconds = 5;
   long want_sessions = 0;
-  const char *mcp = NULL, *token = "";
+  const char *mcp = NULL, *token_file = NULL;
+  char token[128] = "";
   int http_api = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
@@ -231,14 +234,14 @@ int main(int argc, char **argv) {
       mcp = argv[++i];
     else if (strcmp(argv[i], "--http") == 0 && i + 1 < argc)
       http_port = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc)
-      token = argv[++i];
+    else if (strcmp(argv[i], "--token-file") == 0 && i + 1 < argc)
+      token_file = argv[++i];
     else if (strcmp(argv[i], "--http-api") == 0)
       http_api = 1;
     else {
       fprintf(stderr, "usage: tool-call --socket PATH [--clients N] "
                       "[--seconds S] [--sessions K] [--mcp ATELIERCTL | "
-                      "--http PORT --token TOKEN [--http-api]]\n");
+                      "--http PORT --token-file PATH [--http-api]]\n");
       return 2;
     }
   }
@@ -247,6 +250,15 @@ int main(int argc, char **argv) {
     return 2;
   }
 
+  if (token_file != NULL) {
+    FILE *f = fopen(token_file, "r");
+    if (f == NULL || fgets(token, sizeof(token), f) == NULL) {
+      fprintf(stderr, "tool-call: cannot read the token in %s\n", token_file);
+      return 2;
+    }
+    fclose(f);
+    token[strcspn(token, "\r\n")] = '\0';
+  }
   int ctl = bench_dial(sock);
   if (want_sessions > 0) {
     long have = count_sessions(ctl);
