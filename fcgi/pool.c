@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "bridge.h"
+#include "mcp.h"
 
 /* Serving a request needs little stack: JSON is on the heap. */
 #define THREAD_STACK (256 * 1024)
@@ -143,6 +144,9 @@ static void *serve(void *arg) {
   }
   atl_rpcc_close(&rpc);
   FCGX_Free(&req, 0);
+  /* The count below is what lets main return and the process exit, so
+   * nothing may be left for this thread's exit destructors to free. */
+  atl_mcp_thread_done();
   trim_now_and_then();
   pthread_mutex_lock(&mu);
   threads--;

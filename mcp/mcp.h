@@ -188,5 +188,11 @@ int atl_mcp_sid_make(const char *key, const char *session, const char *client,
  * none) when text was made with key, else -1. Constant time in the MAC. */
 int atl_mcp_sid_read(const char *key, const char *text, char session[33],
                      char client[33]);
+/* Frees what the MAC left in this thread's crypto library state. A thread
+ * that made or read session ids calls it before it ends when the process
+ * may be exiting at the same time: the library frees that state in a
+ * thread-exit destructor, which does not run once its exit handler has
+ * deleted the key, and LeakSanitizer then reports the state lost. */
+void atl_mcp_thread_done(void);
 
 #endif

@@ -325,6 +325,10 @@ static int sid_mac(const char *key, const char *body, size_t body_len,
   return 0;
 }
 
+void atl_mcp_thread_done(void) {
+  OPENSSL_thread_stop();
+}
+
 /* The layout: session (32 hex), nonce (16 hex), the client's name (hex,
  * even, at most 64), and the MAC (32 hex) at the end. */
 int atl_mcp_sid_make(const char *key, const char *session, const char *client,
