@@ -13,7 +13,14 @@
  * The workers are kept between calls: making and ending a thread for each
  * call was a fifth of all the CPU a busy client's calls cost
  * (bench/README.md, mcp). A quick tool's call with nothing else in flight
- * runs on the reading thread itself. */
+ * runs on the reading thread itself.
+ *
+ * When stdin and stdout are pipes or sockets (as every MCP client starts
+ * its servers), they are handed to atelierd (mcp.attach), which reads the
+ * client's messages and writes every answer itself: quick calls never
+ * come here, and the rest come down the API connection as lines, their
+ * answers going back up it (daemon/mcp_front.h). The loop below is the
+ * same either way; only its descriptors change. */
 #include "atl-build.h"
 
 #include <errno.h>
@@ -24,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -56,17 +65,116 @@ static call_t *queue_head, *queue_tail;
 static int n_queued, n_workers, n_idle_workers, workers_stop;
 static volatile int gone; /* atelierd went away: answer, then exit */
 static volatile int write_failed;
+/* Where messages come from and answers go: stdin and stdout, or, handed
+ * off, the link to atelierd (both), until atelierd goes away (out_fd then
+ * stdout again, to answer what was in flight). */
+static int in_fd = STDIN_FILENO, out_fd = STDOUT_FILENO;
+static int handed_off;
+/* The state atelierd was last told (handed off), under out_mu. */
+static char told_session[33], told_client[65];
+static int told;
+
+/* 0 when all of len bytes were written to fd. */
+static int write_all(int fd, const char *p, size_t len) {
+  while (len > 0) {
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+    if (n < 0 && errno == ENOTSOCK)
+      n = write(fd, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN) {
+      /* atelierd left stdout non-blocking. */
+      struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+      poll(&pfd, 1, 1000);
+      continue;
+    }
+    if (n <= 0)
+      return -1;
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+/* What atelierd needs for the calls it runs itself: the session and the
+ * client's name, as {"session", "via", "client"} (a new object); their
+ * values in sid and client. */
+static json_object *state_json(char sid[33], char client[65]) {
+  char base[ATL_MCP_VIA_MAX + 1];
+  atl_mcp_state(server, sid, base, client);
+  json_object *st = json_object_new_object();
+  json_object_object_add(st, "session", json_object_new_string(sid));
+  json_object_object_add(st, "via", json_object_new_string(base));
+  json_object_object_add(st, "client", json_object_new_string(client));
+  return st;
+}
+
+/* Handed off: tells atelierd the state when it changed, before the answer
+ * that shows it goes out. out_mu held. */
+static int tell_state_locked(void) {
+  char sid[33], client[65];
+  json_object *st = state_json(sid, client);
+  if (told && strcmp(sid, told_session) == 0 &&
+      strcmp(client, told_client) == 0) {
+    json_object_put(st);
+    return 0;
+  }
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "dev.atelier/state", st);
+  /* Unescaped, so that it begins as ATL_MCP_LINK_STATE says. */
+  const char *s = json_object_to_json_string_ext(
+      o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+  char *line = malloc(strlen(s) + 2);
+  int rc = -1;
+  if (line != NULL) {
+    sprintf(line, "%s\n", s);
+    rc = write_all(out_fd, line, strlen(line));
+  }
+  free(line);
+  json_object_put(o);
+  if (rc == 0) {
+    memcpy(told_session, sid, sizeof(told_session));
+    memcpy(told_client, client, sizeof(told_client));
+    told = 1;
+  }
+  return rc;
+}
+
+/* atelierd went away while it held stdout: answers go there again. */
+static void take_back_stdout_locked(void) {
+  if (out_fd == STDOUT_FILENO)
+    return;
+  out_fd = STDOUT_FILENO;
+  int fl = fcntl(STDOUT_FILENO, F_GETFL);
+  if (fl >= 0)
+    fcntl(STDOUT_FILENO, F_SETFL, fl & ~O_NONBLOCK);
+}
 
 /* One message, one line, whole. */
 static void send_msg(json_object *o) {
   const char *s = json_object_to_json_string_ext(
       o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-  pthread_mutex_lock(&out_mu);
+  size_t n = strlen(s);
   /* json-c escapes control characters: the text has no raw newline. */
-  if (fputs(s, stdout) == EOF || fputc('\n', stdout) == EOF ||
-      fflush(stdout) != 0)
+  char *line = malloc(n + 1);
+  if (line == NULL) {
+    write_failed = 1;
+    return;
+  }
+  memcpy(line, s, n);
+  line[n] = '\n';
+  pthread_mutex_lock(&out_mu);
+  int rc = -1;
+  if (handed_off && out_fd != STDOUT_FILENO)
+    rc = tell_state_locked() == 0 ? write_all(out_fd, line, n + 1) : -1;
+  if (rc != 0 && handed_off && out_fd != STDOUT_FILENO) {
+    gone = 1;
+    take_back_stdout_locked();
+  }
+  if (rc != 0 && write_all(out_fd, line, n + 1) != 0)
     write_failed = 1;
   pthread_mutex_unlock(&out_mu);
+  free(line);
 }
 
 static void unlink_call(call_t *k) {
@@ -93,6 +201,14 @@ static void run_call(call_t *k, int cancelled) {
   if (!cancelled) {
     atl_mcp_req_t r = {.cancel_fd = k->cancel_r, .notify = notify};
     json_object *answer = atl_mcp_handle(server, k->msg, &r);
+    if (r.daemon_gone && handed_off) {
+      /* Not up the link: atelierd may be going down still, its end of
+       * the link open a moment longer, and what is written there lost. */
+      pthread_mutex_lock(&out_mu);
+      gone = 1;
+      take_back_stdout_locked();
+      pthread_mutex_unlock(&out_mu);
+    }
     if (answer != NULL && !r.cancelled)
       send_msg(answer);
     json_object_put(answer);
@@ -291,7 +407,7 @@ static void handle_line(char *line, size_t len, int more) {
     pthread_mutex_lock(&calls_mu);
     int idle = n_calls == 0;
     pthread_mutex_unlock(&calls_mu);
-    struct pollfd in = {.fd = STDIN_FILENO, .events = POLLIN};
+    struct pollfd in = {.fd = in_fd, .events = POLLIN};
     if (!(idle && !more && atl_mcp_is_quick(server, msg) &&
           poll(&in, 1, 0) == 0)) {
       start_call(msg);
@@ -306,12 +422,119 @@ static void handle_line(char *line, size_t len, int more) {
     start_call(msg);
     return;
   }
+  if (r.daemon_gone && handed_off) {
+    pthread_mutex_lock(&out_mu);
+    take_back_stdout_locked();
+    pthread_mutex_unlock(&out_mu);
+  }
   if (answer != NULL)
     send_msg(answer);
   json_object_put(answer);
   json_object_put(msg);
   if (r.daemon_gone)
     gone = 1;
+}
+
+static int is_stream_fd(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+/* Hands stdin and stdout to atelierd (mcp.attach with SCM_RIGHTS): the
+ * link's descriptor, with what atelierd sent after its answer in *rest
+ * (malloc()ed, *rest_len bytes), or -1 when this process serves the
+ * client itself: stdin or stdout is a terminal or a file, the hand-off is
+ * turned off (ATELIER_MCP_RELAY=1), or atelierd refused it (an older
+ * one does not know mcp.attach). */
+static int hand_off(const char *socket_path, char **rest, size_t *rest_len) {
+  const char *relay = getenv("ATELIER_MCP_RELAY");
+  if ((relay != NULL && strcmp(relay, "1") == 0) ||
+      !is_stream_fd(STDIN_FILENO) || !is_stream_fd(STDOUT_FILENO))
+    return -1;
+  atl_rpcc_t c;
+  memset(&c, 0, sizeof(c));
+  c.watch_fd = -1;
+  if (atl_rpcc_connect(&c, socket_path) != 0)
+    return -1;
+  /* The state goes with the request, so that atelierd can run the first
+   * calls itself; it is told again whenever it changes. */
+  json_object *p = json_object_new_object(), *rq = json_object_new_object();
+  json_object_object_add(p, "state", state_json(told_session, told_client));
+  json_object_object_add(rq, "jsonrpc", json_object_new_string("2.0"));
+  json_object_object_add(rq, "id", json_object_new_int(1));
+  json_object_object_add(rq, "method", json_object_new_string("mcp.attach"));
+  json_object_object_add(rq, "params", p);
+  char req[600];
+  int req_len = snprintf(
+      req, sizeof(req), "%s\n",
+      json_object_to_json_string_ext(rq, JSON_C_TO_STRING_PLAIN |
+                                             JSON_C_TO_STRING_NOSLASHESCAPE));
+  json_object_put(rq);
+  if (req_len < 0 || (size_t)req_len >= sizeof(req)) {
+    atl_rpcc_close(&c);
+    return -1;
+  }
+  int fds[2] = {STDIN_FILENO, STDOUT_FILENO};
+  union {
+    char buf[CMSG_SPACE(sizeof(fds))];
+    struct cmsghdr align;
+  } u;
+  memset(&u, 0, sizeof(u));
+  struct iovec iov = {.iov_base = req, .iov_len = (size_t)req_len};
+  struct msghdr mh = {.msg_iov = &iov,
+                      .msg_iovlen = 1,
+                      .msg_control = u.buf,
+                      .msg_controllen = sizeof(u.buf)};
+  struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(fds));
+  memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+  char buf[4096];
+  size_t len = 0;
+  char *nl = NULL;
+  if (sendmsg(c.fd, &mh, MSG_NOSIGNAL) == (ssize_t)iov.iov_len) {
+    /* The answer is the first line; whatever follows it is the client's
+     * first messages, passed on already. */
+    while (nl == NULL && len < sizeof(buf)) {
+      struct pollfd pfd = {.fd = c.fd, .events = POLLIN};
+      if (poll(&pfd, 1, ctl_timeout_ms()) <= 0)
+        break;
+      ssize_t n = read(c.fd, buf + len, sizeof(buf) - len);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      len += (size_t)n;
+      nl = memchr(buf, '\n', len);
+    }
+  }
+  json_object *ans = NULL, *res = NULL, *att = NULL;
+  if (nl != NULL) {
+    *nl = '\0'; /* the line, cut at its newline for the parser */
+    ans = json_tokener_parse(buf);
+  }
+  int ok = json_object_object_get_ex(ans, "result", &res) &&
+           json_object_object_get_ex(res, "attached", &att) &&
+           json_object_get_boolean(att);
+  json_object_put(ans);
+  if (!ok) {
+    atl_rpcc_close(&c);
+    return -1;
+  }
+  size_t first = (size_t)(nl + 1 - buf);
+  *rest_len = len - first;
+  *rest = malloc(*rest_len + 1);
+  if (*rest == NULL) {
+    /* atelierd has stdin now: this process can no longer read it. */
+    fputs("atelierctl mcp: out of memory\n", stderr);
+    exit(EXIT_USAGE);
+  }
+  memcpy(*rest, buf + first, *rest_len);
+  int fd = c.fd;
+  c.fd = -1;
+  atl_rpcc_close(&c);
+  return fd;
 }
 
 int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
@@ -349,15 +572,31 @@ int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
     fputs("atelierctl mcp: out of memory\n", stderr);
     return EXIT_USAGE;
   }
-  fprintf(stderr, "atelierctl mcp: serving Atelier's tools on stdio (%s%s)\n",
-          session ? "session " : "a new session at the first call",
-          session ? session : "");
-
   char *buf = NULL;
   size_t len = 0, cap = 0;
+  int link = hand_off(socket_path, &buf, &len);
+  cap = len;
+  if (link >= 0) {
+    in_fd = out_fd = link;
+    handed_off = 1;
+    told = 1; /* with mcp.attach */
+  }
+  fprintf(stderr, "atelierctl mcp: serving Atelier's tools on stdio (%s%s)%s\n",
+          session ? "session " : "a new session at the first call",
+          session ? session : "",
+          link >= 0 ? "; atelierd reads and writes them" : "");
+
   int status = 0, eof = 0;
+  /* Lines the link had brought with mcp.attach's answer. */
+  int seeded = len > 0;
+  size_t scan = 0; /* where a newline may be: before it, none is */
   while (!eof && !gone && !write_failed) {
-    struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
+    struct pollfd pfd = {.fd = in_fd, .events = POLLIN};
+    if (seeded) {
+      seeded = 0;
+      pfd.revents = 0;
+      goto lines;
+    }
     /* Woken now and then to notice atelierd going away during a call. */
     int n = poll(&pfd, 1, 200);
     if (n < 0 && errno != EINTR)
@@ -375,21 +614,37 @@ int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
       buf = nb;
       cap = ncap;
     }
-    ssize_t got = read(STDIN_FILENO, buf + len, cap - len);
+    ssize_t got = read(in_fd, buf + len, cap - len);
     if (got < 0 && errno == EINTR)
       continue;
     if (got <= 0) {
+      if (handed_off) {
+        /* The link ended without atelierd's end-of-input line: atelierd
+         * went away. */
+        pthread_mutex_lock(&out_mu);
+        gone = 1;
+        take_back_stdout_locked();
+        pthread_mutex_unlock(&out_mu);
+        break;
+      }
       eof = 1; /* the client closed stdin: finish and exit */
       if (len > 0)
         handle_line(buf, len, 0);
       break;
     }
-    size_t start = 0, scan = len;
+    scan = len;
     len += (size_t)got;
-    for (char *nl; (nl = memchr(buf + scan, '\n', len - scan)) != NULL;) {
+  lines:;
+    size_t start = 0;
+    for (char *nl;
+         !eof && (nl = memchr(buf + scan, '\n', len - scan)) != NULL;) {
       size_t end = (size_t)(nl - buf);
       int more = memchr(nl + 1, '\n', len - end - 1) != NULL;
-      handle_line(buf + start, end - start, more);
+      if (handed_off && end - start == strlen(ATL_MCP_LINK_EOF) &&
+          memcmp(buf + start, ATL_MCP_LINK_EOF, end - start) == 0)
+        eof = 1; /* the client closed stdin */
+      else
+        handle_line(buf + start, end - start, more);
       start = scan = end + 1;
     }
     memmove(buf, buf + start, len - start);

@@ -250,6 +250,10 @@ typedef struct {
   int needs_auth;           /* connections start unauthenticated */
   int traced;               /* requests go to the admin trace (atl_rpc_trace) */
   atl_dispatch_fn dispatch; /* takes ownership of req */
+  /* Connections may pass descriptors (SCM_RIGHTS) with a request, for a
+   * method to take (atl_conn_take_pipe): atelierctl mcp's stdin and
+   * stdout. Those no method takes are closed once it has run. */
+  int accepts_fds;
 } atl_server_kind_t;
 extern const atl_server_kind_t atl_api_kind;   /* rpc.c */
 extern const atl_server_kind_t atl_admin_kind; /* admin.c */
@@ -303,6 +307,20 @@ void atl_conn_stream_start(atl_conn_t *c, void (*on_close)(void *arg),
  * (closing) or ATL_ENOMEM. */
 int atl_conn_stream_write(atl_conn_t *c, char *buf, size_t len, size_t cap);
 void atl_conn_close(atl_conn_t *c);
+/* Turns c into a raw link (atelierctl mcp's, daemon/mcp_front.c): each
+ * line it reads goes to on_line (borrowed for the call; NULL with len 0
+ * for one longer than api.max_frame) instead of being a request, and
+ * on_close(arg) runs when it closes. Lines go the other way with
+ * atl_conn_stream_write. */
+void atl_conn_raw_start(atl_conn_t *c,
+                        void (*on_line)(void *arg, const char *line,
+                                        size_t len),
+                        void (*on_close)(void *arg), void *arg);
+/* Takes the next descriptor c's client passed into p (uv_pipe_init'ed,
+ * not yet open): 0, or a negative libuv error (UV_ENOENT: none). */
+int atl_conn_take_pipe(atl_conn_t *c, uv_pipe_t *p);
+/* Bytes c has queued for its client and not yet written. */
+size_t atl_conn_queued(const atl_conn_t *c);
 /* 1 once c is closing (its on_close has run or will not be set). */
 int atl_conn_closing(const atl_conn_t *c);
 /* Closes c once what it has queued is written; until then whatever c

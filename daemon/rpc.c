@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "image_fit.h"
 #include "log.h"
+#include "mcp_front.h"
 #include "preview.h"
 #include "redact.h"
 #include "render_host.h"
@@ -1192,6 +1193,7 @@ static const struct {
     {"events.read", m_events_read, 0, 0},
     {"http.auth", m_http_auth, 0, 0},
     {"image.get", m_image_get, 0, 0},
+    {"mcp.attach", atl_mcp_front_attach, 1, 0},
     {"preview.get", m_preview_get, 0, 0},
     {"provider.check", m_provider_check, 0, 0},
     {"session.cancel", m_session_cancel, 0, 0},
@@ -1321,4 +1323,5 @@ const atl_server_kind_t atl_api_kind = {.name = "api",
                                         .check_peer = 0,
                                         .needs_auth = 0,
                                         .traced = 1,
-                                        .dispatch = atl_rpc_dispatch};
+                                        .dispatch = atl_rpc_dispatch,
+                                        .accepts_fds = 1};

@@ -84,6 +84,8 @@ struct atl_conn_s {
   int end_after_writes; /* close once what is queued is written */
   void (*on_stream_close)(void *arg);
   void *stream_arg;
+  /* A raw link (atl_conn_raw_start): lines go here, not to dispatch. */
+  void (*on_raw_line)(void *arg, const char *line, size_t len);
 };
 
 /* Connection ids, for the admin socket's clients and client.kill: never
@@ -139,6 +141,7 @@ static void conn_close(atl_conn_t *c) {
 
 static void conn_resume(atl_conn_t *c);
 static size_t conn_queued(atl_conn_t *c);
+static void drop_fds(atl_conn_t *c);
 
 static void write_done(uv_write_t *req, int status) {
   conn_write_t *w = (conn_write_t *)req;
@@ -307,6 +310,11 @@ static int on_frame(int kind, const char *line, size_t len, void *user) {
     return 1;
   if (c->streaming || c->end_after_writes)
     return 0; /* a trace, or a connection being ended, reads nothing more */
+  if (c->on_raw_line != NULL) {
+    c->on_raw_line(c->stream_arg, kind == ATL_FRAME_OVERSIZE ? NULL : line,
+                   kind == ATL_FRAME_OVERSIZE ? 0 : len);
+    return c->closing;
+  }
   atl_rpc_call_t *r = enqueue(c);
   if (r == NULL) {
     conn_close(c);
@@ -334,6 +342,7 @@ static int on_frame(int kind, const char *line, size_t len, void *user) {
         atl_rpc_trace(d, r, &req, line, len);
       c->srv->kind->dispatch(d, r, &req);
     }
+    drop_fds(c);
   }
   if (!c->closing && (c->paused || conn_over(c))) {
     /* The rest of what was read stays in the framer until the client
@@ -343,6 +352,31 @@ static int on_frame(int kind, const char *line, size_t len, void *user) {
     return 1;
   }
   return 0;
+}
+
+static void dropped_closed(uv_handle_t *h) {
+  free(h);
+}
+
+/* Closes the descriptors a client passed that its request did not take:
+ * a client may not pile them up in the daemon. */
+static void drop_fds(atl_conn_t *c) {
+  if (!c->srv->kind->accepts_fds || c->closing)
+    return;
+  while (uv_pipe_pending_count(&c->pipe) > 0) {
+    uv_pipe_t *p = malloc(sizeof(*p));
+    if (p == NULL) {
+      conn_close(c); /* closing the handle closes what it holds */
+      return;
+    }
+    uv_pipe_init(c->srv->d->loop, p, 0);
+    if (uv_accept((uv_stream_t *)&c->pipe, (uv_stream_t *)p) != 0) {
+      uv_close((uv_handle_t *)p, dropped_closed);
+      conn_close(c);
+      return;
+    }
+    uv_close((uv_handle_t *)p, dropped_closed);
+  }
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
@@ -407,7 +441,7 @@ static void on_connection(uv_stream_t *l, int status) {
   atl_conn_t *c = calloc(1, sizeof(*c));
   if (c == NULL)
     return;
-  uv_pipe_init(d->loop, &c->pipe, 0);
+  uv_pipe_init(d->loop, &c->pipe, srv->kind->accepts_fds);
   c->pipe.data = c;
   c->srv = srv;
   c->refs = 1;
@@ -662,6 +696,29 @@ int atl_conn_stream_write(atl_conn_t *c, char *buf, size_t len, size_t cap) {
   }
   c->bytes_out += len;
   return 0;
+}
+
+void atl_conn_raw_start(atl_conn_t *c,
+                        void (*on_line)(void *arg, const char *line,
+                                        size_t len),
+                        void (*on_close)(void *arg), void *arg) {
+  c->on_raw_line = on_line;
+  /* Its lines are answers to the client's own requests, which may be as
+   * large as what atelierctl mcp reads (64 MiB). */
+  if (c->framer.max_frame < ((size_t)65 << 20))
+    c->framer.max_frame = (size_t)65 << 20;
+  c->on_stream_close = on_close;
+  c->stream_arg = arg;
+}
+
+int atl_conn_take_pipe(atl_conn_t *c, uv_pipe_t *p) {
+  if (!c->srv->kind->accepts_fds || uv_pipe_pending_count(&c->pipe) == 0)
+    return UV_ENOENT;
+  return uv_accept((uv_stream_t *)&c->pipe, (uv_stream_t *)p);
+}
+
+size_t atl_conn_queued(const atl_conn_t *c) {
+  return uv_stream_get_write_queue_size((const uv_stream_t *)&c->pipe);
 }
 
 int atl_conn_closing(const atl_conn_t *c) {

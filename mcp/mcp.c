@@ -164,7 +164,7 @@ json_object *atl_mcp_cancelled_id(json_object *msg) {
 /* JSON-RPC 2.0: "an identifier ... MUST contain a String, Number, or NULL
  * value"; MCP narrows it: "MUST include a string or integer ID", "MUST NOT
  * be null". */
-static int id_ok(json_object *id) {
+int atl__mcp_id_ok(json_object *id) {
   return id != NULL && (json_object_is_type(id, json_type_string) ||
                         json_object_is_type(id, json_type_int));
 }
@@ -172,7 +172,7 @@ static int id_ok(json_object *id) {
 json_object *atl_mcp_request_id(json_object *msg) {
   json_object *id = NULL;
   if (json_object_is_type(msg, json_type_object) &&
-      json_object_object_get_ex(msg, "id", &id) && id_ok(id))
+      json_object_object_get_ex(msg, "id", &id) && atl__mcp_id_ok(id))
     return id;
   return NULL;
 }
@@ -180,8 +180,8 @@ json_object *atl_mcp_request_id(json_object *msg) {
 /* The era of a request, from its params' _meta (2026-07-28: "Every
  * request carries its protocol version"): 0 and *era set, or an error
  * answer in *err with the HTTP status the spec asks for. */
-static int era_of(json_object *id, const char *method, json_object *params,
-                  atl_mcp_era_t *era, json_object **err, int *status) {
+int atl__mcp_era_of(json_object *id, const char *method, json_object *params,
+                    atl_mcp_era_t *era, json_object **err, int *status) {
   memset(era, 0, sizeof(*era));
   json_object *meta = NULL, *v = NULL, *caps = NULL;
   int has_meta = params != NULL &&
@@ -342,7 +342,7 @@ json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r) {
   const char *jsonrpc = atl__mcp_str(msg, "jsonrpc");
   if (jsonrpc == NULL || strcmp(jsonrpc, "2.0") != 0) {
     r->http_status = 400;
-    return atl_mcp_error(id_ok(id) ? id : NULL, -32600, NULL,
+    return atl_mcp_error(atl__mcp_id_ok(id) ? id : NULL, -32600, NULL,
                          "Invalid Request: \"jsonrpc\" must be \"2.0\"");
   }
   json_object *mv = NULL;
@@ -354,16 +354,16 @@ json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r) {
       return NULL;
     }
     r->http_status = 400;
-    return atl_mcp_error(id_ok(id) ? id : NULL, -32600, NULL,
+    return atl_mcp_error(atl__mcp_id_ok(id) ? id : NULL, -32600, NULL,
                          "Invalid Request: no \"method\"");
   }
   if (!json_object_is_type(mv, json_type_string)) {
     r->http_status = 400;
-    return atl_mcp_error(id_ok(id) ? id : NULL, -32600, NULL,
+    return atl_mcp_error(atl__mcp_id_ok(id) ? id : NULL, -32600, NULL,
                          "Invalid Request: \"method\" must be a string");
   }
   const char *method = json_object_get_string(mv);
-  if (has_id && !id_ok(id)) {
+  if (has_id && !atl__mcp_id_ok(id)) {
     r->http_status = 400;
     return atl_mcp_error(
         NULL, -32600, NULL,
@@ -392,7 +392,7 @@ json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r) {
 
   atl_mcp_era_t era;
   json_object *err = NULL;
-  if (era_of(id, method, params, &era, &err, &r->http_status) != 0)
+  if (atl__mcp_era_of(id, method, params, &era, &err, &r->http_status) != 0)
     return err;
   if (era.client != NULL && !m->shared)
     keep_client(m, era.client);

@@ -145,6 +145,55 @@ int atl_mcp_is_quick(atl_mcp_t *m, json_object *msg);
  * from msg), or NULL when msg is not one. */
 json_object *atl_mcp_cancelled_id(json_object *msg);
 
+/* ---- Quick calls another front runs itself ----
+ *
+ * atelierd runs the quick calls of an `atelierctl mcp` that handed it its
+ * stdin and stdout (doc/mcp.md, "stdio"), on its own loop, without a
+ * round trip through atelierctl. These are the parts of a tools/call that
+ * need no API socket, shared so that both answer alike. */
+
+/* The longest "via" tool.call takes (printable ASCII). */
+#define ATL_MCP_VIA_MAX 160
+/* "base (client)", or base when client is NULL or empty, made printable
+ * and cut to ATL_MCP_VIA_MAX, as tool.call takes it. */
+void atl_mcp_via(const char *base, const char *client,
+                 char out[ATL_MCP_VIA_MAX + 1]);
+
+/* A tools/call as atl_mcp_direct() read it; borrowed from the message. */
+typedef struct {
+  json_object *id;
+  const char *name;
+  json_object *args;  /* an object, or NULL for {} */
+  int modern;         /* its era */
+  const char *client; /* a modern request's client name, or NULL */
+} atl_mcp_direct_t;
+
+/* 1 when msg is a tools/call that needs nothing but tool.call in the
+ * client's own session: well formed, in an era we speak, naming no
+ * session in _meta and asking for no progress; *out is then filled. 0
+ * when it must go the whole way (atl_mcp_handle(), which also answers
+ * every malformed one). */
+int atl_mcp_direct(json_object *msg, atl_mcp_direct_t *out);
+
+/* The answer to such a call from tool.call's answer env (borrowed:
+ * {"success", "result" or "error", "images"}) in session sid: a new
+ * object. Images are named, not sent: no quick tool makes one. */
+json_object *atl_mcp_direct_answer(const atl_mcp_direct_t *call,
+                                   json_object *env, const char *sid);
+
+/* The link between atelierctl mcp and atelierd once stdio is handed off
+ * (daemon/mcp_front.h): the line atelierd sends when the client's stdin
+ * has ended (a client's own line equal to it goes down with a space
+ * before it), and how a state line from atelierctl begins. */
+#define ATL_MCP_LINK_EOF "{\"dev.atelier/eof\":true}"
+#define ATL_MCP_LINK_STATE "{\"dev.atelier/state\":"
+
+/* What a server knows of its client from the messages so far: its
+ * session ("" until a first call makes one), the via its calls go with
+ * (config.via) and the client's name ("" before initialize). */
+void atl_mcp_state(atl_mcp_t *m, char session[33],
+                   char base[ATL_MCP_VIA_MAX + 1], char client[65]);
+
 /* ---- Streamable HTTP (mcp_http.c): what the bridge checks ---- */
 
 /* The headers of one POST that the transport's rules concern; NULL for a

@@ -294,24 +294,6 @@ static int session_of(atl_mcp_t *m, atl_rpcc_t *c, char *out, size_t size) {
   return rc;
 }
 
-static json_object *text_block(const char *text) {
-  json_object *b = json_object_new_object();
-  json_object_object_add(b, "type", json_object_new_string("text"));
-  json_object_object_add(b, "text", json_object_new_string(text));
-  return b;
-}
-
-/* A tool execution error: the model sees it and may correct its call. */
-static json_object *tool_error(json_object *id, const atl_mcp_era_t *era,
-                               const char *text) {
-  json_object *content = json_object_new_array();
-  json_object_array_add(content, text_block(text));
-  json_object *res = json_object_new_object();
-  json_object_object_add(res, "content", content);
-  json_object_object_add(res, "isError", json_object_new_boolean(1));
-  return atl__mcp_result(id, res, era);
-}
-
 /* The images a call attached, as image blocks (fetched with image.get,
  * whose base64 MCP takes as it is) and a line each saying what they are.
  * -1 when the exchange with atelierd broke (gone, or the call cancelled). */
@@ -377,7 +359,7 @@ static int add_images(atl_rpcc_t *c, json_object *images, json_object *content,
       snprintf(line, sizeof(line), "Image %s could not be read: %s", iid,
                c->err_message ? c->err_message : "atelierd did not say why");
     }
-    json_object_array_add(content, text_block(line));
+    json_object_array_add(content, atl__mcp_text_block(line));
     json_object_put(got);
   }
   return 0;
@@ -552,16 +534,6 @@ static int is_session_id(const char *s) {
   return n == 32 && s[n] == '\0';
 }
 
-/* atelierd takes "via" as printable ASCII of at most 160 characters; a
- * client names itself as it likes. */
-static void clean_via(char *via) {
-  for (char *p = via; *p; p++)
-    if (*p < 0x20 || *p > 0x7e)
-      *p = '?';
-  if (strlen(via) > 160)
-    via[160] = '\0';
-}
-
 /* What a shared endpoint says to a call that named no session. */
 static const char *unnamed_session_text(const char *page) {
   static __thread char text[700];
@@ -591,7 +563,7 @@ static json_object *text_block_made(const char *sid, const char *page) {
              "This call made a new Atelier session, %s. To go on in it, "
              "name it in _meta (\"%s\": \"%s\").",
              sid, ATL_MCP_META_SESSION, sid);
-  return text_block(text);
+  return atl__mcp_text_block(text);
 }
 
 json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
@@ -669,22 +641,18 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
     }
     snprintf(sid, sizeof(sid), "%s", named);
   } else if (m->shared) {
-    answer = tool_error(id, era, unnamed_session_text(r->page));
+    answer = atl__mcp_tool_error(id, era, unnamed_session_text(r->page));
     goto out;
   } else if ((rc = session_of(m, &c, sid, sizeof(sid))) != ATL_RPCC_OK) {
     goto failed;
   }
-  char via[256];
+  char via[ATL_MCP_VIA_MAX + 1];
   const char *client = era->client ? era->client : r->client;
   pthread_mutex_lock(&m->mu);
   if (client == NULL && !m->shared && m->client[0])
     client = m->client;
-  if (client != NULL)
-    snprintf(via, sizeof(via), "%s (%s)", m->via, client);
-  else
-    snprintf(via, sizeof(via), "%s", m->via);
+  atl_mcp_via(m->via, client, via);
   pthread_mutex_unlock(&m->mu);
-  clean_via(via);
   json_object *p = json_object_new_object();
   json_object_object_add(p, "session", json_object_new_string(sid));
   json_object_object_add(p, "name", json_object_new_string(name));
@@ -735,7 +703,7 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
                      : "Atelier's session %s is gone (deleted); the next "
                        "call makes a new one.",
                sid);
-    answer = tool_error(id, era, msg);
+    answer = atl__mcp_tool_error(id, era, msg);
     goto out;
   }
   if (rc != ATL_RPCC_OK)
@@ -744,19 +712,13 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
   json_object_object_get_ex(env, "success", &ok);
   if (!json_object_get_boolean(ok)) {
     const char *e = atl__mcp_str(env, "error");
-    answer = tool_error(id, era, e ? e : "the tool failed without a message");
+    answer = atl__mcp_tool_error(id, era,
+                                 e ? e : "the tool failed without a message");
     goto out;
   }
   json_object_object_get_ex(env, "result", &result);
   json_object *content = json_object_new_array();
-  /* "a tool that returns structured content SHOULD also return the
-   * serialized JSON in a TextContent block" */
-  json_object_array_add(
-      content,
-      text_block(result ? json_object_to_json_string_ext(
-                              result, JSON_C_TO_STRING_PLAIN |
-                                          JSON_C_TO_STRING_NOSLASHESCAPE)
-                        : "{}"));
+  json_object_array_add(content, atl__mcp_result_text(result));
   what = "image.get";
   if (json_object_object_get_ex(env, "images", &images) &&
       json_object_is_type(images, json_type_array) &&
@@ -767,15 +729,7 @@ json_object *atl__mcp_tools_call(atl_mcp_t *m, json_object *id,
   }
   if (made)
     json_object_array_add(content, text_block_made(sid, r->page));
-  json_object *res = json_object_new_object();
-  json_object_object_add(res, "content", content);
-  if (result != NULL && json_object_is_type(result, json_type_object))
-    json_object_object_add(res, "structuredContent", json_object_get(result));
-  /* Which session the call changed, for a client that goes on in it. */
-  json_object *meta = json_object_new_object();
-  json_object_object_add(meta, ATL_MCP_META_SESSION,
-                         json_object_new_string(sid));
-  json_object_object_add(res, "_meta", meta);
+  json_object *res = atl__mcp_call_result(result, content, sid);
   answer = atl__mcp_result(id, res, era);
   goto out;
 failed:

@@ -53,6 +53,27 @@ typedef struct {
   const char *session; /* _meta's ATL_MCP_META_SESSION (borrowed), or NULL */
 } atl_mcp_era_t;
 
+/* The era of a request, from its params' _meta: 0 and *era set, or an
+ * error answer in *err with the HTTP status the spec asks for. */
+int atl__mcp_era_of(json_object *id, const char *method, json_object *params,
+                    atl_mcp_era_t *era, json_object **err, int *status);
+/* 1 when id is one MCP allows: a string or an integer. */
+int atl__mcp_id_ok(json_object *id);
+
+/* mcp_direct.c: what a tools/call's answer is made of. */
+json_object *atl__mcp_text_block(const char *text);
+/* A tool execution error: the model sees it and may correct its call. */
+json_object *atl__mcp_tool_error(json_object *id, const atl_mcp_era_t *era,
+                                 const char *text);
+/* The text block of a tool's result: its JSON ("a tool that returns
+ * structured content SHOULD also return the serialized JSON in a
+ * TextContent block"); result borrowed, NULL for {}. */
+json_object *atl__mcp_result_text(json_object *result);
+/* A successful call's result: content (taken), structuredContent (result,
+ * borrowed, when an object) and _meta naming the session. */
+json_object *atl__mcp_call_result(json_object *result, json_object *content,
+                                  const char *sid);
+
 /* A result answer (result taken), with resultType and _meta when modern. */
 json_object *atl__mcp_result(json_object *id, json_object *result,
                              const atl_mcp_era_t *era);

@@ -29,12 +29,14 @@ import json
 import os
 import queue
 import re
+import socket
 import subprocess
 import sys
 import threading
 import time
 
-from atltest import BUILDDIR, SRCDIR, Checks, Daemon, rpc_error, run_checks
+from atltest import (BUILDDIR, SRCDIR, Checks, Daemon, rpc, rpc_answer,
+                     rpc_error, run_checks)
 from mcptest import check_inspector_lists_and_calls, inspector, run_node
 
 CTL = os.path.join(BUILDDIR, "atelierctl")
@@ -51,10 +53,11 @@ class Stdio:
     thread reads stdout, so that a missing answer fails a check after a
     while instead of hanging it."""
 
-    def __init__(self, d, *args):
+    def __init__(self, d, *args, env=None):
         self.p = subprocess.Popen(
             [CTL, "--socket", d.sock, "mcp", *args], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, **(env or {})))
         self.lines = []  # every line read from stdout
         self.q = queue.Queue()
         threading.Thread(target=self._reader, daemon=True).start()
@@ -449,6 +452,119 @@ def _(ctx):
             assert status == 0, (status, err)
     finally:
         c.stop()
+
+
+def links(d, pid):
+    """The API connections of process pid, as the admin socket lists
+    them."""
+    admin = os.path.join(os.path.dirname(d.sock), "admin.sock")
+    return [c for c in rpc(admin, "clients", {}) if c["pid"] == pid]
+
+
+def shape_call(i):
+    return {"name": "create_shape", "arguments": {
+        "id": "h%d" % i, "type": "sphere",
+        "properties": {"center": [i, 0, -3], "radius": 1}}}
+
+
+@check("stdio handed to atelierd: a quick tool's call never crosses atelierctl (its one connection is the link), the rest do; every answer is the one atelierctl gives in between (ATELIER_MCP_RELAY=1, or a stdin that is a file)")
+def _(ctx):
+    d = ctx["d"]
+    sid = d.session()
+    a = Stdio(d, "--session", sid)
+    b = Stdio(d, "--session", sid, env={"ATELIER_MCP_RELAY": "1"})
+    for i in range(1, 4):
+        r = a.ask(req(i, "tools/call", shape_call(i)))
+        assert not r["result"].get("isError"), r
+    mine = links(d, a.p.pid)
+    assert len(mine) == 1 and mine[0]["last_method"] == "mcp.attach" and \
+        mine[0]["requests"] == 1, mine
+    # The same messages both ways: quick (describe_scene, a failing
+    # create_shape, a modern call) and not (get_scene_state, tools/list).
+    same = [
+        req(10, "tools/call", {"name": "describe_scene", "arguments": {}}),
+        req(11, "tools/call", {"name": "create_shape", "arguments": {
+            "id": "bad", "type": "sphere",
+            "properties": {"center": [0, 0, 0], "radius": -1}}}),
+        req("m", "tools/call", {"name": "describe_scene", "arguments": {},
+                                "_meta": dict(MODERN)}),
+        req(12, "tools/call", {"name": "get_scene_state", "arguments": {}}),
+        req(13, "tools/call", {"name": "no_such_tool", "arguments": {}}),
+        req(14, "ping"),
+    ]
+    for m in same:
+        got, want = a.ask(m), b.ask(m)
+        assert got == want, (m, got, want)
+    assert a.ask(same[1])["result"]["isError"]
+    # get_scene_state and the unknown tool went through atelierctl: it has
+    # connections of its own now; the relayed one never had the link.
+    assert any(c["last_method"] in ("tool.call", "tool.list")
+               for c in links(d, a.p.pid)), links(d, a.p.pid)
+    assert all(c["last_method"] != "mcp.attach" for c in links(d, b.p.pid))
+    # A stdin that is a file is read by atelierctl itself.
+    path = os.path.join(d.dir, "lines.jsonl")
+    with open(path, "w") as f:
+        f.write(json.dumps(same[0]) + "\n" + json.dumps(same[5]) + "\n")
+    with open(path) as f:
+        out = subprocess.run([CTL, "--socket", d.sock, "mcp", "--session",
+                              sid], stdin=f, capture_output=True, text=True,
+                             timeout=60)
+    assert out.returncode == 0, out
+    # (In either order: the call runs on a worker, the ping does not.)
+    got = {m["id"]: m for m in map(json.loads, out.stdout.splitlines())}
+    assert got == {10: a.ask(same[0]), 14: a.ask(same[5])}, out.stdout
+    for s in (a, b):
+        status, err = s.close()
+        assert status == 0, (status, err)
+
+
+@check("the link's edges: a client's line that reads as atelierd's end-of-input line is a message like any other; a deleted session is said, and under --new the next call makes another; atelierctl killed ends the client's stdout; mcp.attach without the client's pipes is refused, saying what it needs")
+def _(ctx):
+    d = ctx["d"]
+    s = Stdio(d, "--new")
+    s.send('{"dev.atelier/eof":true}')
+    r = s.read()
+    assert r["error"]["code"] == -32600, r
+    assert s.ask(req(1, "ping"))["result"] == {}
+    first = s.ask(req(2, "tools/call", shape_call(1)))["result"]
+    sid = first["_meta"]["dev.atelier/session"]
+    quick = s.ask(req(3, "tools/call", {"name": "describe_scene",
+                                        "arguments": {}}))["result"]
+    assert quick["_meta"]["dev.atelier/session"] == sid, quick
+    assert "h1" in quick["content"][0]["text"], quick
+    d.rpc("session.delete", {"session": sid})
+    gone = s.ask(req(4, "tools/call", {"name": "describe_scene",
+                                       "arguments": {}}))["result"]
+    assert gone["isError"] and sid in gone["content"][0]["text"], gone
+    again = s.ask(req(5, "tools/call", shape_call(2)))["result"]
+    new = again["_meta"]["dev.atelier/session"]
+    assert not again.get("isError") and new != sid, again
+    quick = s.ask(req(6, "tools/call", {"name": "describe_scene",
+                                        "arguments": {}}))["result"]
+    assert quick["_meta"]["dev.atelier/session"] == new, quick
+    # Killed, atelierctl leaves atelierd holding the client's stdout, which
+    # it closes as soon as the link does.
+    s.p.kill()
+    s.p.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while s.q.get(timeout=max(0.1, deadline - time.monotonic())) is not None:
+        pass
+    # mcp.attach needs both pipes, and pipes they must be.
+    e = rpc_error(d.sock, "mcp.attach", None)
+    assert e["code"] == -32602 and "stdin" in e["message"], e
+    with open(os.path.join(d.dir, "lines.jsonl"), "w+") as f, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+        c.settimeout(20)
+        c.connect(d.sock)
+        socket.send_fds(c, [b'{"jsonrpc":"2.0","id":1,"method":"mcp.attach"}'
+                            b"\n"], [f.fileno(), f.fileno()])
+        ans = json.loads(c.makefile().readline())
+        assert ans["error"]["code"] == -32602, ans
+        assert "a pipe or a socket" in ans["error"]["message"], ans
+    # The daemon is well: a new client is served.
+    t = Stdio(d, "--session", new)
+    assert t.ask(req(1, "ping"))["result"] == {}
+    assert t.close()[0] == 0
 
 
 @check("atelierd killed mid-call: the call gets a JSON-RPC error, and atelierctl mcp exits")
