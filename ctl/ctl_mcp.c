@@ -42,6 +42,9 @@
 /* A line longer than this is refused (an import_scene of a big scene is
  * well under it). */
 #define MAX_LINE ((size_t)64 << 20)
+/* The longest line atelierd reads from the link (daemon/server.c's raw
+ * links: 65 MiB). */
+#define LINK_LINE_MAX (((size_t)65 << 20) - 1)
 /* Calls in flight at once; a client past it gets an error, not a queue. */
 #define MAX_CALLS 32
 
@@ -142,12 +145,27 @@ static int tell_state_locked(void) {
 
 /* atelierd went away while it held stdout: answers go there again. */
 static void take_back_stdout_locked(void) {
-  if (out_fd == STDOUT_FILENO)
-    return;
+  /* Left non-blocking, as atelierd set it: write_all waits when full. */
   out_fd = STDOUT_FILENO;
-  int fl = fcntl(STDOUT_FILENO, F_GETFL);
-  if (fl >= 0)
-    fcntl(STDOUT_FILENO, F_SETFL, fl & ~O_NONBLOCK);
+}
+
+/* A call failed for want of atelierd (r.daemon_gone): takes stdout back
+ * when atelierd's end of the link has closed or closes within a moment.
+ * A dying atelierd's end may stay open a little after the call's own
+ * connection broke, and what is written there then is lost; an atelierd
+ * that lives on (a call timed out, a connection refused) keeps writing
+ * stdout, which two writers must not share. */
+static void take_back_if_gone(void) {
+  pthread_mutex_lock(&out_mu);
+  if (out_fd != STDOUT_FILENO) {
+    struct pollfd pfd = {.fd = out_fd, .events = POLLRDHUP};
+    if (poll(&pfd, 1, 500) > 0 &&
+        (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      gone = 1;
+      take_back_stdout_locked();
+    }
+  }
+  pthread_mutex_unlock(&out_mu);
 }
 
 /* One message, one line, whole. */
@@ -155,14 +173,29 @@ static void send_msg(json_object *o) {
   const char *s = json_object_to_json_string_ext(
       o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
   size_t n = strlen(s);
+  json_object *instead = NULL;
+  if (handed_off && n > LINK_LINE_MAX) {
+    /* atelierd reads no longer line from the link (then the client would
+     * wait for its answer for ever). */
+    json_object *id = NULL;
+    json_object_object_get_ex(o, "id", &id);
+    instead = atl_mcp_error(id, -32603, NULL,
+                            "Internal error: the answer is %zu bytes, more "
+                            "than the %zu atelierd passes on",
+                            n, (size_t)LINK_LINE_MAX);
+    s = json_object_to_json_string_ext(instead, JSON_C_TO_STRING_PLAIN);
+    n = strlen(s);
+  }
   /* json-c escapes control characters: the text has no raw newline. */
   char *line = malloc(n + 1);
   if (line == NULL) {
+    json_object_put(instead);
     write_failed = 1;
     return;
   }
   memcpy(line, s, n);
   line[n] = '\n';
+  json_object_put(instead);
   pthread_mutex_lock(&out_mu);
   int rc = -1;
   if (handed_off && out_fd != STDOUT_FILENO)
@@ -201,14 +234,8 @@ static void run_call(call_t *k, int cancelled) {
   if (!cancelled) {
     atl_mcp_req_t r = {.cancel_fd = k->cancel_r, .notify = notify};
     json_object *answer = atl_mcp_handle(server, k->msg, &r);
-    if (r.daemon_gone && handed_off) {
-      /* Not up the link: atelierd may be going down still, its end of
-       * the link open a moment longer, and what is written there lost. */
-      pthread_mutex_lock(&out_mu);
-      gone = 1;
-      take_back_stdout_locked();
-      pthread_mutex_unlock(&out_mu);
-    }
+    if (r.daemon_gone && handed_off)
+      take_back_if_gone();
     if (answer != NULL && !r.cancelled)
       send_msg(answer);
     json_object_put(answer);
@@ -422,11 +449,8 @@ static void handle_line(char *line, size_t len, int more) {
     start_call(msg);
     return;
   }
-  if (r.daemon_gone && handed_off) {
-    pthread_mutex_lock(&out_mu);
-    take_back_stdout_locked();
-    pthread_mutex_unlock(&out_mu);
-  }
+  if (r.daemon_gone && handed_off)
+    take_back_if_gone();
   if (answer != NULL)
     send_msg(answer);
   json_object_put(answer);
@@ -493,34 +517,50 @@ static int hand_off(const char *socket_path, char **rest, size_t *rest_len) {
   char buf[4096];
   size_t len = 0;
   char *nl = NULL;
-  if (sendmsg(c.fd, &mh, MSG_NOSIGNAL) == (ssize_t)iov.iov_len) {
-    /* The answer is the first line; whatever follows it is the client's
-     * first messages, passed on already. */
-    while (nl == NULL && len < sizeof(buf)) {
-      struct pollfd pfd = {.fd = c.fd, .events = POLLIN};
-      if (poll(&pfd, 1, ctl_timeout_ms()) <= 0)
-        break;
-      ssize_t n = read(c.fd, buf + len, sizeof(buf) - len);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      len += (size_t)n;
-      nl = memchr(buf, '\n', len);
-    }
+  if (sendmsg(c.fd, &mh, MSG_NOSIGNAL) != (ssize_t)iov.iov_len) {
+    atl_rpcc_close(&c); /* nothing was passed: this process serves */
+    return -1;
+  }
+  /* The answer is the first line; whatever follows it is the client's
+   * first messages, passed on already. */
+  while (nl == NULL && len < sizeof(buf)) {
+    struct pollfd pfd = {.fd = c.fd, .events = POLLIN};
+    int ready = poll(&pfd, 1, ctl_timeout_ms());
+    if (ready < 0 && errno == EINTR)
+      continue;
+    if (ready <= 0)
+      break;
+    ssize_t n = read(c.fd, buf + len, sizeof(buf) - len);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+      continue;
+    if (n <= 0)
+      break;
+    len += (size_t)n;
+    nl = memchr(buf, '\n', len);
   }
   json_object *ans = NULL, *res = NULL, *att = NULL;
   if (nl != NULL) {
     *nl = '\0'; /* the line, cut at its newline for the parser */
     ans = json_tokener_parse(buf);
   }
+  int refused = json_object_object_get_ex(ans, "error", NULL);
   int ok = json_object_object_get_ex(ans, "result", &res) &&
            json_object_object_get_ex(res, "attached", &att) &&
            json_object_get_boolean(att);
   json_object_put(ans);
-  if (!ok) {
+  if (refused) {
+    /* atelierd kept nothing (an older one knows no mcp.attach). */
     atl_rpcc_close(&c);
     return -1;
+  }
+  if (!ok) {
+    /* atelierd may be reading stdin already: two readers would split the
+     * client's messages between them. */
+    fprintf(stderr,
+            "atelierctl mcp: atelierd did not answer mcp.attach "
+            "(%s); exiting\n",
+            nl == NULL ? "no answer in time" : "a malformed answer");
+    exit(EXIT_USAGE);
   }
   size_t first = (size_t)(nl + 1 - buf);
   *rest_len = len - first;
@@ -604,7 +644,7 @@ int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
     if (n <= 0)
       continue;
     if (cap - len < 65536) {
-      size_t ncap = cap ? cap * 2 : 131072;
+      size_t ncap = cap >= 65536 ? cap * 2 : 131072;
       char *nb = realloc(buf, ncap);
       if (nb == NULL) {
         fputs("atelierctl mcp: out of memory\n", stderr);

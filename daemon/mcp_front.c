@@ -47,10 +47,10 @@ struct front_s {
   atl_conn_t *back; /* atelierctl's link; NULL once closed */
   uv_pipe_t in, out;
   uv_timer_t flow; /* checks whether a paused stdin may go on */
-  uv_shutdown_t shut;
-  int handles; /* handles not yet closed */
-  int reading, in_eof, out_failed, ending;
-  char *buf; /* stdin, not yet a whole line */
+  int handles;     /* handles not yet closed */
+  int reading, in_eof, eof_sent, out_failed, ending, closing_out;
+  unsigned writes; /* on stdout, not yet done */
+  char *buf;       /* stdin, not yet a whole line */
   size_t len, cap;
   /* atelierctl's state lines. */
   char session[ATL_SESSION_ID_LEN + 1];
@@ -61,6 +61,7 @@ struct front_s {
 
 static void front_maybe_end(front_t *f);
 static void forward(front_t *f, const char *line, size_t len);
+static void send_eof(front_t *f);
 
 static void handle_closed(uv_handle_t *h) {
   front_t *f = h->data;
@@ -80,11 +81,21 @@ typedef struct {
 
 static void flow_check(front_t *f);
 
+static void out_close(front_t *f);
+
 static void out_written(uv_write_t *req, int status) {
   out_write_t *w = (out_write_t *)req;
   front_t *f = w->f;
   free(w->buf.base);
   free(w);
+  f->writes--;
+  if (f->ending) {
+    if (f->writes == 0 && !f->closing_out) {
+      uv_close((uv_handle_t *)&f->flow, handle_closed);
+      out_close(f);
+    }
+    return;
+  }
   if (status < 0 && status != UV_ECANCELED && !f->out_failed) {
     /* The client stopped reading (it exited): atelierctl, seeing its
      * link close, gives up too. */
@@ -115,7 +126,9 @@ static void out_line(front_t *f, const char *text, size_t len) {
   if (uv_write(&w->req, (uv_stream_t *)&f->out, &w->buf, 1, out_written) != 0) {
     free(buf);
     free(w);
+    return;
   }
+  f->writes++;
 }
 
 static void out_msg(front_t *f, json_object *msg) {
@@ -170,7 +183,25 @@ static void fast_free(fast_t *fc) {
   json_object_put(fc->args);
   free(fc->line);
   free(fc);
+  send_eof(f);
   front_maybe_end(f);
+}
+
+/* A quick call that could not run here goes the whole way, which says
+ * why as it says it for any call; with atelierctl gone, it is answered
+ * here. */
+static void retry(fast_t *fc) {
+  front_t *f = fc->f;
+  if (f->back != NULL) {
+    forward(f, fc->line, fc->len);
+    return;
+  }
+  json_object *e = atl_mcp_error(fc->call.id, -32603, NULL,
+                                 "Internal error: the call could not run "
+                                 "(its session is gone, or atelierd is "
+                                 "stopping), and atelierctl mcp has gone");
+  out_msg(f, e);
+  json_object_put(e);
 }
 
 static void fast_done(atl_daemon_t *d, int rpc_status, const char *envelope,
@@ -182,7 +213,7 @@ static void fast_done(atl_daemon_t *d, int rpc_status, const char *envelope,
     /* Nothing ran (the session went, its queue was full, the commit
      * failed): atelierctl's way says so as it says it for any call. */
     if (!fc->cancelled)
-      forward(f, fc->line, fc->len);
+      retry(fc);
   } else if (!fc->cancelled) {
     json_object *env = json_tokener_parse(envelope);
     json_object *answer = atl_mcp_direct_answer(&fc->call, env, fc->sid);
@@ -200,7 +231,7 @@ static void fast_got(atl_daemon_t *d, atl_session_t *s, int status,
   front_t *f = fc->f;
   if (s == NULL || d->shutting_down || fc->cancelled) {
     if (!fc->cancelled)
-      forward(f, fc->line, fc->len);
+      retry(fc);
     fast_free(fc);
     return;
   }
@@ -268,7 +299,7 @@ static void cancel_fast(front_t *f, json_object *id) {
 /* Sends a client's line to atelierctl. */
 static void forward(front_t *f, const char *line, size_t len) {
   if (f->back == NULL)
-    return;
+    return; /* atelierctl has gone: so has its client, most likely */
   /* A client's line that reads as our own end-of-input line is sent
    * with a space before it: the same JSON, not the same line. */
   size_t eol = strlen(ATL_MCP_LINK_EOF);
@@ -291,11 +322,15 @@ static void client_line(front_t *f, const char *line, size_t len) {
     return;
   json_object *msg = NULL;
   /* Only what parses whole is looked at here; atelierctl answers the
-   * rest as it always has. */
+   * rest as it always has. A line may end with CR (a client on CRLF). */
+  size_t body = len;
+  while (body > 0 && (line[body - 1] == '\r' || line[body - 1] == ' ' ||
+                      line[body - 1] == '\t'))
+    body--;
   json_tokener *tok = json_tokener_new();
-  if (tok != NULL && len < INT32_MAX) {
-    msg = json_tokener_parse_ex(tok, line, (int)len);
-    if (msg != NULL && json_tokener_get_parse_end(tok) != len) {
+  if (tok != NULL && body < INT32_MAX) {
+    msg = json_tokener_parse_ex(tok, line, (int)body);
+    if (msg != NULL && json_tokener_get_parse_end(tok) != body) {
       json_object_put(msg);
       msg = NULL;
     }
@@ -316,7 +351,10 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   (void)hint;
   front_t *f = h->data;
   if (f->cap - f->len < 65536) {
+    /* Doubling, but not far past the longest line there may be. */
     size_t ncap = f->cap ? f->cap * 2 : 131072;
+    if (ncap > MAX_LINE + 131072)
+      ncap = MAX_LINE + 131072;
     char *nb = realloc(f->buf, ncap);
     if (nb == NULL) {
       *buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
@@ -338,11 +376,18 @@ static void client_eof(front_t *f) {
     uv_read_stop((uv_stream_t *)&f->in);
   f->reading = 0;
   uv_timer_stop(&f->flow);
-  if (f->back != NULL) {
-    char *eof = strdup(ATL_MCP_LINK_EOF "\n");
-    if (eof != NULL)
-      atl_conn_stream_write(f->back, eof, strlen(eof), SIZE_MAX);
-  }
+  send_eof(f);
+}
+
+/* Tells atelierctl that stdin has ended, once no quick call here may
+ * still need to go its way (retry): it reads nothing after this line. */
+static void send_eof(front_t *f) {
+  if (!f->in_eof || f->eof_sent || f->fast != NULL || f->back == NULL)
+    return;
+  f->eof_sent = 1;
+  char *eof = strdup(ATL_MCP_LINK_EOF "\n");
+  if (eof != NULL)
+    atl_conn_stream_write(f->back, eof, strlen(eof), SIZE_MAX);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
@@ -398,8 +443,12 @@ static void take_state(front_t *f, json_object *st) {
 
 static void back_line(void *arg, const char *line, size_t len) {
   front_t *f = arg;
-  if (line == NULL)
-    return; /* over 65 MiB: atelierctl never sends one */
+  if (line == NULL) {
+    /* atelierctl sends none (it answers an error instead). */
+    atl_log_kv(ATL_LOG_WARN,
+               "MCP link: a line from atelierctl over 65 MiB dropped", NULL);
+    return;
+  }
   size_t sl = strlen(ATL_MCP_LINK_STATE);
   if (len >= sl && memcmp(line, ATL_MCP_LINK_STATE, sl) == 0) {
     /* Terminated for the parser: the framer's line is not. */
@@ -421,9 +470,17 @@ static void back_closed(void *arg) {
   front_maybe_end(f);
 }
 
-static void out_shut(uv_shutdown_t *req, int status) {
-  (void)status; /* a pipe cannot be half-closed: what matters is done */
-  uv_close((uv_handle_t *)req->handle, handle_closed);
+static void out_close(front_t *f) {
+  if (f->closing_out)
+    return;
+  f->closing_out = 1;
+  uv_close((uv_handle_t *)&f->out, handle_closed);
+}
+
+static void linger_cb(uv_timer_t *t) {
+  front_t *f = t->data;
+  uv_close((uv_handle_t *)&f->flow, handle_closed);
+  out_close(f); /* a client that does not read loses the rest */
 }
 
 /* The client's pipes close once atelierctl has gone and the quick calls
@@ -432,13 +489,19 @@ static void front_maybe_end(front_t *f) {
   if (f->ending || f->back != NULL || f->fast != NULL)
     return;
   f->ending = 1;
-  uv_close((uv_handle_t *)&f->flow, handle_closed);
   uv_close((uv_handle_t *)&f->in, handle_closed);
-  /* Closed once the answers queued on it are written: closing at once
-   * would drop them. */
-  if (f->out_failed ||
-      uv_shutdown(&f->shut, (uv_stream_t *)&f->out, out_shut) != 0)
-    uv_close((uv_handle_t *)&f->out, handle_closed);
+  /* stdout closes once the answers queued on it are written: closing at
+   * once would drop them. Not shut down: that would end the socket for
+   * atelierctl too, which may still have answers to write on it (when
+   * atelierd stops). A client that reads nothing more gets 5 s, or none
+   * when atelierd is stopping. */
+  if (f->writes == 0 || f->out_failed || f->d->shutting_down) {
+    uv_close((uv_handle_t *)&f->flow, handle_closed);
+    out_close(f);
+  } else {
+    uv_timer_stop(&f->flow);
+    uv_timer_start(&f->flow, linger_cb, 5000, 0);
+  }
 }
 
 /* ---- mcp.attach ---- */
@@ -457,6 +520,14 @@ void atl_mcp_front_attach(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   if (!atl_rpc_only(d, c, p, names))
     return;
   atl_conn_t *conn = atl_rpc_conn(c);
+  if (atl_conn_pending(conn) > 1) {
+    /* Its answer would wait behind the others', and the client's lines
+     * would reach atelierctl before it. */
+    atl_rpc_invalid(d, c,
+                    "mcp.attach must be the only request in flight on its "
+                    "connection");
+    return;
+  }
   front_t *f = calloc(1, sizeof(*f));
   if (f == NULL) {
     atl_rpc_reply_error(d, c, ATL_RPC_INTERNAL_ERROR, "out of memory", NULL);
@@ -470,7 +541,11 @@ void atl_mcp_front_attach(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   f->handles = 3;
   int rc_in = atl_conn_take_pipe(conn, &f->in);
   int rc_out = rc_in == 0 ? atl_conn_take_pipe(conn, &f->out) : rc_in;
+  /* A descriptor passed along is as the client made it: blocking, which
+   * would stall the whole loop on a client slow to read. */
   if (rc_in != 0 || rc_out != 0 || !is_stream(&f->in) || !is_stream(&f->out) ||
+      uv_stream_set_blocking((uv_stream_t *)&f->in, 0) != 0 ||
+      uv_stream_set_blocking((uv_stream_t *)&f->out, 0) != 0 ||
       uv_read_start((uv_stream_t *)&f->in, on_alloc, on_read) != 0) {
     atl_rpc_invalid(d, c,
                     "mcp.attach needs two descriptors passed with it "

@@ -28,8 +28,8 @@
 #include "daemon.h"
 
 /* mcp.attach: takes the two descriptors c's client passed (stdin, then
- * stdout), answers {"attached": true}, and turns c into the link. p must
- * be empty. */
+ * stdout), answers {"attached": true}, and turns c into the link. p may
+ * hold "state": {session, via, client}, as the link's state lines do. */
 void atl_mcp_front_attach(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p);
 
 #endif

@@ -342,7 +342,6 @@ static int on_frame(int kind, const char *line, size_t len, void *user) {
         atl_rpc_trace(d, r, &req, line, len);
       c->srv->kind->dispatch(d, r, &req);
     }
-    drop_fds(c);
   }
   if (!c->closing && (c->paused || conn_over(c))) {
     /* The rest of what was read stays in the framer until the client
@@ -358,10 +357,12 @@ static void dropped_closed(uv_handle_t *h) {
   free(h);
 }
 
-/* Closes the descriptors a client passed that its request did not take:
- * a client may not pile them up in the daemon. */
+/* Closes the descriptors a client passed that the requests read with
+ * them did not take (after each read): a client may not pile them up in
+ * the daemon, whether it sends a request with them or not. */
 static void drop_fds(atl_conn_t *c) {
-  if (!c->srv->kind->accepts_fds || c->closing)
+  if (!c->srv->kind->accepts_fds || c->closing ||
+      uv_pipe_pending_count(&c->pipe) == 0)
     return;
   while (uv_pipe_pending_count(&c->pipe) > 0) {
     uv_pipe_t *p = malloc(sizeof(*p));
@@ -377,6 +378,9 @@ static void drop_fds(atl_conn_t *c) {
     }
     uv_close((uv_handle_t *)p, dropped_closed);
   }
+  /* uv_accept watches the connection again: a paused one stays paused. */
+  if (c->paused)
+    uv_read_stop((uv_stream_t *)&c->pipe);
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
@@ -397,13 +401,16 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   if (nread == 0)
     return;
   c->bytes_in += (uint64_t)nread;
-  if (c->streaming || c->end_after_writes)
+  if (c->streaming || c->end_after_writes) {
+    drop_fds(c);
     return;
+  }
   c->refs++; /* frames may close the connection while we feed it */
   c->feeding = 1;
   c->backlog = 0;
   int rc = atl_framer_feed(&c->framer, buf->base, (size_t)nread, on_frame, c);
   c->feeding = 0;
+  drop_fds(c);
   if (rc != 0)
     conn_close(c);
   else if (!c->paused)
@@ -714,7 +721,10 @@ void atl_conn_raw_start(atl_conn_t *c,
 int atl_conn_take_pipe(atl_conn_t *c, uv_pipe_t *p) {
   if (!c->srv->kind->accepts_fds || uv_pipe_pending_count(&c->pipe) == 0)
     return UV_ENOENT;
-  return uv_accept((uv_stream_t *)&c->pipe, (uv_stream_t *)p);
+  int rc = uv_accept((uv_stream_t *)&c->pipe, (uv_stream_t *)p);
+  if (c->paused) /* uv_accept watches the connection again */
+    uv_read_stop((uv_stream_t *)&c->pipe);
+  return rc;
 }
 
 size_t atl_conn_queued(const atl_conn_t *c) {

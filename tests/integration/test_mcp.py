@@ -565,6 +565,25 @@ def _(ctx):
     t = Stdio(d, "--session", new)
     assert t.ask(req(1, "ping"))["result"] == {}
     assert t.close()[0] == 0
+    # A client that does not read its answers holds up nobody else: atelierd
+    # queues them rather than block on the full pipe.
+    p = subprocess.Popen([CTL, "--socket", d.sock, "mcp", "--session", new],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    look = json.dumps(req(0, "tools/call", {"name": "describe_scene",
+                                            "arguments": {}}))
+    p.stdin.write((look + "\n").encode() * 200)
+    p.stdin.flush()
+    time.sleep(1)
+    t0 = time.monotonic()
+    d.rpc("daemon.info", {}, timeout=10)
+    assert time.monotonic() - t0 < 2, "atelierd stalled on a full pipe"
+    p.stdin.close()
+    answers = p.stdout.read().decode().splitlines()
+    assert len(answers) == 200, len(answers)
+    for a in answers:
+        assert "result" in json.loads(a), a
+    assert p.wait(timeout=30) == 0
 
 
 @check("atelierd killed mid-call: the call gets a JSON-RPC error, and atelierctl mcp exits")
