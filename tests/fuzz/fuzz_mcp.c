@@ -110,6 +110,37 @@ static void http_side(json_object *msg) {
   json_object_put(answer);
 }
 
+/* What atelierd runs itself for a handed-off atelierctl mcp: a call it
+ * takes is a request whose answer, for any envelope, is a valid one. */
+static void direct_side(json_object *msg) {
+  atl_mcp_direct_t call;
+  if (!atl_mcp_direct(msg, &call))
+    return;
+  if (call.id == NULL || call.name == NULL ||
+      (call.args != NULL && !json_object_is_type(call.args, json_type_object)))
+    abort();
+  static const char *const envs[] = {
+      "{\"success\":true,\"result\":{\"a\":1}}",
+      "{\"success\":false,\"error\":\"no\"}",
+      "{\"success\":true,\"images\":[{\"id\":\"x\"},7]}",
+      "{}",
+      "[]",
+      NULL};
+  for (int i = 0; envs[i] != NULL; i++) {
+    json_object *env = json_tokener_parse(envs[i]);
+    json_object *a =
+        atl_mcp_direct_answer(&call, env, "0123456789abcdef0123456789abcdef");
+    check_answer(msg, a);
+    json_object_put(a);
+    json_object_put(env);
+  }
+  char via[ATL_MCP_VIA_MAX + 1];
+  atl_mcp_via("fuzz", call.client, via);
+  for (const char *p = via; *p; p++)
+    if (*p < 0x20 || *p > 0x7e)
+      abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static atl_mcp_t *m;
   if (m == NULL) {
@@ -140,6 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   else if (r.http_status != 202 && !r.cancelled)
     abort(); /* no answer only for what needs none */
   json_object_put(answer);
+  direct_side(msg);
   http_side(msg);
   json_object_put(msg);
   return 0;

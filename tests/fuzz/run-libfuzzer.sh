@@ -30,7 +30,7 @@ sources() {
       daemon/providers/gemini.c daemon/providers/wire_schema.c \
       daemon/providers/models.c daemon/util.c ;;
     fcgi) echo fcgi/match.c ;;
-    mcp) echo mcp/mcp.c mcp/mcp_call.c mcp/mcp_http.c common/rpc_client.c ;;
+    mcp) echo mcp/mcp.c mcp/mcp_call.c mcp/mcp_direct.c mcp/mcp_http.c common/rpc_client.c ;;
     # The fitter, and the unit tests' libpng/libjpeg reader that checks
     # its output.
     image_fit) echo daemon/image_fit.c tests/unit/image_samples.c ;;
