@@ -73,6 +73,11 @@ static volatile int write_failed;
  * stdout again, to answer what was in flight). */
 static int in_fd = STDIN_FILENO, out_fd = STDOUT_FILENO;
 static int handed_off;
+/* Set while atelierd writes its last answers on stdout as it hands stdio
+ * back (mcp.h, ATL_MCP_LINK_DETACH): nothing is written meanwhile.
+ * Under out_mu. */
+static int out_held;
+static pthread_cond_t out_cv = PTHREAD_COND_INITIALIZER;
 /* The state atelierd was last told (handed off), under out_mu. */
 static char told_session[33], told_client[65];
 static int told;
@@ -113,7 +118,8 @@ static json_object *state_json(char sid[33], char client[65]) {
 }
 
 /* Handed off: tells atelierd the state when it changed, before the answer
- * that shows it goes out. out_mu held. */
+ * that shows it goes out. 0, -1 when the link failed, -2 when out of
+ * memory. out_mu held. */
 static int tell_state_locked(void) {
   char sid[33], client[65];
   json_object *st = state_json(sid, client);
@@ -128,7 +134,7 @@ static int tell_state_locked(void) {
   const char *s = json_object_to_json_string_ext(
       o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
   char *line = malloc(strlen(s) + 2);
-  int rc = -1;
+  int rc = -2; /* out of memory: not the link's fault */
   if (line != NULL) {
     sprintf(line, "%s\n", s);
     rc = write_all(out_fd, line, strlen(line));
@@ -157,13 +163,19 @@ static void take_back_stdout_locked(void) {
  * stdout, which two writers must not share. */
 static void take_back_if_gone(void) {
   pthread_mutex_lock(&out_mu);
-  if (out_fd != STDOUT_FILENO) {
-    struct pollfd pfd = {.fd = out_fd, .events = POLLRDHUP};
-    if (poll(&pfd, 1, 500) > 0 &&
-        (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-      gone = 1;
-      take_back_stdout_locked();
-    }
+  int link = out_fd != STDOUT_FILENO ? out_fd : -1;
+  pthread_mutex_unlock(&out_mu);
+  if (link < 0)
+    return;
+  /* Not under out_mu: the other calls' answers go on meanwhile. */
+  struct pollfd pfd = {.fd = link, .events = POLLRDHUP};
+  if (poll(&pfd, 1, 500) <= 0 ||
+      !(pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+    return;
+  pthread_mutex_lock(&out_mu);
+  if (out_fd == link) {
+    gone = 1;
+    take_back_stdout_locked();
   }
   pthread_mutex_unlock(&out_mu);
 }
@@ -174,7 +186,13 @@ static void send_msg(json_object *o) {
       o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
   size_t n = strlen(s);
   json_object *instead = NULL;
-  if (handed_off && n > LINK_LINE_MAX) {
+  pthread_mutex_lock(&out_mu);
+  /* atelierd is writing the last of its answers (a hand-back): stdout is
+   * this process's once it has. */
+  while (out_held)
+    pthread_cond_wait(&out_cv, &out_mu);
+  int linked = handed_off && out_fd != STDOUT_FILENO;
+  if (linked && n > LINK_LINE_MAX) {
     /* atelierd reads no longer line from the link (then the client would
      * wait for its answer for ever). */
     json_object *id = NULL;
@@ -189,6 +207,7 @@ static void send_msg(json_object *o) {
   /* json-c escapes control characters: the text has no raw newline. */
   char *line = malloc(n + 1);
   if (line == NULL) {
+    pthread_mutex_unlock(&out_mu);
     json_object_put(instead);
     write_failed = 1;
     return;
@@ -196,15 +215,18 @@ static void send_msg(json_object *o) {
   memcpy(line, s, n);
   line[n] = '\n';
   json_object_put(instead);
-  pthread_mutex_lock(&out_mu);
   int rc = -1;
-  if (handed_off && out_fd != STDOUT_FILENO)
-    rc = tell_state_locked() == 0 ? write_all(out_fd, line, n + 1) : -1;
-  if (rc != 0 && handed_off && out_fd != STDOUT_FILENO) {
-    gone = 1;
-    take_back_stdout_locked();
+  if (linked) {
+    rc = tell_state_locked();
+    if (rc == 0)
+      rc = write_all(out_fd, line, n + 1);
+    if (rc == -1) {
+      /* The link broke: atelierd went away. */
+      gone = 1;
+      take_back_stdout_locked();
+    }
   }
-  if (rc != 0 && write_all(out_fd, line, n + 1) != 0)
+  if (rc == -2 || (rc != 0 && write_all(out_fd, line, n + 1) != 0))
     write_failed = 1;
   pthread_mutex_unlock(&out_mu);
   free(line);
@@ -459,6 +481,68 @@ static void handle_line(char *line, size_t len, int more) {
     gone = 1;
 }
 
+/* What atelierd sent back with its hand-back (the stdin it had read and
+ * not used), once decoded: read before anything more from stdin. */
+static unsigned char *detach_rest;
+static size_t detach_rest_len;
+
+/* A control line on the link: 1 for the end of stdin, 2 for atelierd
+ * handing stdio back (answered here), 3 for stdio released to this
+ * process, 0 for a client's line, -1 for a malformed control line. */
+static int link_line(const char *line, size_t len) {
+  size_t e = strlen(ATL_MCP_LINK_EOF), d = strlen(ATL_MCP_LINK_DETACH),
+         r = strlen(ATL_MCP_LINK_RELEASED);
+  if (len == e && memcmp(line, ATL_MCP_LINK_EOF, e) == 0)
+    return 1;
+  if (len == r && memcmp(line, ATL_MCP_LINK_RELEASED, r) == 0)
+    return 3;
+  if (len < d + 2 || memcmp(line, ATL_MCP_LINK_DETACH, d) != 0)
+    return 0;
+  /* {"dev.atelier/detach":"<base64>"}: no client line begins so (one
+   * that would is sent with a space before it). */
+  free(detach_rest);
+  detach_rest = atl_base64_decode(line + d, len - d - 2, &detach_rest_len);
+  if (detach_rest == NULL && len - d - 2 > 0)
+    return -1;
+  pthread_mutex_lock(&out_mu);
+  static const char ack[] = ATL_MCP_LINK_DETACHED "\n";
+  if (out_fd != STDOUT_FILENO && write_all(out_fd, ack, sizeof(ack) - 1) == 0)
+    out_held = 1; /* until atelierd has written its last answers */
+  pthread_mutex_unlock(&out_mu);
+  return 2;
+}
+
+/* After a hand-back: stdin and stdout are this process's again, and what
+ * atelierd had read of stdin comes first. *buf (of *cap bytes, *len used)
+ * holds the rest. */
+static void back_to_stdio(char **buf, size_t *len, size_t *cap) {
+  pthread_mutex_lock(&out_mu);
+  close(in_fd);
+  in_fd = STDIN_FILENO;
+  out_fd = STDOUT_FILENO;
+  handed_off = 0;
+  out_held = 0;
+  pthread_cond_broadcast(&out_cv);
+  pthread_mutex_unlock(&out_mu);
+  size_t n = detach_rest_len;
+  if (*cap < n + 1) {
+    char *nb = realloc(*buf, n + 131072);
+    if (nb == NULL) {
+      fputs("atelierctl mcp: out of memory\n", stderr);
+      exit(EXIT_USAGE);
+    }
+    *buf = nb;
+    *cap = n + 131072;
+  }
+  if (n > 0)
+    memcpy(*buf, detach_rest, n);
+  *len = n;
+  free(detach_rest);
+  detach_rest = NULL;
+  detach_rest_len = 0;
+  fputs("atelierctl mcp: atelierd stopped; serving stdio from here\n", stderr);
+}
+
 static int is_stream_fd(int fd) {
   struct stat st;
   return fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
@@ -655,9 +739,18 @@ int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
       cap = ncap;
     }
     ssize_t got = read(in_fd, buf + len, cap - len);
-    if (got < 0 && errno == EINTR)
+    /* stdin may be non-blocking: atelierd, handed it, made it so. */
+    if (got < 0 && (errno == EINTR || errno == EAGAIN))
       continue;
     if (got <= 0) {
+      if (handed_off && out_held) {
+        /* atelierd stopped before it was done handing stdio back: what
+         * it had not written is lost, and stdin is read from here on. */
+        back_to_stdio(&buf, &len, &cap);
+        scan = 0;
+        seeded = len > 0;
+        continue;
+      }
       if (handed_off) {
         /* The link ended without atelierd's end-of-input line: atelierd
          * went away. */
@@ -676,16 +769,26 @@ int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
     len += (size_t)got;
   lines:;
     size_t start = 0;
-    for (char *nl;
-         !eof && (nl = memchr(buf + scan, '\n', len - scan)) != NULL;) {
+    int released = 0;
+    for (char *nl; !eof && !released &&
+                   (nl = memchr(buf + scan, '\n', len - scan)) != NULL;) {
       size_t end = (size_t)(nl - buf);
       int more = memchr(nl + 1, '\n', len - end - 1) != NULL;
-      if (handed_off && end - start == strlen(ATL_MCP_LINK_EOF) &&
-          memcmp(buf + start, ATL_MCP_LINK_EOF, end - start) == 0)
+      int control = handed_off ? link_line(buf + start, end - start) : 0;
+      if (control == 1)
         eof = 1; /* the client closed stdin */
-      else
+      else if (control == 3)
+        released = 1;
+      else if (control == 0)
         handle_line(buf + start, end - start, more);
       start = scan = end + 1;
+    }
+    if (released) {
+      /* stdio is this process's now: on from what atelierd had read. */
+      back_to_stdio(&buf, &len, &cap);
+      scan = 0;
+      seeded = len > 0;
+      continue;
     }
     memmove(buf, buf + start, len - start);
     len -= start;

@@ -16,6 +16,7 @@
 #include "render_host.h"
 #include "agent/agent.h"
 #include "log.h"
+#include "mcp_front.h"
 #include "preview.h"
 
 /* ---- the post queue ---- */
@@ -209,7 +210,7 @@ static void shutdown_finish(atl_daemon_t *d) {
 static void shutdown_poll_cb(uv_timer_t *t) {
   atl_daemon_t *d = t->data;
   if ((d->calls_in_flight == 0 && d->work_in_flight == 0 &&
-       !atl_previews_busy(d)) ||
+       !atl_previews_busy(d) && !atl_mcp_front_busy(d)) ||
       atl_mono_ns() >= d->shutdown_deadline_ns)
     shutdown_finish(d);
 }
@@ -221,6 +222,7 @@ void atl_daemon_shutdown(atl_daemon_t *d) {
   atl_log_kv(ATL_LOG_INFO, "shutting down", NULL);
   if (d->api)
     atl_server_stop_accepting(d->api);
+  atl_mcp_front_shutdown(d);
   atl_sessions_wake_all(d);
   /* Before the farm stops: no preview starts a render it would refuse. */
   atl_previews_shutdown(d);

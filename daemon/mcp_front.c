@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <openssl/evp.h>
+
 #include "log.h"
 #include "mcp.h"
 #include "mcp_front.h"
@@ -26,6 +28,11 @@
  * the client itself to read: a client that floods, or does not read its
  * answers, costs atelierd no more memory than this. */
 #define MAX_QUEUED ((size_t)16 << 20)
+/* Quick calls run here at once, at most (as many as atelierctl runs):
+ * past them, calls go to atelierctl, which refuses past its own. Reading
+ * does not pause for them, so that a ping or a cancel is still read
+ * while the session's render holds them up. */
+#define MAX_FAST 32
 
 typedef struct front_s front_t;
 
@@ -43,6 +50,7 @@ typedef struct fast_s {
 } fast_t;
 
 struct front_s {
+  front_t *next_front; /* fronts, the list of them all */
   atl_daemon_t *d;
   atl_conn_t *back; /* atelierctl's link; NULL once closed */
   uv_pipe_t in, out;
@@ -50,23 +58,38 @@ struct front_s {
   int handles;     /* handles not yet closed */
   int reading, in_eof, eof_sent, out_failed, ending, closing_out;
   unsigned writes; /* on stdout, not yet done */
-  char *buf;       /* stdin, not yet a whole line */
+  size_t lingered; /* stdout's queue at the last look (linger_cb) */
+  /* atelierd stopping: stdio handed back (atl_mcp_front_shutdown). */
+  int detaching, detach_sent, acked, released;
+  char *buf; /* stdin, not yet a whole line */
   size_t len, cap;
   /* atelierctl's state lines. */
   char session[ATL_SESSION_ID_LEN + 1];
   char base[ATL_MCP_VIA_MAX + 1];
   char client[65];
   fast_t *fast; /* in flight */
+  unsigned n_fast;
 };
 
 static void front_maybe_end(front_t *f);
 static void forward(front_t *f, const char *line, size_t len);
 static void send_eof(front_t *f);
+static void send_detach(front_t *f);
+static void send_released(front_t *f);
+static void out_close(front_t *f);
+
+/* Every front attached and not yet freed (loop thread). */
+static front_t *fronts;
 
 static void handle_closed(uv_handle_t *h) {
   front_t *f = h->data;
   if (--f->handles > 0)
     return;
+  for (front_t **p = &fronts; *p; p = &(*p)->next_front)
+    if (*p == f) {
+      *p = f->next_front;
+      break;
+    }
   free(f->buf);
   free(f);
 }
@@ -81,14 +104,14 @@ typedef struct {
 
 static void flow_check(front_t *f);
 
-static void out_close(front_t *f);
-
 static void out_written(uv_write_t *req, int status) {
   out_write_t *w = (out_write_t *)req;
   front_t *f = w->f;
   free(w->buf.base);
   free(w);
   f->writes--;
+  if (f->writes == 0)
+    send_released(f);
   if (f->ending) {
     if (f->writes == 0 && !f->closing_out) {
       uv_close((uv_handle_t *)&f->flow, handle_closed);
@@ -110,7 +133,7 @@ static void out_written(uv_write_t *req, int status) {
 
 /* Writes one line (text, len bytes, no newline; copied) on stdout. */
 static void out_line(front_t *f, const char *text, size_t len) {
-  if (f->out_failed || f->ending)
+  if (f->out_failed || f->ending || f->closing_out)
     return;
   out_write_t *w = malloc(sizeof(*w));
   char *buf = malloc(len + 1);
@@ -155,7 +178,7 @@ static void flow_cb(uv_timer_t *t) {
 }
 
 static void flow_check(front_t *f) {
-  if (f->in_eof || f->ending || f->back == NULL)
+  if (f->in_eof || f->ending || f->back == NULL || f->detaching)
     return;
   int over = queued(f) > MAX_QUEUED;
   if (over && f->reading) {
@@ -183,7 +206,9 @@ static void fast_free(fast_t *fc) {
   json_object_put(fc->args);
   free(fc->line);
   free(fc);
+  f->n_fast--;
   send_eof(f);
+  send_detach(f);
   front_maybe_end(f);
 }
 
@@ -215,8 +240,18 @@ static void fast_done(atl_daemon_t *d, int rpc_status, const char *envelope,
     if (!fc->cancelled)
       retry(fc);
   } else if (!fc->cancelled) {
-    json_object *env = json_tokener_parse(envelope);
-    json_object *answer = atl_mcp_direct_answer(&fc->call, env, fc->sid);
+    /* atelierd's own text: as deep as a tool's result may be. */
+    json_tokener *tok = json_tokener_new_ex(1000);
+    json_object *env =
+        tok ? json_tokener_parse_ex(tok, envelope, (int)strlen(envelope))
+            : NULL;
+    json_tokener_free(tok);
+    json_object *answer =
+        env != NULL ? atl_mcp_direct_answer(&fc->call, env, fc->sid)
+                    : atl_mcp_error(fc->call.id, -32603, NULL,
+                                    "Internal error: the call ran, but its "
+                                    "result could not be read back (out of "
+                                    "memory)");
     out_msg(f, answer);
     json_object_put(answer);
     json_object_put(env);
@@ -247,7 +282,7 @@ static void fast_got(atl_daemon_t *d, atl_session_t *s, int status,
 static int try_fast(front_t *f, json_object *msg, const char *line,
                     size_t len) {
   atl_mcp_direct_t call;
-  if (f->session[0] == '\0' || f->base[0] == '\0' ||
+  if (f->session[0] == '\0' || f->base[0] == '\0' || f->n_fast >= MAX_FAST ||
       !atl_mcp_direct(msg, &call))
     return 0;
   const atl_tool_entry_t *t = atl_registry_find(&f->d->registry, call.name);
@@ -279,6 +314,7 @@ static int try_fast(front_t *f, json_object *msg, const char *line,
   }
   fc->next = f->fast;
   f->fast = fc;
+  f->n_fast++;
   atl_session_get(f->d, fc->sid, fast_got, fc);
   return 1;
 }
@@ -300,10 +336,11 @@ static void cancel_fast(front_t *f, json_object *id) {
 static void forward(front_t *f, const char *line, size_t len) {
   if (f->back == NULL)
     return; /* atelierctl has gone: so has its client, most likely */
-  /* A client's line that reads as our own end-of-input line is sent
-   * with a space before it: the same JSON, not the same line. */
-  size_t eol = strlen(ATL_MCP_LINK_EOF);
-  int pad = len == eol && memcmp(line, ATL_MCP_LINK_EOF, eol) == 0;
+  /* A client's line that begins as the link's own lines do is sent with
+   * a space before it: the same JSON, not one of them. */
+  static const char control[] = "{\"dev.atelier/";
+  int pad = len >= sizeof(control) - 1 &&
+            memcmp(line, control, sizeof(control) - 1) == 0;
   char *buf = malloc(len + 2);
   if (buf == NULL)
     return;
@@ -327,10 +364,16 @@ static void client_line(front_t *f, const char *line, size_t len) {
   while (body > 0 && (line[body - 1] == '\r' || line[body - 1] == ' ' ||
                       line[body - 1] == '\t'))
     body--;
-  json_tokener *tok = json_tokener_new();
-  if (tok != NULL && body < INT32_MAX) {
+  /* As the API socket reads a request (daemon/jsonrpc.c): strict, UTF-8,
+   * no deeper, no longer. What fails goes to atelierctl, which answers
+   * it, or sends it on to be refused, as it always has. */
+  json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+  if (tok != NULL && body <= f->d->cfg->max_frame) {
+    json_tokener_set_flags(tok,
+                           JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
     msg = json_tokener_parse_ex(tok, line, (int)body);
-    if (msg != NULL && json_tokener_get_parse_end(tok) != body) {
+    if (msg != NULL && (json_tokener_get_error(tok) != json_tokener_success ||
+                        json_tokener_get_parse_end(tok) != body)) {
       json_object_put(msg);
       msg = NULL;
     }
@@ -382,7 +425,8 @@ static void client_eof(front_t *f) {
 /* Tells atelierctl that stdin has ended, once no quick call here may
  * still need to go its way (retry): it reads nothing after this line. */
 static void send_eof(front_t *f) {
-  if (!f->in_eof || f->eof_sent || f->fast != NULL || f->back == NULL)
+  if (!f->in_eof || f->eof_sent || f->fast != NULL || f->back == NULL ||
+      f->detaching)
     return;
   f->eof_sent = 1;
   char *eof = strdup(ATL_MCP_LINK_EOF "\n");
@@ -443,6 +487,15 @@ static void take_state(front_t *f, json_object *st) {
 
 static void back_line(void *arg, const char *line, size_t len) {
   front_t *f = arg;
+  size_t dl = strlen(ATL_MCP_LINK_DETACHED);
+  if (f->detach_sent && len == dl &&
+      memcmp(line, ATL_MCP_LINK_DETACHED, dl) == 0) {
+    /* atelierctl writes nothing more: what came before this line is
+     * queued on stdout, and once it is written stdout is its. */
+    f->acked = 1;
+    send_released(f);
+    return;
+  }
   if (line == NULL) {
     /* atelierctl sends none (it answers an error instead). */
     atl_log_kv(ATL_LOG_WARN,
@@ -477,10 +530,17 @@ static void out_close(front_t *f) {
   uv_close((uv_handle_t *)&f->out, handle_closed);
 }
 
+/* While stdout drains after the end: a client that reads nothing for 5 s
+ * loses the rest; one that reads slowly gets it all. */
 static void linger_cb(uv_timer_t *t) {
   front_t *f = t->data;
+  size_t now = uv_stream_get_write_queue_size((uv_stream_t *)&f->out);
+  if (now < f->lingered) {
+    f->lingered = now;
+    return; /* it read some: another 5 s */
+  }
   uv_close((uv_handle_t *)&f->flow, handle_closed);
-  out_close(f); /* a client that does not read loses the rest */
+  out_close(f);
 }
 
 /* The client's pipes close once atelierctl has gone and the quick calls
@@ -493,15 +553,71 @@ static void front_maybe_end(front_t *f) {
   /* stdout closes once the answers queued on it are written: closing at
    * once would drop them. Not shut down: that would end the socket for
    * atelierctl too, which may still have answers to write on it (when
-   * atelierd stops). A client that reads nothing more gets 5 s, or none
-   * when atelierd is stopping. */
-  if (f->writes == 0 || f->out_failed || f->d->shutting_down) {
+   * atelierd stops). */
+  if (f->writes == 0 || f->out_failed || f->closing_out) {
     uv_close((uv_handle_t *)&f->flow, handle_closed);
     out_close(f);
   } else {
+    f->lingered = uv_stream_get_write_queue_size((uv_stream_t *)&f->out);
     uv_timer_stop(&f->flow);
-    uv_timer_start(&f->flow, linger_cb, 5000, 0);
+    uv_timer_start(&f->flow, linger_cb, 5000, 5000);
   }
+}
+
+/* ---- atelierd stopping: stdio handed back ---- */
+
+static void send_detach(front_t *f) {
+  if (!f->detaching || f->detach_sent || f->fast != NULL || f->back == NULL)
+    return;
+  f->detach_sent = 1;
+  /* What was read of stdin and not used (a line not yet whole) goes back
+   * with it: atelierctl reads on from there. */
+  size_t b64 = 4 * ((f->len + 2) / 3);
+  size_t pre = strlen(ATL_MCP_LINK_DETACH);
+  char *line = malloc(pre + b64 + 4);
+  if (line == NULL) {
+    atl_conn_close(f->back); /* atelierctl then exits, as atelierd did */
+    return;
+  }
+  memcpy(line, ATL_MCP_LINK_DETACH, pre);
+  EVP_EncodeBlock((unsigned char *)line + pre,
+                  (const unsigned char *)(f->buf ? f->buf : ""), (int)f->len);
+  memcpy(line + pre + b64, "\"}\n", 3);
+  f->len = 0;
+  atl_conn_stream_write(f->back, line, pre + b64 + 3, SIZE_MAX);
+}
+
+/* Tells atelierctl stdout is its, once atelierd has written all it had. */
+static void send_released(front_t *f) {
+  if (!f->acked || f->released || f->writes > 0 || f->back == NULL)
+    return;
+  f->released = 1;
+  uv_timer_stop(&f->flow);
+  out_close(f);
+  char *line = strdup(ATL_MCP_LINK_RELEASED "\n");
+  if (line != NULL)
+    atl_conn_stream_write(f->back, line, strlen(line), SIZE_MAX);
+}
+
+void atl_mcp_front_shutdown(atl_daemon_t *d) {
+  for (front_t *f = fronts; f; f = f->next_front) {
+    if (f->d != d || f->in_eof || f->ending || f->detaching)
+      continue;
+    /* Nothing more is read: the rest of stdin is atelierctl's. */
+    f->detaching = 1;
+    if (f->reading)
+      uv_read_stop((uv_stream_t *)&f->in);
+    f->reading = 0;
+    uv_timer_stop(&f->flow);
+    send_detach(f);
+  }
+}
+
+int atl_mcp_front_busy(atl_daemon_t *d) {
+  for (front_t *f = fronts; f; f = f->next_front)
+    if (f->d == d && f->detaching && !f->released && f->back != NULL)
+      return 1;
+  return 0;
 }
 
 /* ---- mcp.attach ---- */
@@ -542,11 +658,13 @@ void atl_mcp_front_attach(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   int rc_in = atl_conn_take_pipe(conn, &f->in);
   int rc_out = rc_in == 0 ? atl_conn_take_pipe(conn, &f->out) : rc_in;
   /* A descriptor passed along is as the client made it: blocking, which
-   * would stall the whole loop on a client slow to read. */
+   * would stall the whole loop on a client slow to read. Made
+   * non-blocking last, once nothing can fail: atelierctl, refused, reads
+   * and writes them itself, as they were. */
   if (rc_in != 0 || rc_out != 0 || !is_stream(&f->in) || !is_stream(&f->out) ||
+      uv_read_start((uv_stream_t *)&f->in, on_alloc, on_read) != 0 ||
       uv_stream_set_blocking((uv_stream_t *)&f->in, 0) != 0 ||
-      uv_stream_set_blocking((uv_stream_t *)&f->out, 0) != 0 ||
-      uv_read_start((uv_stream_t *)&f->in, on_alloc, on_read) != 0) {
+      uv_stream_set_blocking((uv_stream_t *)&f->out, 0) != 0) {
     atl_rpc_invalid(d, c,
                     "mcp.attach needs two descriptors passed with it "
                     "(SCM_RIGHTS): the MCP client's stdin, then its stdout, "
@@ -559,15 +677,19 @@ void atl_mcp_front_attach(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   }
   f->reading = 1;
   f->back = conn;
+  f->next_front = fronts;
+  fronts = f;
   /* What atelierctl knows already (--session): the first calls need not
    * wait for its first state line. */
   json_object *st = NULL;
   if (p != NULL && json_object_object_get_ex(p, "state", &st))
     take_state(f, st);
+  /* A link before the answer goes: were the connection to close as the
+   * answer is written, back_closed would still end the front. */
+  atl_conn_raw_start(conn, back_line, back_closed, f);
   json_object *res = json_object_new_object();
   json_object_object_add(res, "attached", json_object_new_boolean(1));
   atl_rpc_reply(d, c, res);
   json_object_put(res);
-  atl_conn_raw_start(conn, back_line, back_closed, f);
   atl_log_kv(ATL_LOG_DEBUG, "MCP client attached (stdio)", NULL);
 }

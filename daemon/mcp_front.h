@@ -18,8 +18,10 @@
  *   atelierd -> atelierctl  a client's line, or {"dev.atelier/eof": true}
  *                            once stdin has ended
  *
- * When atelierd goes away, atelierctl answers its calls in flight on
- * stdout itself and exits 2, as before the hand-off. */
+ * When atelierd stops, it hands stdio back first (atl_mcp_front_shutdown),
+ * and atelierctl serves the client itself from then on. When atelierd
+ * dies, atelierctl answers its calls in flight on stdout itself and exits
+ * 2, as before the hand-off. */
 #ifndef ATL_MCP_FRONT_H
 #define ATL_MCP_FRONT_H
 
@@ -31,5 +33,11 @@
  * stdout), answers {"attached": true}, and turns c into the link. p may
  * hold "state": {session, via, client}, as the link's state lines do. */
 void atl_mcp_front_attach(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p);
+
+/* atelierd is stopping: each attached atelierctl mcp is given its stdio
+ * back (mcp.h, ATL_MCP_LINK_DETACH), so that it outlives the restart. */
+void atl_mcp_front_shutdown(atl_daemon_t *d);
+/* 1 while a hand-back is under way: the shutdown waits for it. */
+int atl_mcp_front_busy(atl_daemon_t *d);
 
 #endif

@@ -183,10 +183,20 @@ json_object *atl_mcp_direct_answer(const atl_mcp_direct_t *call,
 
 /* The link between atelierctl mcp and atelierd once stdio is handed off
  * (daemon/mcp_front.h): the line atelierd sends when the client's stdin
- * has ended (a client's own line equal to it goes down with a space
- * before it), and how a state line from atelierctl begins. */
+ * has ended, and how a state line from atelierctl begins. A client's own
+ * line that begins with {"dev.atelier/ goes down with a space before it,
+ * so that it is never taken for one of these. */
 #define ATL_MCP_LINK_EOF "{\"dev.atelier/eof\":true}"
 #define ATL_MCP_LINK_STATE "{\"dev.atelier/state\":"
+/* atelierd stopping hands stdio back (daemon/mcp_front.h): it sends
+ * {"dev.atelier/detach": "<base64 of what it read of stdin and did not
+ * use>"}, atelierctl answers ATL_MCP_LINK_DETACHED and writes nothing
+ * more, atelierd writes what it has for stdout and sends
+ * ATL_MCP_LINK_RELEASED, and atelierctl reads and writes stdio itself
+ * from then on. */
+#define ATL_MCP_LINK_DETACH "{\"dev.atelier/detach\":\""
+#define ATL_MCP_LINK_DETACHED "{\"dev.atelier/detached\":true}"
+#define ATL_MCP_LINK_RELEASED "{\"dev.atelier/released\":true}"
 
 /* What a server knows of its client from the messages so far: its
  * session ("" until a first call makes one), the via its calls go with

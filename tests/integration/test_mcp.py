@@ -566,13 +566,17 @@ def _(ctx):
     assert t.ask(req(1, "ping"))["result"] == {}
     assert t.close()[0] == 0
     # A client that does not read its answers holds up nobody else: atelierd
-    # queues them rather than block on the full pipe.
+    # queues them rather than block on the full pipe. (Thirty answers of a
+    # scene of forty shapes: far more than a pipe holds.)
+    for i in range(40):
+        d.rpc("tool.call", {"session": new, "name": "create_shape",
+                            "arguments": shape_call(100 + i)["arguments"]})
     p = subprocess.Popen([CTL, "--socket", d.sock, "mcp", "--session", new],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL)
     look = json.dumps(req(0, "tools/call", {"name": "describe_scene",
                                             "arguments": {}}))
-    p.stdin.write((look + "\n").encode() * 200)
+    p.stdin.write((look + "\n").encode() * 30)
     p.stdin.flush()
     time.sleep(1)
     t0 = time.monotonic()
@@ -580,10 +584,43 @@ def _(ctx):
     assert time.monotonic() - t0 < 2, "atelierd stalled on a full pipe"
     p.stdin.close()
     answers = p.stdout.read().decode().splitlines()
-    assert len(answers) == 200, len(answers)
+    assert len(answers) == 30, len(answers)
+    assert sum(map(len, answers)) > 128 * 1024, sum(map(len, answers))
     for a in answers:
         assert "result" in json.loads(a), a
     assert p.wait(timeout=30) == 0
+
+
+@check("atelierd restarted under a handed-off atelierctl mcp: it hands stdio back first (with a line it had half read), and atelierctl serves on, the restarted atelierd behind it")
+def _(ctx):
+    r = Daemon("mcp-restart", "")
+    try:
+        sid = r.session()
+        s = Stdio(r, "--session", sid)
+        first = s.ask(req(1, "tools/call", shape_call(1)))["result"]
+        assert not first.get("isError"), first
+        assert links(r, s.p.pid)[0]["last_method"] == "mcp.attach"
+        s.p.stdin.write('{"jsonrpc": "2.0", "id": 7, "meth')
+        s.p.stdin.flush()
+        time.sleep(0.5)
+        r.stop()
+        assert r.proc.returncode == 0, r.proc.returncode
+        r = Daemon("mcp-restart", "")
+        s.send('od": "ping"}')
+        assert s.read(timeout=30) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+        look = s.ask(req(8, "tools/call", {"name": "describe_scene",
+                                           "arguments": {}}))["result"]
+        assert "h1" in look["content"][0]["text"], look
+        assert look["_meta"]["dev.atelier/session"] == sid, look
+        # Served by atelierctl now: the restarted atelierd sees its calls.
+        assert any(c["last_method"] == "tool.call"
+                   for c in links(r, s.p.pid)), links(r, s.p.pid)
+        status, err = s.close()
+        assert status == 0, (status, err)
+        assert "serving stdio from here" in err, err
+    finally:
+        if r.proc.poll() is None:
+            r.stop()
 
 
 @check("atelierd killed mid-call: the call gets a JSON-RPC error, and atelierctl mcp exits")
