@@ -23,6 +23,8 @@
 
 /* The daemon's application error codes (doc/api.md). */
 #define ATL_RPCC_NO_SESSION (-32001)
+/* atelierd is stopping: the request was refused, nothing was done. */
+#define ATL_RPCC_SHUTTING_DOWN (-32003)
 /* tool.call with if_idle: the session is running another call. */
 #define ATL_RPCC_BUSY (-32008)
 #define ATL_RPCC_NO_IMAGE (-32002)

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -45,6 +46,9 @@
 /* The longest line atelierd reads from the link (daemon/server.c's raw
  * links: 65 MiB). */
 #define LINK_LINE_MAX (((size_t)65 << 20) - 1)
+/* How long a call waits for atelierd to be back when it was away before
+ * anything was done (a restart). */
+#define RESTART_WAIT_MS 30000
 /* Calls in flight at once; a client past it gets an error, not a queue. */
 #define MAX_CALLS 32
 
@@ -251,11 +255,31 @@ static void notify(void *user, json_object *msg) {
 }
 
 /* Runs a call and answers it, unless it was cancelled before it ran
- * (then it gets no answer, as a cancelled call gets none). */
+ * (then it gets no answer, as a cancelled call gets none). One that
+ * found atelierd away before anything was done (a restart) is sent again
+ * for up to RESTART_WAIT_MS, until it is cancelled. */
 static void run_call(call_t *k, int cancelled) {
   if (!cancelled) {
     atl_mcp_req_t r = {.cancel_fd = k->cancel_r, .notify = notify};
-    json_object *answer = atl_mcp_handle(server, k->msg, &r);
+    json_object *answer = NULL;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+      answer = atl_mcp_handle(server, k->msg, &r);
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      long waited = (now.tv_sec - t0.tv_sec) * 1000 +
+                    (now.tv_nsec - t0.tv_nsec) / 1000000;
+      if (!r.unsent || r.cancelled || waited >= RESTART_WAIT_MS)
+        break;
+      json_object_put(answer);
+      answer = NULL;
+      /* The cancel pipe's hang-up ends the wait at once. */
+      struct pollfd pfd = {.fd = k->cancel_r, .events = POLLRDHUP};
+      if (poll(&pfd, 1, 250) > 0) {
+        r.cancelled = 1;
+        break;
+      }
+    }
     if (r.daemon_gone && handed_off)
       take_back_if_gone();
     if (answer != NULL && !r.cancelled)
@@ -465,9 +489,10 @@ static void handle_line(char *line, size_t len, int more) {
   }
   atl_mcp_req_t r = {.cancel_fd = -1, .if_idle = 1};
   json_object *answer = atl_mcp_handle(server, msg, &r);
-  if (r.busy) {
-    /* Its session runs another call (another client's render): it
-     * waits for it on a worker, not here. */
+  if (r.busy || (r.unsent && atl_mcp_is_slow(msg))) {
+    /* Its session runs another call (another client's render), or
+     * atelierd is away (a restart): it waits on a worker, not here. */
+    json_object_put(answer);
     start_call(msg);
     return;
   }
@@ -502,8 +527,8 @@ static int link_line(const char *line, size_t len) {
    * that would is sent with a space before it). */
   free(detach_rest);
   detach_rest = atl_base64_decode(line + d, len - d - 2, &detach_rest_len);
-  if (detach_rest == NULL && len - d - 2 > 0)
-    return -1;
+  if (detach_rest == NULL)
+    detach_rest_len = 0; /* malformed: the hand-back goes on without it */
   pthread_mutex_lock(&out_mu);
   static const char ack[] = ATL_MCP_LINK_DETACHED "\n";
   if (out_fd != STDOUT_FILENO && write_all(out_fd, ack, sizeof(ack) - 1) == 0)
@@ -568,6 +593,8 @@ static int hand_off(const char *socket_path, char **rest, size_t *rest_len) {
    * calls itself; it is told again whenever it changes. */
   json_object *p = json_object_new_object(), *rq = json_object_new_object();
   json_object_object_add(p, "state", state_json(told_session, told_client));
+  /* This process knows the hand-back (ATL_MCP_LINK_DETACH). */
+  json_object_object_add(p, "link", json_object_new_int(1));
   json_object_object_add(rq, "jsonrpc", json_object_new_string("2.0"));
   json_object_object_add(rq, "id", json_object_new_int(1));
   json_object_object_add(rq, "method", json_object_new_string("mcp.attach"));
@@ -792,7 +819,9 @@ int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
     }
     memmove(buf, buf + start, len - start);
     len -= start;
-    if (len > MAX_LINE) {
+    /* The link's lines are atelierd's, bounded by it (a hand-back's may
+     * be longer than any client's line). */
+    if (len > MAX_LINE && !handed_off) {
       json_object *e = atl_mcp_parse_error("a line longer than 64 MiB");
       send_msg(e);
       json_object_put(e);
@@ -801,6 +830,15 @@ int ctl_cmd_mcp(int argc, char **argv, const char *socket_path,
     }
   }
   free(buf);
+  /* A hand-back cut short (atelierd gone before it released stdout):
+   * the writers waiting for it go on, on stdout. */
+  pthread_mutex_lock(&out_mu);
+  if (out_held) {
+    out_held = 0;
+    take_back_stdout_locked();
+    pthread_cond_broadcast(&out_cv);
+  }
+  pthread_mutex_unlock(&out_mu);
   /* stdin closed: the calls in flight are answered first (a script that
    * pipes in one call and closes wants its answer). A client that wants
    * us gone sooner sends SIGTERM, as the spec's shutdown does: our

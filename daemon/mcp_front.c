@@ -61,7 +61,8 @@ struct front_s {
   size_t lingered; /* stdout's queue at the last look (linger_cb) */
   /* atelierd stopping: stdio handed back (atl_mcp_front_shutdown). */
   int detaching, detach_sent, acked, released;
-  char *buf; /* stdin, not yet a whole line */
+  int link_version; /* mcp.attach's "link": 1 knows the hand-back */
+  char *buf;        /* stdin, not yet a whole line */
   size_t len, cap;
   /* atelierctl's state lines. */
   char session[ATL_SESSION_ID_LEN + 1];
@@ -554,7 +555,9 @@ static void front_maybe_end(front_t *f) {
    * once would drop them. Not shut down: that would end the socket for
    * atelierctl too, which may still have answers to write on it (when
    * atelierd stops). */
-  if (f->writes == 0 || f->out_failed || f->closing_out) {
+  /* A hand-back cut short (atelierd's shutdown timed out): atelierctl
+   * writes stdout from now on, so nothing more may be written here. */
+  if (f->writes == 0 || f->out_failed || f->closing_out || f->detaching) {
     uv_close((uv_handle_t *)&f->flow, handle_closed);
     out_close(f);
   } else {
@@ -601,7 +604,10 @@ static void send_released(front_t *f) {
 
 void atl_mcp_front_shutdown(atl_daemon_t *d) {
   for (front_t *f = fronts; f; f = f->next_front) {
-    if (f->d != d || f->in_eof || f->ending || f->detaching)
+    /* An atelierctl that does not know the hand-back (another version)
+     * sees its link close, as when atelierd dies. */
+    if (f->d != d || f->in_eof || f->ending || f->detaching ||
+        f->link_version < 1)
       continue;
     /* Nothing more is read: the rest of stdin is atelierctl's. */
     f->detaching = 1;
@@ -632,7 +638,7 @@ static int is_stream(uv_pipe_t *p) {
 }
 
 void atl_mcp_front_attach(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
-  static const char *const names[] = {"state", NULL};
+  static const char *const names[] = {"state", "link", NULL};
   if (!atl_rpc_only(d, c, p, names))
     return;
   atl_conn_t *conn = atl_rpc_conn(c);
@@ -681,9 +687,11 @@ void atl_mcp_front_attach(atl_daemon_t *d, atl_rpc_call_t *c, json_object *p) {
   fronts = f;
   /* What atelierctl knows already (--session): the first calls need not
    * wait for its first state line. */
-  json_object *st = NULL;
+  json_object *st = NULL, *lv = NULL;
   if (p != NULL && json_object_object_get_ex(p, "state", &st))
     take_state(f, st);
+  if (p != NULL && json_object_object_get_ex(p, "link", &lv))
+    f->link_version = json_object_get_int(lv);
   /* A link before the answer goes: were the connection to close as the
    * answer is written, back_closed would still end the front. */
   atl_conn_raw_start(conn, back_line, back_closed, f);

@@ -322,6 +322,7 @@ json_object *atl_mcp_handle(atl_mcp_t *m, json_object *msg, atl_mcp_req_t *r) {
   r->cancelled = 0;
   r->session_gone = 0;
   r->busy = 0;
+  r->unsent = 0;
   if (json_object_is_type(msg, json_type_array)) {
     r->http_status = 400;
     return atl_mcp_error(NULL, -32600, NULL,

@@ -108,6 +108,11 @@ typedef struct {
    * if_idle, where waiting costs nothing. */
   int if_idle;
   int busy;
+  /* Set by atl_mcp_handle(): the request failed before anything that
+   * could change a session reached atelierd (it could not be reached, or
+   * refused as it was stopping). The transport may send it again once
+   * atelierd is back (a restart). */
+  int unsent;
 } atl_mcp_req_t;
 
 /* Handles one message from the client (msg is borrowed: a parsed JSON

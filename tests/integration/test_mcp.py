@@ -605,9 +605,14 @@ def _(ctx):
         time.sleep(0.5)
         r.stop()
         assert r.proc.returncode == 0, r.proc.returncode
-        r = Daemon("mcp-restart", "")
+        # A call while atelierd is away waits for it to be back.
         s.send('od": "ping"}')
+        s.send(req(9, "tools/call", shape_call(9)))
         assert s.read(timeout=30) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+        time.sleep(1)
+        r = Daemon("mcp-restart", "")
+        made = s.read(timeout=60)
+        assert made["id"] == 9 and not made["result"].get("isError"), made
         look = s.ask(req(8, "tools/call", {"name": "describe_scene",
                                            "arguments": {}}))["result"]
         assert "h1" in look["content"][0]["text"], look
