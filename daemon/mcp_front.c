@@ -412,14 +412,18 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 
 /* stdin has ended (or failed, or sent a line too long): atelierctl
  * answers what it has in flight and leaves, which ends the link. */
-static void client_eof(front_t *f) {
-  if (f->in_eof)
-    return;
-  f->in_eof = 1;
+static void stop_reading(front_t *f) {
   if (f->reading)
     uv_read_stop((uv_stream_t *)&f->in);
   f->reading = 0;
   uv_timer_stop(&f->flow);
+}
+
+static void client_eof(front_t *f) {
+  if (f->in_eof)
+    return;
+  f->in_eof = 1;
+  stop_reading(f);
   send_eof(f);
 }
 
@@ -611,10 +615,7 @@ void atl_mcp_front_shutdown(atl_daemon_t *d) {
       continue;
     /* Nothing more is read: the rest of stdin is atelierctl's. */
     f->detaching = 1;
-    if (f->reading)
-      uv_read_stop((uv_stream_t *)&f->in);
-    f->reading = 0;
-    uv_timer_stop(&f->flow);
+    stop_reading(f);
     send_detach(f);
   }
 }
