@@ -125,13 +125,12 @@ static json_object *state_json(char sid[33], char client[65]) {
  * that shows it goes out. 0, -1 when the link failed, -2 when out of
  * memory. out_mu held. */
 static int tell_state_locked(void) {
-  char sid[33], client[65];
-  json_object *st = state_json(sid, client);
+  char sid[33], base[ATL_MCP_VIA_MAX + 1], client[65];
+  atl_mcp_state(server, sid, base, client);
   if (told && strcmp(sid, told_session) == 0 &&
-      strcmp(client, told_client) == 0) {
-    json_object_put(st);
-    return 0;
-  }
+      strcmp(client, told_client) == 0)
+    return 0; /* every answer asks: nothing is built unless it changed */
+  json_object *st = state_json(sid, client);
   json_object *o = json_object_new_object();
   json_object_object_add(o, "dev.atelier/state", st);
   /* Unescaped, so that it begins as ATL_MCP_LINK_STATE says. */
@@ -625,35 +624,17 @@ static int hand_off(const char *socket_path, char **rest, size_t *rest_len) {
   cm->cmsg_type = SCM_RIGHTS;
   cm->cmsg_len = CMSG_LEN(sizeof(fds));
   memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-  char buf[4096];
-  size_t len = 0;
-  char *nl = NULL;
   if (sendmsg(c.fd, &mh, MSG_NOSIGNAL) != (ssize_t)iov.iov_len) {
     atl_rpcc_close(&c); /* nothing was passed: this process serves */
     return -1;
   }
-  /* The answer is the first line; whatever follows it is the client's
-   * first messages, passed on already. */
-  while (nl == NULL && len < sizeof(buf)) {
-    struct pollfd pfd = {.fd = c.fd, .events = POLLIN};
-    int ready = poll(&pfd, 1, ctl_timeout_ms());
-    if (ready < 0 && errno == EINTR)
-      continue;
-    if (ready <= 0)
-      break;
-    ssize_t n = read(c.fd, buf + len, sizeof(buf) - len);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN))
-      continue;
-    if (n <= 0)
-      break;
-    len += (size_t)n;
-    nl = memchr(buf, '\n', len);
-  }
-  json_object *ans = NULL, *res = NULL, *att = NULL;
-  if (nl != NULL) {
-    *nl = '\0'; /* the line, cut at its newline for the parser */
-    ans = json_tokener_parse(buf);
-  }
+  /* The answer is the first line; whatever follows it in the client's
+   * buffer is the client's first messages, passed on already. */
+  char *line = NULL;
+  int got = atl_rpcc_read_line(&c, ctl_timeout_ms(), &line);
+  json_object *ans = got == 1 ? json_tokener_parse(line) : NULL;
+  json_object *res = NULL, *att = NULL;
+  free(line);
   int refused = json_object_object_get_ex(ans, "error", NULL);
   int ok = json_object_object_get_ex(ans, "result", &res) &&
            json_object_object_get_ex(res, "attached", &att) &&
@@ -670,18 +651,18 @@ static int hand_off(const char *socket_path, char **rest, size_t *rest_len) {
     fprintf(stderr,
             "atelierctl mcp: atelierd did not answer mcp.attach "
             "(%s); exiting\n",
-            nl == NULL ? "no answer in time" : "a malformed answer");
+            got == 1 ? "a malformed answer"
+                     : (c.errmsg[0] ? c.errmsg : "it closed the connection"));
     exit(EXIT_USAGE);
   }
-  size_t first = (size_t)(nl + 1 - buf);
-  *rest_len = len - first;
+  *rest_len = c.len - c.start;
   *rest = malloc(*rest_len + 1);
   if (*rest == NULL) {
     /* atelierd has stdin now: this process can no longer read it. */
     fputs("atelierctl mcp: out of memory\n", stderr);
     exit(EXIT_USAGE);
   }
-  memcpy(*rest, buf + first, *rest_len);
+  memcpy(*rest, c.buf + c.start, *rest_len);
   int fd = c.fd;
   c.fd = -1;
   atl_rpcc_close(&c);

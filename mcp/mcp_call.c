@@ -95,10 +95,12 @@ static json_object *failed(json_object *id, atl_rpcc_t *c, int rc,
     r->cancelled = 1;
     return NULL;
   }
-  /* Nothing was done: no connection, only the tool list asked for, or a
-   * refusal of a stopping atelierd. */
+  /* Nothing was done: the request never reached atelierd (the client's
+   * own sent), only the tool list was asked for, or a stopping atelierd
+   * refused it. */
   r->unsent = (rc == ATL_RPCC_ERROR && c->err_code == ATL_RPCC_SHUTTING_DOWN) ||
-              (rc == ATL_RPCC_TRANSPORT && strcmp(what, "tool.list") == 0);
+              (rc == ATL_RPCC_TRANSPORT &&
+               (!c->sent || strcmp(what, "tool.list") == 0));
   if (rc == ATL_RPCC_ERROR) {
     r->http_status = 500;
     return atl_mcp_error(id, -32603, NULL,
